@@ -1,0 +1,99 @@
+"""Interval algebra on Polars frames with integer ``s`` / ``e`` columns (ns, half-open [s, e)).
+
+Everything here is vectorised (sort + cumulative max + as-of joins), so a million GPU operations
+cost one sort, never a Python loop.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+
+def merge(df: pl.DataFrame, by: str | None = None, keep_first: list[str] | None = None) -> pl.DataFrame:
+    """Union of overlapping intervals -> disjoint, sorted intervals (per ``by`` group if given).
+
+    ``keep_first`` columns are carried from the earliest interval of each merged block (e.g. the
+    correlation id of the operation that starts a busy period).
+    """
+    keep_first = keep_first or []
+    if df.height == 0:
+        cols = {"s": pl.Int64, "e": pl.Int64, **{k: df.schema.get(k, pl.Int64) for k in keep_first}}
+        if by:
+            cols[by] = df.schema.get(by, pl.Int64)
+        return pl.DataFrame(schema=cols)
+    keys = [by] if by else []
+    d = df.select(keys + ["s", "e"] + keep_first).sort(keys + ["s", "e"])
+    prev_max = pl.col("e").cum_max().shift(1)
+    if by:
+        prev_max = prev_max.over(by)
+    d = d.with_columns(prev_max.alias("_pm"))
+    d = d.with_columns(((pl.col("s") > pl.col("_pm")) | pl.col("_pm").is_null()).cum_sum().alias("_g"))
+    aggs = [pl.col("s").first(), pl.col("e").max()] + [pl.col(k).first() for k in keep_first]
+    return d.group_by(keys + ["_g"], maintain_order=True).agg(aggs).drop("_g")
+
+
+def clip(df: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
+    """Keep the parts of intervals inside [start, end)."""
+    return (df.filter((pl.col("e") > start) & (pl.col("s") < end))
+              .with_columns(pl.col("s").clip(lower_bound=start), pl.col("e").clip(upper_bound=end)))
+
+
+def total(df: pl.DataFrame) -> int:
+    if df.height == 0:
+        return 0
+    return int(df.select((pl.col("e") - pl.col("s")).sum()).item())
+
+
+def gaps(busy: pl.DataFrame, start: int, end: int, carry: list[str] | None = None) -> pl.DataFrame:
+    """Idle intervals of a merged, sorted, clipped busy set inside [start, end).
+
+    Each gap also gets the ``carry`` columns of the busy interval that ends it (``None`` for a
+    trailing gap), so a gap knows which operation the GPU was waiting for.
+    """
+    carry = carry or []
+    if busy.height == 0:
+        return pl.DataFrame({"s": [start], "e": [end], **{c: [None] for c in carry}},
+                            schema={"s": pl.Int64, "e": pl.Int64, **{c: busy.schema.get(c, pl.Int64) for c in carry}})
+    b = busy.sort("s")
+    g = b.select(pl.col("e").shift(1).fill_null(start).alias("s"), pl.col("s").alias("e"), *carry)
+    tail = pl.DataFrame({"s": [int(b["e"].max())], "e": [end], **{c: [None] for c in carry}},
+                        schema=g.schema)
+    out = pl.concat([g, tail]).filter(pl.col("e") > pl.col("s"))
+    return out
+
+
+def coverage(targets: pl.DataFrame, cover: pl.DataFrame) -> pl.Series:
+    """For each target interval, the ns of it covered by the (merged, disjoint) ``cover`` set."""
+    if targets.height == 0:
+        return pl.Series("covered", [], pl.Int64)
+    if cover.height == 0:
+        return pl.Series("covered", [0] * targets.height, pl.Int64)
+    c = cover.sort("s").with_columns((pl.col("e") - pl.col("s")).cum_sum().alias("_cum"))
+    c = c.with_columns((pl.col("_cum") - (pl.col("e") - pl.col("s"))).alias("_before"))
+
+    def covered_before(col: str) -> pl.DataFrame:
+        t = targets.select(pl.col(col).alias("t")).with_row_index("_i").sort("t")
+        j = t.join_asof(c.select(pl.col("s").alias("cs"), pl.col("e").alias("ce"), "_before"),
+                        left_on="t", right_on="cs", strategy="backward")
+        j = j.with_columns(
+            pl.when(pl.col("cs").is_null()).then(0)
+            .otherwise(pl.col("_before") + (pl.min_horizontal(pl.col("t"), pl.col("ce")) - pl.col("cs")))
+            .alias("cb"))
+        return j.sort("_i").select("cb")
+
+    after = covered_before("e")["cb"]
+    before = covered_before("s")["cb"]
+    return (after - before).alias("covered")
+
+
+def containing(points: pl.Series, cover: pl.DataFrame, tolerance: int = 0) -> pl.Series:
+    """For each time point, whether it lies in one of the merged ``cover`` intervals (± tolerance)."""
+    if points.len() == 0:
+        return pl.Series("inside", [], pl.Boolean)
+    if cover.height == 0:
+        return pl.Series("inside", [False] * points.len(), pl.Boolean)
+    t = pl.DataFrame({"t": points}).with_row_index("_i").sort("t")
+    c = cover.sort("s").select(pl.col("s").alias("cs"), pl.col("e").alias("ce"))
+    j = t.with_columns((pl.col("t") + tolerance).alias("tt")).join_asof(
+        c, left_on="tt", right_on="cs", strategy="backward")
+    j = j.with_columns((pl.col("ce").is_not_null() & (pl.col("ce") + tolerance >= pl.col("t"))).alias("inside"))
+    return j.sort("_i")["inside"]

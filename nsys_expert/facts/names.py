@@ -1,0 +1,99 @@
+"""Name classes: which CUDA APIs block, launch or copy; which kernels are NCCL, GEMM or elementwise.
+
+API names are matched after the ``_vNNNN`` suffix is removed (``base_name``), and both the runtime
+(``cuda*``) and driver (``cu*``) spellings are listed (input-formats.md 1.6).
+"""
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+# Host blocks until the GPU (or a stream / event) has drained.
+SYNC_APIS = {
+    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+}
+# Copies and sets that block the host (the non-Async forms).
+SYNC_MEM_APIS = {
+    "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+    "cudaMemcpyPeer", "cudaMemset", "cudaMemset2D", "cudaMemset3D",
+    "cuMemcpy", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD", "cuMemcpy2D", "cuMemcpy3D", "cuMemcpyPeer",
+    "cuMemsetD8", "cuMemsetD16", "cuMemsetD32",
+}
+ASYNC_MEM_APIS = {
+    "cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpy3DAsync", "cudaMemcpyPeerAsync", "cudaMemsetAsync",
+    "cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync",
+    "cuMemcpyAsync", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuMemsetD8Async",
+    "cuMemsetD16Async", "cuMemsetD32Async",
+}
+KERNEL_LAUNCH_APIS = {
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernelMultiDevice",
+    "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuLaunchGrid", "cuLaunchGridAsync",
+    "cudaGraphLaunch", "cuGraphLaunch",
+}
+GRAPH_LAUNCH_APIS = {"cudaGraphLaunch", "cuGraphLaunch"}
+
+
+def _base(name: str) -> str:
+    """Strip the ``_vNNNN`` version suffix and the driver's ``_v2`` suffix."""
+    return re.sub(r"_v\d+$", "", name)
+
+
+def base_expr(col: str = "name") -> pl.Expr:
+    return pl.col(col).str.replace(r"_v\d+$", "")
+
+
+def is_in(col: str, names: set[str]) -> pl.Expr:
+    return base_expr(col).is_in(sorted(names))
+
+
+# Kernel classes (case-insensitive regexes over the demangled name).
+NCCL_KERNEL = r"(?i)^(void\s+)?(nccl|ncclDevKernel|ncclKernel)|all_?reduce|all_?gather|reduce_?scatter|alltoall|sendrecv|cross_device_reduce"
+MATMUL_KERNEL = (r"(?i)gemm|gemv|nvjet|cutlass|xmma|cublas|matmul|wgmma|hmma|imma|s16816|s1688|h1688|s884|h884|"
+                 r"flash|fmha|attention|attn|conv|cudnn|dgrad|wgrad|implicit_gemm|ampere_|hopper_|sm90_xmma|sm80_xmma")
+ELEMENTWISE_KERNEL = (r"(?i)elementwise|vectorized|unrolled|reduce_kernel|reduction|reduce|fill|copy|cat_|catarray|"
+                      r"index|scatter|gather|softmax|norm|dropout|triton_poi|triton_red|triton_per|adam|sgd|"
+                      r"multi_tensor_apply|transpose|permute|cast|where|clamp|relu|gelu|silu|mul|add|sum|mean")
+SIMT_GEMM = r"(?i)simt|sgemm|dgemm"
+TENSOR_CORE_HINT = r"(?i)tf32|1688|16816|884|xmma|tensorop|wgmma|hmma|nvjet|bf16|f16|fp16|fp8|e4m3|e5m2"
+
+# NVTX ranges that mark host-side input work (design.md: data / load / batch / dataloader / input)
+DATA_RANGE = r"(?i)(^|[^a-z])(data|dataload|dataloader|load|loading|batch|input|inputs|prefetch|fetch|collate|read|preprocess)([^a-z]|$)|dataloader|data_?load"
+LIBRARY_DOMAINS = ("NCCL:", "cuBLAS:", "cuDNN:", "cuBLASLt:", "CUDA:", "nvtx:", "NVTX:")
+
+
+def kernel_class_expr(col: str = "name") -> pl.Expr:
+    """nccl / matmul / elementwise / other."""
+    n = pl.col(col)
+    return (pl.when(n.str.contains(NCCL_KERNEL)).then(pl.lit("nccl"))
+            .when(n.str.contains(MATMUL_KERNEL)).then(pl.lit("matmul"))
+            .when(n.str.contains(ELEMENTWISE_KERNEL)).then(pl.lit("elementwise"))
+            .otherwise(pl.lit("other")))
+
+
+def simt_gemm_expr(col: str = "name") -> pl.Expr:
+    n = pl.col(col)
+    return n.str.contains(r"(?i)gemm") & n.str.contains(SIMT_GEMM) & ~n.str.contains(TENSOR_CORE_HINT)
+
+
+def short_kernel_name(name: str, width: int = 80) -> str:
+    """A readable kernel name: template arguments and parameter lists folded."""
+    s = name
+    if s.startswith("void "):
+        s = s[5:]
+    depth, out = 0, []
+    for ch in s:
+        if ch == "<":
+            depth += 1
+            if depth == 1:
+                out.append("<…>")
+            continue
+        if ch == ">":
+            depth = max(0, depth - 1)
+            continue
+        if depth == 0:
+            out.append(ch)
+    s = "".join(out)
+    s = re.sub(r"\(.*\)$", "", s)
+    return s if len(s) <= width else s[: width - 1] + "…"

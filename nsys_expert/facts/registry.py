@@ -1,0 +1,131 @@
+"""Every fact nsys-expert computes: name, unit, scope, meaning and the inputs it needs.
+
+Rule validation uses this table (unknown fact names are errors, with the closest name suggested),
+the report uses the units, and "not evaluated" uses ``needs`` to say what to export.
+Names follow ``subject_measure_unit``; ``_pct`` is 0-100 and, unless said otherwise, a share of the
+analysis window's wall time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# input ids -> how a user gets them
+INPUTS = {
+    "gpu_trace": "the cuda_gpu_trace report (nsys stats -r cuda_gpu_trace)",
+    "api_trace": "the cuda_api_trace report (nsys stats -r cuda_api_trace)",
+    "nvtx_trace": "NVTX ranges with timestamps (nsys stats -r nvtx_pushpop_trace; profile with --trace=nvtx and mark each step with an NVTX range)",
+    "kern_sum": "the cuda_gpu_kern_sum report (nsys stats -r cuda_gpu_kern_sum)",
+    "api_sum": "the cuda_api_sum report (nsys stats -r cuda_api_sum)",
+    "mem_time_sum": "the cuda_gpu_mem_time_sum report (nsys stats -r cuda_gpu_mem_time_sum)",
+    "mem_size_sum": "the cuda_gpu_mem_size_sum report (nsys stats -r cuda_gpu_mem_size_sum)",
+    "nvtx_sum": "the nvtx_sum report (nsys stats -r nvtx_sum)",
+    "osrt_sum": "the osrt_sum report (nsys stats -r osrt_sum; profile with --trace=osrt)",
+    "kern_exec_sum": "the cuda_kern_exec_sum report (nsys stats -r cuda_kern_exec_sum)",
+    "ncu": "an Nsight Compute CSV of the hot kernels (ncu --set full ... then ncu -i X.ncu-rep --csv --page details)",
+}
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    unit: str
+    scope: str
+    doc: str
+    needs: tuple[str, ...]       # alternatives: any one of these inputs can supply the fact
+
+
+def _f(name, unit, doc, needs=("gpu_trace",), scope="run"):
+    return Fact(name, unit, scope, doc, tuple(needs))
+
+
+_RUN = [
+    _f("window_ms", "ms", "length of the analysis window", ("gpu_trace", "nvtx_trace", "api_trace")),
+    _f("startup_s", "s", "time from the first recorded event to the start of the window (start-up, warm-up)",
+       ("gpu_trace", "nvtx_trace", "api_trace")),
+    _f("gpu_count", "", "GPUs seen in the trace"),
+    _f("gpu_active_pct", "%", "union of kernel, memcpy and memset intervals per device, as a share of the window (mean over devices)"),
+    _f("gpu_idle_pct", "%", "100 - gpu_active_pct"),
+    _f("kernel_active_pct", "%", "union of kernel intervals as a share of the window"),
+    _f("memcpy_active_pct", "%", "union of memcpy intervals as a share of the window"),
+    _f("gpu_idle_gap_count", "", "idle gaps of 10 us or more inside the window"),
+    _f("gpu_longest_gap_ms", "ms", "the longest idle gap inside the window"),
+    _f("gpu_idle_short_gaps_pct", "%", "idle time in gaps shorter than 100 us, as a share of the window"),
+    _f("gpu_idle_long_gaps_pct", "%", "idle time in gaps of 1 ms or more, as a share of the window"),
+    _f("gpu_idle_launch_pct", "%", "idle time while the host was submitting work (short gaps, launch overhead)", ("api_trace",)),
+    _f("gpu_idle_sync_pct", "%", "idle time after a blocking synchronisation call drained the GPU queue", ("api_trace",)),
+    _f("gpu_idle_memcpy_pct", "%", "idle time while the host was inside a blocking or pageable copy call", ("api_trace",)),
+    _f("gpu_idle_data_pct", "%", "idle time inside NVTX ranges named like input work (data, load, batch, ...)", ("api_trace",)),
+    _f("gpu_idle_host_pct", "%", "idle time while the host was busy outside CUDA (Python, host work)", ("api_trace",)),
+    _f("gpu_idle_other_pct", "%", "idle time although the next operation was already submitted (dependencies)", ("api_trace",)),
+    _f("kernel_count", "", "kernels in the window (whole profile when there is no trace)", ("gpu_trace", "kern_sum")),
+    _f("kernel_median_us", "us", "median kernel duration", ("gpu_trace", "kern_sum")),
+    _f("kernel_small_share_pct", "%", "share of kernels shorter than 10 us (by count)", ("gpu_trace", "kern_sum")),
+    _f("kernels_per_iter", "", "kernels launched per iteration", ("gpu_trace",)),
+    _f("matmul_share_of_kernel_pct", "%", "share of kernel time in GEMM / attention / convolution kernels (by name)", ("gpu_trace", "kern_sum")),
+    _f("elementwise_share_of_kernel_pct", "%", "share of kernel time in elementwise / reduction / normalisation / optimizer kernels (by name)", ("gpu_trace", "kern_sum")),
+    _f("simt_gemm_share_of_kernel_pct", "%", "share of kernel time in fp32/fp64 GEMMs on SIMT cores (no tensor cores, by name)", ("gpu_trace", "kern_sum")),
+    _f("launch_api_share_pct", "%", "host time inside kernel-launch calls (all threads, union) as a share of the window", ("api_trace", "api_sum")),
+    _f("sync_api_share_pct", "%", "host time inside blocking sync calls (cuda*/cu*Synchronize, sync memcpy / memset) as a share of the window", ("api_trace", "api_sum")),
+    _f("sync_calls_per_iter", "", "blocking sync calls per iteration", ("api_trace",)),
+    _f("sync_gpu_busy_pct", "%", "share of host sync-wait time during which the GPU was busy (waits that cost nothing)", ("api_trace",)),
+    _f("graph_launch_count", "", "CUDA graph launches in the window", ("api_trace", "api_sum")),
+    _f("memcpy_share_of_busy_pct", "%", "memcpy time as a share of GPU busy time", ("gpu_trace", "mem_time_sum")),
+    _f("memcpy_host_share_of_busy_pct", "%", "host-device copy time (HtoD, DtoH) as a share of GPU busy time", ("gpu_trace", "mem_time_sum")),
+    _f("memcpy_dtod_share_of_busy_pct", "%", "device-to-device / peer copy time as a share of GPU busy time", ("gpu_trace", "mem_time_sum")),
+    _f("memcpy_h2d_gbps", "GB/s", "host-to-device copy bandwidth (bytes / copy time)", ("gpu_trace", "mem_time_sum")),
+    _f("memcpy_d2h_gbps", "GB/s", "device-to-host copy bandwidth (bytes / copy time)", ("gpu_trace", "mem_time_sum")),
+    _f("memcpy_h2d_mb", "MB", "host-to-device bytes copied (10^6 bytes)", ("gpu_trace", "mem_size_sum")),
+    _f("memcpy_d2h_mb", "MB", "device-to-host bytes copied (10^6 bytes)", ("gpu_trace", "mem_size_sum")),
+    _f("memcpy_pageable_share_pct", "%", "share of host-device copy time that uses pageable (not pinned) host memory", ("gpu_trace",)),
+    _f("nccl_kernel_count", "", "NCCL / collective kernels in the window", ("gpu_trace", "kern_sum")),
+    _f("nccl_share_of_busy_pct", "%", "NCCL kernel time as a share of GPU busy time", ("gpu_trace", "kern_sum")),
+    _f("nccl_overlap_pct", "%", "share of NCCL kernel time overlapped by compute kernels on other streams", ("gpu_trace",)),
+    _f("nccl_exposed_pct", "%", "NCCL kernel time not overlapped by compute, as a share of the window", ("gpu_trace",)),
+    _f("nccl_api_calls", "", "NCCL calls seen as NVTX ranges (NCCL domain)", ("nvtx_trace", "nvtx_sum")),
+    _f("iter_count", "", "iterations in the window", ("nvtx_trace",)),
+    _f("iter_median_ms", "ms", "median iteration time (start to next start)", ("nvtx_trace",)),
+    _f("iter_max_over_median", "x", "slowest iteration in the window / median", ("nvtx_trace",)),
+    _f("first_iter_over_median", "x", "first (warm-up) iteration / median iteration", ("nvtx_trace",)),
+    _f("nvtx_top_range_share_pct", "%", "share of the window covered by the most time-consuming NVTX range name", ("nvtx_trace", "nvtx_sum")),
+    _f("data_range_share_pct", "%", "share of the window inside NVTX ranges named like input work", ("nvtx_trace", "nvtx_sum")),
+    _f("osrt_wait_share_pct", "%", "OS runtime blocking time (poll, waits, sleeps) over the whole profile as a share of the profile span, summed over threads", ("osrt_sum",)),
+    _f("osrt_io_ms", "ms", "OS runtime time in file I/O calls (read, pread, fread, open, ...) over the whole profile", ("osrt_sum",)),
+]
+RUN_FACTS: dict[str, Fact] = {f.name: f for f in _RUN}
+
+_KERNEL = [
+    _f("name", "", "kernel name as nsys prints it", ("gpu_trace", "kern_sum"), "kernel"),
+    _f("kernel_class", "", "nccl / matmul / elementwise / other (from the name)", ("gpu_trace", "kern_sum"), "kernel"),
+    _f("time_share_pct", "%", "share of kernel time in the window", ("gpu_trace", "kern_sum"), "kernel"),
+    _f("total_ms", "ms", "total time in the window", ("gpu_trace", "kern_sum"), "kernel"),
+    _f("count", "", "instances in the window", ("gpu_trace", "kern_sum"), "kernel"),
+    _f("median_us", "us", "median duration", ("gpu_trace", "kern_sum"), "kernel"),
+    _f("avg_us", "us", "mean duration", ("gpu_trace", "kern_sum"), "kernel"),
+]
+KERNEL_FACTS: dict[str, Fact] = {f.name: f for f in _KERNEL}
+
+SCOPES = {"run": RUN_FACTS, "kernel": KERNEL_FACTS}
+
+
+def span_name(name: str) -> str:
+    return f"{name}_span"
+
+
+def lookup(scope: str, name: str) -> Fact | None:
+    table = SCOPES.get(scope, {})
+    if name in table:
+        return table[name]
+    if name.endswith("_span") and name[:-5] in table:
+        f = table[name[:-5]]
+        return Fact(name, f.unit, f.scope, f.doc + " (whole profile, start-up included)", f.needs)
+    return None
+
+
+def all_names(scope: str) -> list[str]:
+    table = SCOPES.get(scope, {})
+    return sorted(list(table) + [span_name(n) for n in table])
+
+
+def register(scope: str, fact: Fact) -> None:
+    """Add a fact (used by later layers, e.g. ncu kernel metrics)."""
+    SCOPES.setdefault(scope, {})[fact.name] = fact

@@ -1,0 +1,105 @@
+"""Timeline facts over the window: GPU busy union, idle gaps and what the host did during each gap.
+
+Gap attribution (needs the CUDA API trace): for every idle gap on a device, the operation that ends
+the gap is joined to the API call that launched it (correlation id), and the host's activity during
+the gap is measured from API-call and NVTX intervals. Each gap gets one cause, checked in order:
+
+``data``    an NVTX range named like input work (data / load / batch / ...) covers >= half the gap
+``other``   the operation that ends the gap had been submitted before the gap began: the GPU waited
+            on something else (a cross-stream event, a dependency), not on the host
+``memcpy``  the host spent >= half the gap inside a copy call (sync copy, or a pageable async copy)
+``sync``    the host was blocked in a synchronising call when the GPU ran dry: the call drained the
+            queue, and the next work came only after the host returned and did something else
+            (a blocking copy that drained the queue counts as ``memcpy``)
+``launch``  a short gap (< ``launch_gap_us``) while the host was submitting: launch overhead
+``host``    anything else: the CPU was busy outside CUDA (Python, host work) and submitted nothing
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from . import intervals
+from .names import ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
+
+CAUSES = ("data", "other", "memcpy", "sync", "launch", "host")
+LAUNCH_GAP_NS = 100_000
+SHORT_GAP_NS = 100_000
+LONG_GAP_NS = 1_000_000
+SYNC_TOLERANCE_NS = 20_000
+GAP_COUNT_MIN_NS = 10_000
+
+
+def ops_intervals(gpu: pl.DataFrame) -> pl.DataFrame:
+    return gpu.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), "device_id", "corr_id",
+                      "kind", "name", "stream", "copy_kind")
+
+
+def busy_by_device(ops: pl.DataFrame, start: int, end: int, kinds: tuple[str, ...] | None = None) -> dict[int, pl.DataFrame]:
+    if kinds is not None:
+        ops = ops.filter(pl.col("kind").is_in(list(kinds)))
+    out = {}
+    for (dev,), part in ops.partition_by("device_id", as_dict=True, maintain_order=True).items():
+        m = intervals.merge(part, keep_first=["corr_id"])
+        out[int(dev)] = intervals.clip(m, start, end)
+    return out
+
+
+def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int) -> dict[str, pl.DataFrame]:
+    """Merged host intervals per API class inside the window (all threads together)."""
+    a = api.filter((pl.col("end_ns") > start) & (pl.col("start_ns") < end))
+    base = base_expr("name")
+    pageable_corr = _pageable_copy_corr_ids(gpu)
+    is_pageable_async = base.is_in(sorted(ASYNC_MEM_APIS)) & pl.col("corr_id").is_in(pageable_corr)
+    classes = {
+        "sync": base.is_in(sorted(SYNC_APIS)),
+        "memcpy": base.is_in(sorted(SYNC_MEM_APIS)) | is_pageable_async,
+        "launch": base.is_in(sorted(KERNEL_LAUNCH_APIS)),
+    }
+    out = {}
+    for k, expr in classes.items():
+        sel = a.filter(expr).select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
+        out[k] = intervals.clip(intervals.merge(sel), start, end)
+    return out
+
+
+def _pageable_copy_corr_ids(gpu: pl.DataFrame) -> list[int]:
+    if "src_kind" not in gpu.columns:
+        return []
+    pg = gpu.filter((pl.col("kind") == "memcpy") & (
+        pl.col("src_kind").str.to_lowercase().str.contains("pageable").fill_null(False)
+        | pl.col("dst_kind").str.to_lowercase().str.contains("pageable").fill_null(False)))
+    return pg["corr_id"].drop_nulls().unique().to_list()
+
+
+def data_ranges(nvtx: pl.DataFrame | None, start: int, end: int) -> pl.DataFrame | None:
+    if nvtx is None:
+        return None
+    d = nvtx.filter(pl.col("name").str.contains(DATA_RANGE)).select(
+        pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
+    return intervals.clip(intervals.merge(d), start, end)
+
+
+def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.DataFrame],
+                   data: pl.DataFrame | None, launch_gap_ns: int = LAUNCH_GAP_NS) -> pl.DataFrame:
+    """Add a ``cause`` column to the gaps (see the module docstring for the order of the checks)."""
+    if gaps.height == 0:
+        return gaps.with_columns(pl.lit(None, pl.String).alias("cause"))
+    g = gaps.with_columns((pl.col("e") - pl.col("s")).alias("len"))
+    launch = api.select(pl.col("corr_id"), pl.col("end_ns").alias("submit_ns")).drop_nulls("corr_id") \
+                .unique("corr_id", keep="first")
+    g = g.join(launch, on="corr_id", how="left") if "corr_id" in g.columns else g.with_columns(
+        pl.lit(None, pl.Int64).alias("submit_ns"))
+    g = g.with_columns(
+        intervals.coverage(g, host["memcpy"]).alias("cov_memcpy"),
+        intervals.coverage(g, data).alias("cov_data") if data is not None else pl.lit(0).alias("cov_data"),
+        intervals.containing(g["s"], host["sync"], SYNC_TOLERANCE_NS).alias("drained_sync"),
+        intervals.containing(g["s"], host["memcpy"], SYNC_TOLERANCE_NS).alias("drained_copy"),
+    )
+    cause = (pl.when(pl.col("cov_data") * 2 >= pl.col("len")).then(pl.lit("data"))
+             .when(pl.col("submit_ns").is_not_null() & (pl.col("submit_ns") <= pl.col("s"))).then(pl.lit("other"))
+             .when(pl.col("cov_memcpy") * 2 >= pl.col("len")).then(pl.lit("memcpy"))
+             .when(pl.col("drained_sync")).then(pl.lit("sync"))
+             .when(pl.col("drained_copy")).then(pl.lit("memcpy"))
+             .when(pl.col("len") < launch_gap_ns).then(pl.lit("launch"))
+             .otherwise(pl.lit("host")))
+    return g.with_columns(cause.alias("cause"))

@@ -1,0 +1,174 @@
+"""The analysis window (design.md "The analysis window").
+
+1. NVTX iterations: the most frequent repeated top-level range (names compared with a trailing
+   number removed, so ``ProfilerStep#12`` and ``step 3`` group) defines iterations. The window runs
+   from the start of iteration ``skip + 1`` (default: the second) to the end of the GPU work
+   launched by the last one.
+2. Otherwise the dense part of the GPU trace: the window starts after the last long idle gap
+   (longer than ``max(50 ms, 100 x median gap)``) in the first half of the trace, and ends at
+   the last GPU operation.
+3. ``--window START:END`` overrides both; ``--skip-iterations N`` changes the warm-up count.
+Without any timeline the window is the whole profile (source ``whole``) and only summary facts exist.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from . import intervals
+from .names import LIBRARY_DOMAINS
+
+LONG_GAP_FLOOR_NS = 50_000_000
+LONG_GAP_FACTOR = 100
+CHAIN_GAP_NS = 1_000_000     # GPU work queued back to back after the last iteration (no API trace)
+
+
+@dataclass
+class Window:
+    start_ns: int | None
+    end_ns: int | None
+    source: str                      # nvtx:<name> | trace | whole | user
+    reason: str
+    iterations: pl.DataFrame | None = None   # all iterations found (s, e, host_s, host_e), warm-up included
+    skipped: int = 0                 # iterations left out at the start (warm-up)
+    span_start_ns: int | None = None
+    span_end_ns: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def length_ns(self) -> int:
+        if self.start_ns is None or self.end_ns is None:
+            return 0
+        return max(0, self.end_ns - self.start_ns)
+
+    def to_json(self) -> dict:
+        n_iter = 0
+        if self.iterations is not None:
+            n_iter = max(0, self.iterations.height - self.skipped)
+        return {"start_ns": self.start_ns, "end_ns": self.end_ns, "source": self.source,
+                "iterations": n_iter, "reason": self.reason,
+                "span_start_ns": self.span_start_ns, "span_end_ns": self.span_end_ns}
+
+
+def _group_name(name: str) -> str:
+    return re.sub(r"[\s#_\-:]*\d+$", "", name).strip() or name
+
+
+def find_iterations(nvtx: pl.DataFrame) -> tuple[str | None, pl.DataFrame | None]:
+    """The repeated top-level NVTX range that marks iterations, and its instances (s, e) sorted."""
+    if nvtx is None or nvtx.height == 0:
+        return None, None
+    top = nvtx
+    if "level" in nvtx.columns and nvtx["level"].null_count() < nvtx.height:
+        top = nvtx.filter(pl.col("level").fill_null(0) == 0)
+    top = top.filter(~pl.col("name").str.starts_with(LIBRARY_DOMAINS[0]))
+    for dom in LIBRARY_DOMAINS[1:]:
+        top = top.filter(~pl.col("name").str.starts_with(dom))
+    if top.height == 0:
+        return None, None
+    top = top.with_columns(pl.col("name").map_elements(_group_name, return_dtype=pl.String).alias("group"))
+    tid = "tid" if "tid" in top.columns else None
+    keys = ["group"] + ([tid] if tid else [])
+    counts = (top.group_by(keys).agg(pl.len().alias("n"), (pl.col("end_ns") - pl.col("start_ns")).sum().alias("t"))
+                 .filter(pl.col("n") >= 3).sort(["n", "t"], descending=True))
+    if counts.height == 0:
+        return None, None
+    best = counts.row(0, named=True)
+    sel = top.filter(pl.col("group") == best["group"])
+    if tid:
+        sel = sel.filter(pl.col(tid) == best[tid])
+    iters = sel.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")).sort("s")
+    return best["group"], iters
+
+
+def gpu_end_of_work(gpu: pl.DataFrame, api: pl.DataFrame | None, host_s: int, host_e: int) -> int | None:
+    """End of the GPU work launched from inside [host_s, host_e] (by correlation id when the API
+    trace is there, otherwise the GPU work queued back to back after host_e)."""
+    if gpu is None or gpu.height == 0:
+        return None
+    if api is not None and api.height and "corr_id" in api.columns and gpu["corr_id"].null_count() < gpu.height:
+        launched = api.filter((pl.col("start_ns") >= host_s) & (pl.col("start_ns") <= host_e)).select("corr_id")
+        ops = gpu.join(launched, on="corr_id", how="semi")
+        if ops.height:
+            return int(ops["end_ns"].max())
+        return None
+    started = gpu.filter(pl.col("start_ns") <= host_e)
+    if started.height == 0:
+        return None
+    end = int(started["end_ns"].max())
+    rest = gpu.filter(pl.col("start_ns") > host_e).sort("start_ns").select("start_ns", "end_ns")
+    if rest.height:  # follow work queued back to back (CPU ran ahead of the GPU)
+        s = rest["start_ns"].to_list()
+        e = rest["end_ns"].to_list()
+        for a, b in zip(s, e):
+            if a - end > CHAIN_GAP_NS:
+                break
+            end = max(end, b)
+    return end
+
+
+def dense_start(gpu: pl.DataFrame) -> tuple[int, str]:
+    """Where dense GPU activity begins: after the last long idle gap in the first half of the trace."""
+    busy = intervals.merge(gpu.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")))
+    first, last = int(busy["s"].min()), int(busy["e"].max())
+    g = intervals.gaps(busy, first, last)
+    if g.height == 0:
+        return first, "the GPU trace has no idle gap: the window is the whole trace"
+    lens = g["e"] - g["s"]
+    med = float(lens.median())
+    limit = max(LONG_GAP_FLOOR_NS, LONG_GAP_FACTOR * med)
+    half = first + (last - first) // 2
+    long = g.filter(((pl.col("e") - pl.col("s")) > limit) & (pl.col("s") < half))
+    if long.height == 0:
+        return first, (f"no idle gap longer than {limit / 1e6:.1f} ms in the first half of the trace: "
+                       "the window starts at the first GPU operation")
+    start = int(long["e"].max())
+    return start, (f"dense GPU activity starts after the last idle gap longer than {limit / 1e6:.1f} ms "
+                   f"(max(50 ms, 100 x the median gap)) in the first half of the trace")
+
+
+def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFrame | None,
+           user_window: tuple[int, int] | None = None, skip_iterations: int | None = None) -> Window:
+    starts, ends = [], []
+    for t in (gpu, api, nvtx):
+        if t is not None and t.height:
+            starts.append(int(t["start_ns"].min()))
+            ends.append(int(t["end_ns"].max()))
+    span_s = min(starts) if starts else None
+    span_e = max(ends) if ends else None
+    name, iters = find_iterations(nvtx) if nvtx is not None else (None, None)
+    if iters is not None:
+        # each iteration's GPU end: the work it launched (for the report's per-iteration numbers)
+        iters = iters.with_columns(pl.col("s").alias("host_s"), pl.col("e").alias("host_e"))
+    if user_window is not None:
+        s, e = user_window
+        w = Window(s, e, "user", f"--window {s}:{e} (ns) given on the command line", iters, 0, span_s, span_e)
+        if iters is not None:
+            w.skipped = int((iters["s"] < s).sum())
+        return w
+    if iters is not None and iters.height >= 2:
+        skip = 1 if skip_iterations is None else max(0, skip_iterations)
+        if skip >= iters.height:
+            skip = iters.height - 1
+        start = int(iters["s"][skip])
+        host_end = int(iters["e"][-1])
+        gend = gpu_end_of_work(gpu, api, start, host_end) if gpu is not None else None
+        end = max(host_end, gend or host_end)
+        warm = "iteration 1 left out as warm-up" if skip == 1 else (
+            f"first {skip} iterations left out as warm-up" if skip else "no iteration left out")
+        how = "by correlation id" if (api is not None and api.height) else "queued back to back"
+        reason = (f"{iters.height} NVTX '{name}' ranges mark iterations; {warm}; the window ends with the GPU "
+                  f"work the last iteration launched ({how})")
+        return Window(start, end, f"nvtx:{name}", reason, iters, skip, span_s, span_e)
+    if gpu is not None and gpu.height:
+        start, reason = dense_start(gpu)
+        end = int(gpu["end_ns"].max())
+        note = []
+        if iters is not None:
+            note.append("only one NVTX iteration found; the window comes from the GPU trace")
+        return Window(start, end, "trace", reason, None, 0, span_s, span_e, note)
+    return Window(span_s, span_e, "whole",
+                  "no GPU trace: the window is the whole profile and only summary facts are computed",
+                  iters, 0, span_s, span_e)

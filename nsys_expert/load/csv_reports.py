@@ -1,0 +1,185 @@
+"""Read one `nsys stats` CSV (or TSV) report into a canonical Polars frame.
+
+The header is found by its content, not its line number: `nsys stats` writes NOTICE /
+Processing / title lines ahead of it when its output is redirected (input-formats.md 1.2).
+Values are read as text and cast per column, so a bad cell becomes a counted, reported null
+instead of an exception; units are converted with the factor from the header.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ..errors import InputError
+from . import schema
+
+SNIFF_BYTES = 256 * 1024
+# time columns kept as integer ns (the others, averages and deviations, are floats)
+INT_NS = {"start_ns", "end_ns", "dur_ns", "total_ns", "min_ns", "max_ns", "dur_child_ns", "dur_nonchild_ns",
+          "total_proj_ns", "total_range_ns"}
+MAX_PREAMBLE_LINES = 200
+EXPORT_HINT = ("export the reports with: nsys stats --format csv --output prof "
+               "--report cuda_gpu_trace,cuda_api_trace,cuda_gpu_kern_sum,cuda_api_sum,cuda_gpu_mem_time_sum,"
+               "cuda_gpu_mem_size_sum,nvtx_sum,nvtx_pushpop_trace,osrt_sum report.nsys-rep")
+
+
+@dataclass
+class Sniff:
+    """What the first bytes of a file say about it."""
+    path: str
+    kind: str                      # "csv-report", "empty", "binary", "text", "sqlite", "unknown-csv"
+    report: str | None = None      # report name from the file name, if any
+    spec: schema.ReportSpec | None = None
+    header_line: int = 0
+    delimiter: str = ","
+    cells: list[str] = field(default_factory=list)
+    candidates: list[schema.ReportSpec] = field(default_factory=list)
+
+
+def sniff(path: str) -> Sniff:
+    fname = os.path.basename(path)
+    report = schema.report_name_from_filename(fname)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError as e:
+        raise InputError(f"cannot read file ({e.strerror})", path) from e
+    if head.startswith(b"SQLite format 3\x00"):
+        return Sniff(path, "sqlite", report)
+    if not head.strip():
+        return Sniff(path, "empty", report, spec=schema.SPEC_BY_NAME.get(report or ""))
+    if b"\x00" in head or _mostly_binary(head):
+        return Sniff(path, "binary", report)
+    text = head.decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    if len(head) == SNIFF_BYTES and lines:
+        lines = lines[:-1]  # the last line of the sniffed block may be cut
+    for i, line in enumerate(lines[:MAX_PREAMBLE_LINES]):
+        for delim in (",", "\t"):
+            if delim not in line:
+                continue
+            try:
+                cells = next(csv.reader([line], delimiter=delim))
+            except (csv.Error, StopIteration):
+                continue
+            labels = [schema.split_header_cell(c)[0] for c in cells]
+            cands = schema.match_header(labels)
+            if cands:
+                spec = _choose(cands, report)
+                return Sniff(path, "csv-report", report, spec, i, delim, cells, cands)
+    return Sniff(path, "text" if report is None else "unknown-csv", report)
+
+
+def _mostly_binary(head: bytes) -> bool:
+    sample = head[:4096]
+    bad = sum(1 for b in sample if b < 9 or (13 < b < 32))
+    if bad > len(sample) * 0.05:
+        return True
+    try:
+        sample.decode("utf-8")
+        return False
+    except UnicodeDecodeError as e:
+        # a cut multi-byte character at the end of the sample is fine; junk in the middle is not
+        text = sample.decode("utf-8", errors="replace")
+        return text.count("\ufffd") > max(8, len(text) * 0.05) and e.start < len(sample) - 4
+
+
+def _choose(cands: list[schema.ReportSpec], report: str | None) -> schema.ReportSpec:
+    if len(cands) == 1:
+        return cands[0]
+    by_name = schema.SPEC_BY_NAME.get(report or "")
+    if by_name in cands:
+        return by_name
+    return cands[0]  # api_sum vs osrt_sum without a telling file name: decided from the rows later
+
+
+@dataclass
+class Loaded:
+    table: str
+    frame: pl.DataFrame
+    path: str
+    report: str              # report name (from the file name when known, else the table's first name)
+    warnings: list[str] = field(default_factory=list)
+    era: str = "2023+"       # "2023+" or "2021-2022" (old report names / GridXYZ / MBps / None) or "2020"
+
+
+def read_report(sn: Sniff) -> Loaded:
+    """Read a sniffed CSV report into its canonical frame (all requested casts, units converted)."""
+    path, spec = sn.path, sn.spec
+    assert spec is not None
+    warnings: list[str] = []
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        fh.seek(max(0, size - 1))
+        ends_with_newline = fh.read(1) in (b"\n", b"\r")
+    source: object = path
+    if not ends_with_newline:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        cut = data.rfind(b"\n")
+        source = io.BytesIO(data[: cut + 1] if cut >= 0 else data)
+        warnings.append(f"{os.path.basename(path)}: the file ends in the middle of a row (cut short?); "
+                        f"its last, incomplete row was left out")
+    try:
+        raw = pl.read_csv(source, skip_lines=sn.header_line, has_header=True, infer_schema=False,
+                          separator=sn.delimiter, encoding="utf8-lossy", quote_char='"',
+                          truncate_ragged_lines=True, null_values=["None"], raise_if_empty=False)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"cannot parse this {spec.table} CSV ({first[:120]})", path,
+                         "re-export it with nsys stats --format csv") from e
+    plan = schema.column_plan(list(raw.columns))
+    exprs = []
+    for cell, name, cls, factor in plan:
+        col = pl.col(cell).str.strip_chars()
+        if cls == "str":
+            exprs.append(pl.col(cell).alias(name))
+        elif cls in ("ts", "dur") and name in INT_NS and factor == 1.0:
+            exprs.append(col.cast(pl.Int64, strict=False).alias(name))
+        elif cls in ("ts", "dur") and name in INT_NS:
+            exprs.append((col.cast(pl.Float64, strict=False) * factor).round(0).cast(pl.Int64).alias(name))
+        elif cls in ("ts", "dur"):
+            exprs.append((col.cast(pl.Float64, strict=False) * factor).alias(name))
+        elif cls == "int":
+            exprs.append(col.cast(pl.Int64, strict=False).alias(name))
+        else:  # pct, float, bytes, bps
+            exprs.append((col.cast(pl.Float64, strict=False) * factor).alias(name))
+    frame = raw.select(exprs)
+    warnings += _bad_cells(raw, frame, plan, path)
+    era = _era(sn, raw.columns)
+    return Loaded(spec.table, frame, path, sn.report or spec.names[0], warnings, era)
+
+
+def _era(sn: Sniff, columns: list[str]) -> str:
+    """Which generation of `nsys stats` wrote this header: 2020-2021, 2021-2022 or 2023+."""
+    cols = [c.strip() for c in columns]
+    if "Time(%)" in cols or "Start Time (ns)" in cols or any(c.startswith("Average") for c in cols):
+        return "2020-2021"
+    old_name = sn.report is not None and sn.spec is not None and sn.report != sn.spec.names[0]
+    if old_name or "GridXYZ" in cols or "Throughput (MBps)" in cols:
+        return "2021-2022"
+    return "2023+"
+
+
+def _bad_cells(raw: pl.DataFrame, frame: pl.DataFrame, plan, path: str) -> list[str]:
+    """Count cells that had text but did not parse as the number their column holds."""
+    out = []
+    checks = []
+    for cell, name, cls, _ in plan:
+        if cls == "str":
+            continue
+        checks.append(((pl.col(cell).is_not_null() & (pl.col(cell).str.strip_chars() != "")) &
+                       pl.lit(True)).alias(name))
+    if not checks:
+        return out
+    had = raw.select(checks)
+    for name in had.columns:
+        bad = int((had[name] & frame[name].is_null()).sum())
+        if bad:
+            out.append(f"{os.path.basename(path)}: {bad} value(s) in column '{name}' are not numbers; "
+                       f"those cells were read as missing")
+    return out
