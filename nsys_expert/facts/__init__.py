@@ -279,6 +279,8 @@ def _memcpy_facts_trace(fs: FactSet, prof: Profile, win) -> None:
         pageable = hd.filter(pl.col("src_kind").str.to_lowercase().str.contains("pageable").fill_null(False)
                              | pl.col("dst_kind").str.to_lowercase().str.contains("pageable").fill_null(False))
         fs.put("memcpy_pageable_share_pct", _pct(float(pageable["dur_ns"].sum()), float(hd["dur_ns"].sum())), src)
+    else:  # no host-device copies in the window: none of them is pageable
+        fs.put("memcpy_pageable_share_pct", 0.0, src)
     if m.height:
         agg = (m.with_columns(pl.col("copy_kind").fill_null("other"),
                               (pl.col("src_kind").fill_null("") + "→" + pl.col("dst_kind").fill_null("")).alias("kinds"))
@@ -423,6 +425,11 @@ def _summary_facts(fs: FactSet, prof: Profile, win) -> None:
         if span_ns:
             put("launch_api_share_pct", min(100.0, _pct(launch, span_ns)), "api_sum")
             put("sync_api_share_pct", min(100.0, _pct(float(sync["total_ns"].sum()), span_ns)), "api_sum")
+        it = win.iterations
+        if "sync_calls_per_iter" not in fs.run and it is not None and it.height >= 2 and "api_trace" not in prof.tables:
+            # no API trace: whole-profile sync calls over all iterations (warm-up included), an approximation
+            fs.put("sync_calls_per_iter", int(sync["count"].sum()) / it.height,
+                   f"{prof.source_name('api_sum')} (whole profile) / {prof.source_name('nvtx_trace')} iterations")
         if "api" not in fs.tables:
             tot = float(s["total_ns"].sum()) or 1.0
             fs.tables["api"] = [{"name": r["base_name"], "ms": r["total_ns"] / 1e6, "count": r["count"],

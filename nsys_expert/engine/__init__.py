@@ -1,0 +1,211 @@
+"""engine: rule packs in, findings out.
+
+``evaluate`` decides which rules can run (their facts and inputs exist), compiles those to one
+durable-rules ruleset (cached per process), asserts the facts, and turns each firing into a finding:
+message and advice rendered in a sandbox, evidence with thresholds, an estimate of the time it wins
+back. Ranking is the report's job; findings come out in rule order.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import jinja2
+
+from ..errors import RuleError
+from ..facts import FactSet, registry
+from . import compiler, durable_adapter
+from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
+
+__all__ = ["evaluate", "Evaluation", "load_packs", "Rule", "Pack", "select_rules", "parse_overrides"]
+
+
+@dataclass
+class Evaluation:
+    findings: list[dict] = field(default_factory=list)
+    not_evaluated: list[dict] = field(default_factory=list)
+    evaluated: list[str] = field(default_factory=list)
+
+
+def select_rules(packs: list[Pack], select: list[str] | None = None, ignore: list[str] | None = None) -> list[Rule]:
+    rules = [r for p in packs for r in p.rules]
+    known = {r.id for r in rules} | {r.category for r in rules}
+    for s in (select or []) + (ignore or []):
+        if s not in known:
+            raise RuleError(f"--select/--ignore: no rule or category named '{s}'", None,
+                            "see nsys-expert rules for the list")
+    if select:
+        rules = [r for r in rules if r.id in select or r.category in select]
+    if ignore:
+        rules = [r for r in rules if r.id not in ignore and r.category not in ignore]
+    return rules
+
+
+def parse_overrides(items: list[str], rules: list[Rule]) -> dict[str, dict]:
+    """``--set RULE.param=VALUE`` -> {rule id: {param: value}} (validated: rule, param, type, range)."""
+    by_id = {r.id: r for r in rules}
+    out: dict[str, dict] = {}
+    for item in items or []:
+        key, eq, raw = item.partition("=")
+        rid, dot, param = key.partition(".")
+        if not eq or not dot:
+            raise RuleError(f"--set {item}: expected RULE.param=VALUE", None)
+        if rid not in by_id:
+            raise RuleError(f"--set {item}: no rule '{rid}'", None, "see nsys-expert rules")
+        rule = by_id[rid]
+        if param not in rule.params:
+            raise RuleError(f"--set {item}: rule {rid} has no param '{param}'", None,
+                            f"its params: {', '.join(rule.params) or 'none'}")
+        spec = rule.params[param]
+        default = spec["default"]
+        try:
+            if isinstance(default, bool):
+                value = raw.lower() in ("1", "true", "yes", "on")
+            elif isinstance(default, (int, float)):
+                value = float(raw)
+                if value.is_integer() and isinstance(default, int):
+                    value = int(value)
+            else:
+                value = raw
+        except ValueError as e:
+            raise RuleError(f"--set {item}: '{raw}' is not a number", None) from e
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise RuleError(f"--set {item}: the value must be finite", None)
+            if "min" in spec and value < spec["min"] or "max" in spec and value > spec["max"]:
+                raise RuleError(f"--set {item}: {value} is outside [{spec.get('min', '-inf')}, {spec.get('max', 'inf')}]", None)
+        out.setdefault(rid, {})[param] = value
+    return out
+
+
+def _missing(cond: dict, have: set[str]) -> set[str]:
+    """Facts a condition needs but the run lacks (an ``exists`` test never needs its fact)."""
+    if "fact" in cond:
+        return set() if cond["fact"] in have or cond["op"] == "exists" else {cond["fact"]}
+    if "all" in cond:
+        return set().union(*(_missing(c, have) for c in cond["all"]))
+    if "any" in cond:
+        parts = [_missing(c, have) for c in cond["any"]]
+        return set() if any(not p for p in parts) else set().union(*parts)
+    return _missing(cond["not"], have)
+
+
+def _rhs_facts(cond: dict) -> set[str]:
+    return {c["value"]["fact"] for c in walk_conditions(cond) if isinstance(c.get("value"), dict)}
+
+
+def _needs_text(facts: set[str], fs: FactSet, scope: str) -> list[str]:
+    out = []
+    for f in sorted(facts):
+        why = fs.absent.get(f) or fs.absent.get(f.removesuffix("_span"))
+        if not why:
+            d = registry.lookup(scope, f)
+            why = ("needs " + " or ".join(registry.INPUTS.get(n, n) for n in d.needs)) if d else "unknown"
+        out.append(f"{f}: {why}")
+    return out
+
+
+def _render(template: str, ctx: dict) -> str:
+    try:
+        return ENV.from_string(template).render(**ctx).strip()
+    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as e:
+        return f"{template} [template error: {e}]"
+
+
+def _estimate(rule: Rule, ctx: dict) -> float | None:
+    if not rule.estimate:
+        return None
+    try:
+        v = ENV.compile_expression(rule.estimate["expr"], undefined_to_none=True)(**ctx)
+    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return round(max(0.0, min(100.0, float(v))), 1)
+
+
+def _threshold(cond: dict, fact: str, params: dict):
+    for c in walk_conditions(cond):
+        if c["fact"] == fact:
+            v = c.get("value")
+            v = params.get(v[1:], v) if isinstance(v, str) and v.startswith("$") else v
+            if isinstance(v, dict):
+                v = f"{v['fact']}" + (f" x {params.get(str(v['times'])[1:], v['times'])}" if "times" in v else "")
+            return v, c["op"]
+    return None, None
+
+
+def lang_text(d: dict | None, lang: str):
+    if not d:
+        return None
+    return d.get(lang) or d.get("en")
+
+
+def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict | None = None,
+             lang: str = "en") -> Evaluation:
+    overrides = overrides or {}
+    ev = Evaluation()
+    run_have = set(fs.run)
+    kernel_have = set().union(*(set(k) for k in fs.kernels)) if fs.kernels else set()
+    runnable = []
+    for r in rules:
+        have = run_have if r.scope == "run" else kernel_have
+        missing = _missing(r.when, have) | (_rhs_facts(r.when) - have)
+        missing_inputs = [i for i in r.requires if i not in tables]
+        if missing or missing_inputs:
+            ev.not_evaluated.append({
+                "rule": r.id, "category": r.category,
+                "missing": [registry.INPUTS[i] for i in missing_inputs] + _needs_text(missing, fs, r.scope)})
+            continue
+        runnable.append(r)
+    ev.evaluated = [r.id for r in runnable]
+    if not runnable:
+        return ev
+    definition, names = compiler.compile_rules(runnable, overrides)
+    eng = durable_adapter.engine_for(definition)
+    facts = [("run", fs.run)] + [("kernel", k) for k in fs.kernels]
+    fired = eng.run(facts)
+    by_id = {r.id: r for r in runnable}
+    hits: dict[tuple[str, str], str] = {}
+    branch: dict[tuple[str, str], int] = {}
+    order: list[tuple[str, str]] = []
+    for name, fact_id in fired:
+        rid, sev, alt = names[name]
+        key = (rid, fact_id)
+        if key not in hits:
+            order.append(key)
+            hits[key] = sev
+            branch[key] = alt
+        else:
+            if SEVERITIES.index(sev) > SEVERITIES.index(hits[key]):
+                hits[key] = sev
+            if sev == by_id[rid].severity:  # the base level says which branch matched
+                branch[key] = min(branch[key], alt)
+    kernels_by_id = {f"kernel:{i + 1}": k for i, k in enumerate(fs.kernels)}
+    for rid, fact_id in order:
+        rule = by_id[rid]
+        params = rule.param_values(overrides.get(rid))
+        bound = fs.run if rule.scope == "run" else kernels_by_id.get(fact_id, {})
+        ctx = {**fs.run, **params, **({"kernel": bound, **bound} if rule.scope == "kernel" else {})}
+        evidence = []
+        matched = compiler.alternatives(rule)[branch[(rid, fact_id)]]
+        for f in (rule.evidence or rule.facts_used()):
+            if f not in bound:
+                continue
+            thr, op = _threshold(matched, f, params)
+            d = registry.lookup(rule.scope, f)
+            evidence.append({"fact": f, "value": bound[f], "threshold": thr, "op": op,
+                             "unit": d.unit if d else "", "source": fs.sources.get(f)})
+        finding = {
+            "rule": rid, "category": rule.category, "severity": hits[(rid, fact_id)],
+            "title": _render(lang_text(rule.title, lang), ctx),
+            "message": _render(lang_text(rule.message, lang), ctx),
+            "evidence": evidence,
+            "advice": [_render(a, ctx) for a in (rule.advice.get(lang) or rule.advice.get("en") or [])],
+            "estimated_gain_pct": _estimate(rule, ctx),
+            "scope": {"kernel": bound.get("name")} if rule.scope == "kernel" else {},
+            "pack": rule.pack,
+            "references": rule.references,
+        }
+        ev.findings.append(finding)
+    return ev

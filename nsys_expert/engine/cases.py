@@ -1,0 +1,69 @@
+"""Run a rule's fixture cases (``<rule-id>.cases.yaml``): facts in, fires or stays quiet."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+from ..errors import RuleError
+from ..facts import FactSet, registry
+from .rules import Rule
+
+
+@dataclass
+class CaseResult:
+    rule: str
+    name: str
+    ok: bool
+    detail: str
+
+
+def load_cases(rule: Rule) -> list[dict]:
+    if not rule.cases_path:
+        return []
+    try:
+        data = yaml.safe_load(open(rule.cases_path, encoding="utf-8")) or []
+    except yaml.YAMLError as e:
+        raise RuleError(f"cases file is not valid YAML ({e})", rule.cases_path) from e
+    if not isinstance(data, list) or not all(isinstance(c, dict) and c.get("expect") in ("fire", "quiet") for c in data):
+        raise RuleError("a cases file is a list of {name, facts, [kernels], expect: fire|quiet, [severity]}",
+                        rule.cases_path)
+    return data
+
+
+def run_case(rule: Rule, case: dict, overrides: dict | None = None) -> CaseResult:
+    from . import evaluate  # late import: engine/__init__ imports this module's siblings
+
+    fs = FactSet(run=dict(case.get("facts") or {}), kernels=[dict(k) for k in case.get("kernels") or []])
+    for i, k in enumerate(fs.kernels):
+        k.setdefault("name", f"kernel{i}")
+    ev = evaluate([rule], fs, set(registry.INPUTS), {rule.id: case.get("params", {}), **(overrides or {})})
+    hits = [f for f in ev.findings if f["rule"] == rule.id]
+    name = case.get("name", "?")
+    if ev.not_evaluated:
+        return CaseResult(rule.id, name, False, "not evaluated: " + "; ".join(ev.not_evaluated[0]["missing"]))
+    if case["expect"] == "quiet":
+        return CaseResult(rule.id, name, not hits, "stayed quiet" if not hits else f"fired ({hits[0]['severity']})")
+    if not hits:
+        return CaseResult(rule.id, name, False, "expected to fire, stayed quiet")
+    want = case.get("severity")
+    sev = hits[0]["severity"]
+    if want and want != sev:
+        return CaseResult(rule.id, name, False, f"fired with severity {sev}, expected {want}")
+    return CaseResult(rule.id, name, True, f"fired ({sev})")
+
+
+def run_all(rules: list[Rule]) -> list[CaseResult]:
+    out = []
+    for r in rules:
+        cases = load_cases(r)
+        if not cases:
+            out.append(CaseResult(r.id, "(none)", False, f"no fixture cases: add {r.id}.cases.yaml beside the rule"))
+            continue
+        kinds = {c["expect"] for c in cases}
+        for c in cases:
+            out.append(run_case(r, c))
+        for need in ("fire", "quiet"):
+            if need not in kinds:
+                out.append(CaseResult(r.id, f"(no {need} case)", False, f"every rule needs at least one '{need}' case"))
+    return out

@@ -1,0 +1,133 @@
+"""The only module that imports durable-rules. It owns every workaround from notes/durable-rules.md.
+
+- ``_SyncHost``: the stock Host starts two timer threads that never stop and run actions late on
+  another thread; overriding ``_run`` keeps everything synchronous in the caller's thread.
+- Rulesets are compiled once per definition and reused (rulesets and regex state machines leak if
+  created per diagnosis); each diagnosis runs in a fresh session id that is deleted afterwards
+  (at most 1,024 live sessions per ruleset).
+- ``set_rulesets`` mutates its argument: it gets a deep copy.
+- Facts get a unique ``id`` (content hashes collide), reserved keys are refused, values are
+  sanitised (no None / NaN / inf, no exponent-without-dot floats, strings cut to 4 KB).
+- Facts are asserted in one batch: a catch-all rule (in the definition) makes every fact handled,
+  so no batch is held back. Actions only record; errors inside them are collected and raised.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import threading
+import traceback
+import uuid
+import warnings
+
+warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"durable\.engine")
+
+import durable_rules_engine  # noqa: E402
+from durable import engine  # noqa: E402
+
+from .compiler import SINK, safe_number  # noqa: E402
+
+RESERVED = {"id", "sid", "kind", "$s"}
+MAX_STR = 4096
+MAX_PROPS = 240
+RULESET = "nsx"
+
+
+class _SyncHost(engine.Host):
+    def __init__(self, actions):
+        self._actions = actions
+        super().__init__()
+
+    def _run(self):  # no dispatcher threads
+        pass
+
+    def get_action(self, action_name):
+        return self._actions[action_name]
+
+
+def clean_fact(kind: str, n: int, fact: dict) -> dict:
+    out = {"kind": kind, "id": f"{kind}:{n}"}
+    items = [(k, v) for k, v in fact.items() if v is not None]
+    if len(items) > MAX_PROPS:
+        items = items[:MAX_PROPS]
+    for k, v in items:
+        if k in RESERVED:
+            raise ValueError(f"fact key {k!r} is reserved by the rules engine")
+        if isinstance(v, float) and not math.isfinite(v):
+            continue
+        if isinstance(v, str) and len(v) > MAX_STR:
+            v = v[:MAX_STR]
+        if isinstance(v, (dict, list)):
+            continue
+        out[k] = safe_number(v)
+    return out
+
+
+class Engine:
+    """One compiled ruleset; ``run`` is safe to call many times (and from several threads)."""
+
+    def __init__(self, definition: dict):
+        self.definition = definition
+        self._lock = threading.Lock()
+        self._runs: dict[str, list] = {}
+        self._errors: dict[str, list] = {}
+        actions = {name: self._make_action(name) for name in definition if name != SINK}
+        actions[SINK] = lambda c: None
+        self._host = _SyncHost(actions)
+        try:
+            self._host.set_rulesets({RULESET: copy.deepcopy(definition)})
+        except Exception as e:  # the C engine says only "error code N"
+            raise ValueError(f"the rules engine refused the compiled ruleset: {e}") from e
+
+    def _make_action(self, name: str):
+        def action(c):
+            sid = c.s.sid
+            try:
+                fact = {k: v for k, v in c.m.items() if k != "sid"}
+                self._runs[sid].append((name, fact["id"]))
+            except Exception:  # durable would swallow it into state['exception']
+                self._errors.setdefault(sid, []).append(traceback.format_exc())
+        return action
+
+    def run(self, facts: list[tuple[str, dict]]) -> list[tuple[str, str]]:
+        """Assert ``[(kind, fact)]``; -> ``[(durable rule name, fact id)]`` in firing order, deduplicated."""
+        batch = [clean_fact(kind, i, f) for i, (kind, f) in enumerate(facts)]
+        sid = uuid.uuid4().hex
+        with self._lock:
+            self._runs[sid] = []
+            try:
+                for f in batch:
+                    f["sid"] = sid
+                if batch:
+                    self._host.assert_facts(RULESET, batch)
+            finally:
+                try:
+                    self._host.delete_state(RULESET, sid)
+                except Exception:  # noqa: BLE001 - a state that was never created
+                    pass
+                fired = self._runs.pop(sid, [])
+                errors = self._errors.pop(sid, [])
+        if errors:
+            raise RuntimeError("a rule action failed inside the engine:\n" + errors[0])
+        seen, out = set(), []
+        for item in fired:
+            if item not in seen:
+                seen.add(item)
+                out.append(item)
+        return out
+
+
+_CACHE: dict[str, Engine] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def engine_for(definition: dict) -> Engine:
+    """The compiled engine for a definition, built once per process."""
+    key = hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest()
+    with _CACHE_LOCK:
+        eng = _CACHE.get(key)
+        if eng is None:
+            eng = _CACHE[key] = Engine(definition)
+        return eng

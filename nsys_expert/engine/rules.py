@@ -1,0 +1,326 @@
+"""Rule packs: load YAML safely, validate shape (JSON Schema) and meaning (facts, params, templates).
+
+A pack is a folder with ``pack.yaml`` (name, version, description) and one rule per ``*.yaml`` file
+(in ``rules/`` below it if that folder exists, else anywhere below the pack folder). A rule's
+fixture cases live beside it as ``<rule-id>.cases.yaml``. Every error is one line: file, line when
+known, rule id, what is wrong.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+import jsonschema
+import yaml
+from jinja2.sandbox import SandboxedEnvironment
+
+from ..errors import RuleError
+from ..facts import registry
+
+SEVERITIES = ["info", "low", "medium", "high", "critical"]
+CATEGORIES = ["compute-bound", "memory-bound", "launch-bound", "data-io-bound", "comm-bound", "sync-bound",
+              "memcpy-bound"]
+NUMERIC_OPS = {"lt", "lte", "gt", "gte"}
+ALL_OPS = NUMERIC_OPS | {"eq", "neq", "in", "not_in", "contains", "icontains", "startswith", "endswith",
+                         "matches", "exists"}
+STRING_OPS = {"contains", "icontains", "startswith", "endswith", "matches"}
+ENV = SandboxedEnvironment(undefined=jinja2.ChainableUndefined, autoescape=False)
+
+
+def _num(v) -> str:
+    return f"{v:,.1f}" if isinstance(v, (int, float)) and abs(v) < 1e15 else str(v)
+
+
+ENV.filters["num"] = _num
+
+
+@dataclass
+class Rule:
+    id: str
+    title: dict
+    category: str
+    severity: str
+    scope: str
+    when: dict
+    message: dict
+    advice: dict
+    params: dict = field(default_factory=dict)
+    requires: list = field(default_factory=list)
+    escalate: list = field(default_factory=list)
+    evidence: list = field(default_factory=list)
+    estimate: dict | None = None
+    references: list = field(default_factory=list)
+    why: dict | None = None
+    pack: str = "builtin"
+    path: str = ""
+    cases_path: str | None = None
+
+    def param_values(self, overrides: dict | None = None) -> dict:
+        vals = {k: v["default"] for k, v in self.params.items()}
+        vals.update(overrides or {})
+        return vals
+
+    def facts_used(self) -> list[str]:
+        out: list[str] = []
+        for c in walk_conditions(self.when):
+            if c["fact"] not in out:
+                out.append(c["fact"])
+        return out
+
+
+@dataclass
+class Pack:
+    name: str
+    version: str
+    description: str
+    path: str
+    rules: list[Rule]
+
+
+def walk_conditions(cond: dict):
+    """Every leaf ``{fact, op, value}`` of a nested all / any / not condition."""
+    if "fact" in cond:
+        yield cond
+        return
+    for key in ("all", "any"):
+        for c in cond.get(key, []):
+            yield from walk_conditions(c)
+    if "not" in cond:
+        yield from walk_conditions(cond["not"])
+
+
+def _text(v) -> dict:
+    if v is None:
+        return {}
+    if isinstance(v, str):
+        return {"en": v}
+    return dict(v)
+
+
+def _textlist(v) -> dict:
+    if v is None:
+        return {"en": []}
+    if isinstance(v, list):
+        return {"en": list(v)}
+    return {k: list(x) for k, x in v.items()}
+
+
+_SCHEMA = None
+
+
+def schema() -> dict:
+    global _SCHEMA
+    if _SCHEMA is None:
+        _SCHEMA = json.loads(resources.files("nsys_expert.engine").joinpath("rule_schema.json").read_text())
+    return _SCHEMA
+
+
+def _lines(text: str) -> dict:
+    """Line number (1-based) of each top-level key of a YAML mapping."""
+    out = {}
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return out
+    if isinstance(node, yaml.MappingNode):
+        for k, _ in node.value:
+            out[str(k.value)] = k.start_mark.line + 1
+    return out
+
+
+def _fail(path: str, line: int | None, rid: str | None, msg: str) -> RuleError:
+    where = f"{path}:{line}" if line else path
+    return RuleError(f"{('rule ' + rid + ': ') if rid else ''}{msg}", where)
+
+
+def load_rule_file(path: str, pack: str) -> Rule:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise _fail(path, None, None, f"cannot read rule file ({e})") from e
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise _fail(path, mark.line + 1 if mark else None, None,
+                    f"not valid YAML ({getattr(e, 'problem', None) or e})") from e
+    lines = _lines(text)
+    rid = data.get("id") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise _fail(path, None, None, "a rule file must hold one YAML mapping (id, title, category, ...)")
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(list(e.absolute_path)), list(e.absolute_path)))
+    if errors:
+        e = errors[0]
+        top = str(e.absolute_path[0]) if e.absolute_path else None
+        loc = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+        msg = e.message
+        if e.validator == "additionalProperties" and not e.absolute_path:
+            bad = sorted(set(data) - set(schema()["properties"]))
+            hint = difflib.get_close_matches(bad[0], list(schema()["properties"]), 1) if bad else []
+            msg = f"unknown key '{bad[0]}'" + (f" (did you mean '{hint[0]}'?)" if hint else "") if bad else msg
+        elif e.validator == "oneOf" and top == "when":
+            msg = ("a condition is {fact: NAME, op: OP, value: V} or {all: [...]}, {any: [...]}, {not: ...}; "
+                   f"this one is not: {json.dumps(e.instance)[:120]}")
+        raise _fail(path, lines.get(top), rid, f"{loc}: {msg}")
+    rule = Rule(
+        id=data["id"], title=_text(data["title"]), category=data["category"], severity=data["severity"],
+        scope=data.get("scope", "run"), when=data["when"], message=_text(data["message"]),
+        advice=_textlist(data.get("advice")), params=data.get("params", {}) or {},
+        requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
+        evidence=list(data.get("evidence", [])), estimate=data.get("estimate"),
+        references=list(data.get("references", [])), why=_text(data.get("why")) or None, pack=pack, path=path)
+    cases = os.path.join(os.path.dirname(path), f"{rule.id}.cases.yaml")
+    rule.cases_path = cases if os.path.exists(cases) else None
+    _check_semantics(rule, lines)
+    return rule
+
+
+def _check_semantics(rule: Rule, lines: dict) -> None:
+    path, rid = rule.path, rule.id
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem != rid:
+        raise _fail(path, lines.get("id"), rid, f"the file name must be the rule id ({rid}.yaml), not {stem}.yaml")
+    known = registry.all_names(rule.scope)
+    for c in list(walk_conditions(rule.when)) + [c for e in rule.escalate for c in walk_conditions(e["when"])]:
+        line = lines.get("when")
+        fact, op = c["fact"], c["op"]
+        if registry.lookup(rule.scope, fact) is None:
+            hint = difflib.get_close_matches(fact, known, 1)
+            raise _fail(path, line, rid, f"unknown fact '{fact}' for scope {rule.scope}"
+                        + (f" (did you mean '{hint[0]}'?)" if hint else ""))
+        if op not in ALL_OPS:
+            hint = difflib.get_close_matches(op, sorted(ALL_OPS), 1)
+            raise _fail(path, line, rid, f"unknown operator '{op}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                        + f"; operators: {', '.join(sorted(ALL_OPS))}")
+        if op != "exists" and "value" not in c:
+            raise _fail(path, line, rid, f"condition on '{fact}' with op '{op}' needs a value")
+        _check_operand(rule, c.get("value"), op, line)
+    for name, p in rule.params.items():
+        if "min" in p and isinstance(p["default"], (int, float)) and p["default"] < p["min"]:
+            raise _fail(path, lines.get("params"), rid, f"param {name}: default {p['default']} is below min {p['min']}")
+        if "max" in p and isinstance(p["default"], (int, float)) and p["default"] > p["max"]:
+            raise _fail(path, lines.get("params"), rid, f"param {name}: default {p['default']} is above max {p['max']}")
+    for fact in rule.evidence:
+        if registry.lookup(rule.scope, fact) is None:
+            hint = difflib.get_close_matches(fact, known, 1)
+            raise _fail(path, lines.get("evidence"), rid, f"evidence names unknown fact '{fact}'"
+                        + (f" (did you mean '{hint[0]}'?)" if hint else ""))
+    for req in rule.requires:
+        if req not in registry.INPUTS:
+            raise _fail(path, lines.get("requires"), rid, f"requires unknown input '{req}'; inputs: "
+                        + ", ".join(sorted(registry.INPUTS)))
+    for key, texts in (("title", [rule.title]), ("message", [rule.message]), ("why", [rule.why or {}]),
+                       ("advice", [{k: "\n".join(v) for k, v in rule.advice.items()}])):
+        for t in texts:
+            for lang, s in t.items():
+                try:
+                    ENV.parse(s)
+                except jinja2.TemplateSyntaxError as e:
+                    raise _fail(path, (lines.get(key) or 0) + (e.lineno or 1) - 1 if lines.get(key) else None, rid,
+                                f"{key} ({lang}): template error: {e.message}") from e
+    if rule.estimate:
+        try:
+            ENV.compile_expression(rule.estimate["expr"])
+        except jinja2.TemplateSyntaxError as e:
+            raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {e.message}") from e
+
+
+def _check_operand(rule: Rule, value, op: str, line) -> None:
+    path, rid = rule.path, rule.id
+
+    def param(v):
+        if isinstance(v, str) and v.startswith("$"):
+            name = v[1:]
+            if name not in rule.params:
+                hint = difflib.get_close_matches(name, list(rule.params), 1)
+                raise _fail(path, line, rid, f"'{v}' is not a declared param"
+                            + (f" (did you mean '${hint[0]}'?)" if hint else f"; declare it under params: {name}: {{default: ...}}"))
+            return rule.params[name]["default"]
+        return v
+
+    if isinstance(value, dict):
+        if registry.lookup(rule.scope, value["fact"]) is None:
+            raise _fail(path, line, rid, f"unknown fact '{value['fact']}' on the right-hand side")
+        for k in ("times", "plus"):
+            if k in value and not isinstance(param(value[k]), (int, float)):
+                raise _fail(path, line, rid, f"'{k}' must be a number")
+        if op not in NUMERIC_OPS:
+            raise _fail(path, line, rid, f"a fact on the right-hand side needs a numeric operator, not '{op}'")
+        return
+    v = param(value)
+    if op in NUMERIC_OPS and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        raise _fail(path, line, rid, f"operator '{op}' needs a number, got {value!r}")
+    if op in ("in", "not_in") and not isinstance(v, list):
+        raise _fail(path, line, rid, f"operator '{op}' needs a list")
+    if op in STRING_OPS and not isinstance(v, str):
+        raise _fail(path, line, rid, f"operator '{op}' needs a string")
+    if op == "matches":
+        if any(t in v for t in ("\\", "^", "$", "(?")):
+            raise _fail(path, line, rid, f"pattern {v!r} uses Python regex syntax (\\ ^ $ (?); the engine matches the "
+                        "whole value with its own dialect: use %d %w %s classes and % escapes, or use contains / "
+                        "startswith / endswith")
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise _fail(path, line, rid, f"pattern {v!r} is not a valid regex ({e})") from e
+
+
+def load_pack(folder: str) -> Pack:
+    folder = str(folder)
+    if not os.path.isdir(folder):
+        raise RuleError("no such rule pack folder", folder)
+    meta_path = os.path.join(folder, "pack.yaml")
+    meta = {}
+    if os.path.exists(meta_path):
+        try:
+            meta = yaml.safe_load(Path(meta_path).read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            raise RuleError(f"pack.yaml is not valid YAML ({e})", meta_path) from e
+        if not isinstance(meta, dict) or "name" not in meta:
+            raise RuleError("pack.yaml needs at least 'name' (and 'version')", meta_path)
+    else:
+        raise RuleError("a rule pack folder needs a pack.yaml (name, version, description)", folder)
+    name = str(meta["name"])
+    root = os.path.join(folder, "rules") if os.path.isdir(os.path.join(folder, "rules")) else folder
+    rules, seen = [], {}
+    for dirpath, dirnames, files in os.walk(root):
+        dirnames.sort()
+        for f in sorted(files):
+            if not f.endswith((".yaml", ".yml")) or f.endswith((".cases.yaml", ".cases.yml")) or f == "pack.yaml":
+                continue
+            r = load_rule_file(os.path.join(dirpath, f), name)
+            if r.id in seen:
+                raise RuleError(f"rule {r.id}: duplicate id (also in {seen[r.id]})", r.path)
+            seen[r.id] = r.path
+            rules.append(r)
+    if not rules:
+        raise RuleError("the pack has no rule files (*.yaml)", folder)
+    return Pack(name, str(meta.get("version", "0")), str(meta.get("description", "")), folder, rules)
+
+
+def builtin_pack_dir() -> str:
+    """The built-in pack: ``rules/`` at the repository root (installed as ``nsys_expert.builtin_rules``)."""
+    here = Path(__file__).resolve().parents[2] / "rules"
+    if (here / "pack.yaml").exists():
+        return str(here)
+    return str(resources.files("nsys_expert.builtin_rules"))
+
+
+def load_packs(extra: list[str] | None = None, builtin: bool = True) -> list[Pack]:
+    packs = [load_pack(builtin_pack_dir())] if builtin else []
+    for p in extra or []:
+        packs.append(load_pack(p))
+    ids: dict[str, str] = {}
+    for pk in packs:
+        for r in pk.rules:
+            if r.id in ids:
+                raise RuleError(f"rule {r.id}: duplicate id across packs ({ids[r.id]} and {pk.name})", r.path)
+            ids[r.id] = pk.name
+    return packs

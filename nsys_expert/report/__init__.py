@@ -1,0 +1,177 @@
+"""report: rank the findings and put the diagnosis into words (Markdown, JSON).
+
+``build`` produces the JSON contract of design.md (schema_version 1) plus the tables the Markdown
+report shows; ``render_markdown`` fills the Jinja2 template. The words of each finding come from its
+rule file; the words around them come from ``LABELS`` (en / zh).
+"""
+from __future__ import annotations
+
+import json
+import math
+from importlib import resources
+
+import jinja2
+
+from .. import __version__
+from ..engine.rules import SEVERITIES
+from ..facts import FactSet, registry
+from ..facts.names import short_kernel_name
+from ..load import Profile
+
+SCHEMA_VERSION = 1
+
+
+def rank_findings(findings: list[dict]) -> list[dict]:
+    """Fix first what wins back the most time; then by severity; then by rule id (stable)."""
+    def key(f):
+        gain = f.get("estimated_gain_pct")
+        return (-(gain if gain is not None else -1.0), -SEVERITIES.index(f["severity"]), f["rule"],
+                str(f.get("scope", {}).get("kernel") or ""))
+    out = sorted(findings, key=key)
+    for i, f in enumerate(out):
+        f["rank"] = i + 1
+    return out
+
+
+def _clean(v):
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return None
+        return round(v, 4)
+    return v
+
+
+def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
+    findings = rank_findings(evaluation.findings)
+    ordered = []
+    for f in findings:
+        ordered.append({"rule": f["rule"], "category": f["category"], "severity": f["severity"], "rank": f["rank"],
+                        "title": f["title"], "message": f["message"], "evidence": f["evidence"],
+                        "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"], "scope": f["scope"],
+                        "pack": f.get("pack"), "references": f.get("references", [])})
+    w = fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
+    tables = {k: v for k, v in fs.tables.items() if not k.startswith("_")}
+    primary = next((f for f in ordered if SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium")), None)
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "nsys-expert", "version": __version__},
+        "inputs": prof.inputs,
+        "window": w,
+        "facts": {k: _clean(v) for k, v in sorted(fs.run.items())},
+        "findings": ordered,
+        "not_evaluated": evaluation.not_evaluated,
+        "warnings": prof.warnings + fs.warnings,
+        "verdict": {"category": primary["category"], "rule": primary["rule"], "severity": primary["severity"]}
+        if primary else {"category": None, "rule": None, "severity": None},
+        "fact_sources": fs.sources,
+        "environment": {"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),
+                        **{k: v for k, v in prof.meta.items() if k not in ("gpus", "report_eras")}},
+        "tables": tables,
+        "lang": lang,
+    }
+    return doc
+
+
+def to_json(doc: dict) -> str:
+    public = {k: v for k, v in doc.items() if k != "lang"}
+    return json.dumps(public, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+LABELS = {
+    "en": {
+        "title": "nsys-expert diagnosis", "environment": "Collection environment", "window": "Analysis window",
+        "utilization": "Overall GPU utilization", "kernels": "Top 10 CUDA kernels", "api": "CUDA API time",
+        "comm": "Communication", "diagnosis": "Bottleneck diagnosis", "advice": "Optimization advice by priority",
+        "not_evaluated": "Not evaluated", "warnings": "Warnings", "inputs": "Inputs", "gpus": "GPUs",
+        "span": "Profile span", "eras": "Report formats", "source": "Chosen by", "start": "Start", "end": "End",
+        "length": "Length", "startup": "Start-up before the window", "iterations": "Iterations",
+        "median_iter": "median", "first_iter": "first (warm-up)", "slowest": "slowest",
+        "active": "GPU active", "kernel_active": "kernels", "memcpy_active": "memcpy",
+        "idle_by_cause": "Idle time by what the host was doing", "cause": "Cause", "share": "Share of window",
+        "gaps": "Gaps", "rank": "#", "name": "Name", "total": "Total (ms)", "calls": "Calls", "avg": "Avg (us)",
+        "share_gpu": "Share (%)", "api_name": "API", "share_api": "Share of API time (%)", "med": "Median (us)",
+        "no_nccl": "No NCCL kernels in the window.", "nccl_share": "NCCL share of GPU busy time",
+        "overlap": "overlapped by compute", "exposed": "exposed (share of window)", "verdict": "Verdict",
+        "none_found": "No system-level bottleneck found in the steady state.", "severity": "Severity",
+        "evidence": "Evidence", "fact": "Fact", "value": "Value", "threshold": "Threshold", "from": "Source",
+        "gain": "expected gain", "of_window": "of the window", "missing": "missing", "main_idle": "Main idle cause",
+        "idle_causes": {"launch": "launching (short gaps)", "sync": "after a blocking sync", "memcpy": "in a copy call",
+                        "data": "loading data", "host": "host code outside CUDA", "other": "work already queued (dependency)"},
+        "rule": "Rule", "nsys_version": "nsys version", "memcpy": "Copies in the window",
+        "direction": "Direction", "memory": "Memory", "facts_from": "Numbers from", "no_findings_advice": "Nothing to do at the system level.",
+        "whole": "whole profile",
+    },
+    "zh": {
+        "title": "nsys-expert 诊断报告", "environment": "采集环境", "window": "分析窗口",
+        "utilization": "总体 GPU 利用率", "kernels": "Top 10 CUDA Kernel", "api": "CUDA API 耗时分布",
+        "comm": "通信分析", "diagnosis": "瓶颈诊断", "advice": "优化建议",
+        "not_evaluated": "未评估的规则", "warnings": "警告", "inputs": "输入文件", "gpus": "GPU",
+        "span": "采集时长", "eras": "报告格式", "source": "选取依据", "start": "开始", "end": "结束",
+        "length": "时长", "startup": "窗口前的启动时间", "iterations": "迭代",
+        "median_iter": "中位数", "first_iter": "第一次（预热）", "slowest": "最慢",
+        "active": "GPU 活跃", "kernel_active": "kernel", "memcpy_active": "拷贝",
+        "idle_by_cause": "空闲时间按主机行为归因", "cause": "原因", "share": "占窗口比例",
+        "gaps": "间隙数", "rank": "#", "name": "名称", "total": "总时间 (ms)", "calls": "调用次数", "avg": "平均 (us)",
+        "share_gpu": "占比 (%)", "api_name": "API", "share_api": "占 API 时间 (%)", "med": "中位数 (us)",
+        "no_nccl": "窗口内没有 NCCL kernel。", "nccl_share": "NCCL 占 GPU 忙碌时间",
+        "overlap": "与计算重叠", "exposed": "暴露时间（占窗口）", "verdict": "结论",
+        "none_found": "稳态下未发现系统级瓶颈。", "severity": "严重程度",
+        "evidence": "依据", "fact": "指标", "value": "数值", "threshold": "阈值", "from": "来源",
+        "gain": "预计收益", "of_window": "（占窗口）", "missing": "缺少", "main_idle": "主要空闲原因",
+        "idle_causes": {"launch": "提交 kernel（短间隙）", "sync": "阻塞同步之后", "memcpy": "拷贝调用中",
+                        "data": "加载数据", "host": "CUDA 之外的主机代码", "other": "工作已排队（依赖等待）"},
+        "rule": "规则", "nsys_version": "nsys 版本", "memcpy": "窗口内的拷贝",
+        "direction": "方向", "memory": "内存", "facts_from": "数据来源", "no_findings_advice": "系统层面无需优化。",
+        "whole": "整个采集",
+    },
+}
+SEVERITY_ZH = {"info": "提示", "low": "低", "medium": "中", "high": "高", "critical": "严重"}
+
+
+def _md_code(s) -> str:
+    s = str(s).replace("`", "'").replace("|", "\\|").replace("\n", " ")
+    return f"`{s}`"
+
+
+def _md_text(s) -> str:
+    """Escape text from the profile (kernel / NVTX names) for Markdown prose and tables."""
+    s = str(s)
+    for ch in ("\\", "|", "<", ">", "*", "_", "[", "]", "`"):
+        s = s.replace(ch, "\\" + ch)
+    return s.replace("\n", " ")
+
+
+def _fmt(v, nd: int = 1) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if abs(v) >= 100:
+            return f"{v:,.0f}"
+        if abs(v) >= 1:
+            return f"{v:,.{nd}f}"
+        return f"{v:.3g}"
+    return str(v)
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("nsys_expert.report", "templates"),
+                             autoescape=False, trim_blocks=True, lstrip_blocks=True,
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["code"] = _md_code
+    env.filters["mdtext"] = _md_text
+    env.filters["fmt"] = _fmt
+    env.filters["short"] = short_kernel_name
+    return env
+
+
+def render_markdown(doc: dict, lang: str = "en") -> str:
+    L = LABELS.get(lang, LABELS["en"])
+    w = doc["window"]
+    units = {n: (registry.lookup("run", n).unit if registry.lookup("run", n) else "") for n in doc["facts"]}
+    tpl = _env().get_template("report.md.j2")
+    return tpl.render(doc=doc, L=L, w=w, f=doc["facts"], t=doc["tables"], units=units, lang=lang,
+                      sev=(lambda s: SEVERITY_ZH.get(s, s) if lang == "zh" else s)).rstrip() + "\n"
