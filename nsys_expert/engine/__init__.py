@@ -95,14 +95,15 @@ def _rhs_facts(cond: dict) -> set[str]:
 
 
 def _needs_text(facts: set[str], fs: FactSet, scope: str) -> list[str]:
-    out = []
+    """One line per distinct reason, naming the facts it hides."""
+    by_reason: dict[str, list[str]] = {}
     for f in sorted(facts):
         why = fs.absent.get(f) or fs.absent.get(f.removesuffix("_span"))
         if not why:
             d = registry.lookup(scope, f)
-            why = ("needs " + " or ".join(registry.INPUTS.get(n, n) for n in d.needs)) if d else "unknown"
-        out.append(f"{f}: {why}")
-    return out
+            why = ("needs " + " or ".join(registry.INPUTS.get(n, n) for n in d.needs)) if d else "unknown fact"
+        by_reason.setdefault(why, []).append(f)
+    return [f"{why} ({', '.join(fs_)})" for why, fs_ in by_reason.items()]
 
 
 def _render(template: str, ctx: dict) -> str:
@@ -155,7 +156,8 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
         if missing or missing_inputs:
             ev.not_evaluated.append({
                 "rule": r.id, "category": r.category,
-                "missing": [registry.INPUTS[i] for i in missing_inputs] + _needs_text(missing, fs, r.scope)})
+                "missing": [f"needs {registry.INPUTS[i]}" for i in missing_inputs] + _needs_text(missing, fs, r.scope),
+                "facts": sorted(missing)})
             continue
         runnable.append(r)
     ev.evaluated = [r.id for r in runnable]

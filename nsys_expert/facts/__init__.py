@@ -337,6 +337,11 @@ def _api_facts_trace(fs: FactSet, prof: Profile, win, timeline_ok: bool) -> None
     sync_expr = base.is_in(sorted(SYNC_APIS | SYNC_MEM_APIS))
     sync = union(sync_expr)
     fs.put("launch_api_share_pct", _pct(intervals.total(launch), wlen), src)
+    if timeline_ok:
+        kt = _in_window(gpu, win).filter(pl.col("kind") == "kernel")["dur_ns"].sum()
+        lt = a.filter(base.is_in(sorted(KERNEL_LAUNCH_APIS)) & (pl.col("start_ns") >= s))["dur_ns"].sum()
+        if kt:
+            fs.put("launch_to_kernel_time_ratio", float(lt) / float(kt), f"{src} + {prof.source_name('gpu_trace')}")
     fs.put("sync_api_share_pct", _pct(intervals.total(sync), wlen), src)
     n_sync = a.filter(sync_expr & (pl.col("start_ns") >= s)).height
     if fs.window and fs.window.iterations is not None:
@@ -421,6 +426,8 @@ def _summary_facts(fs: FactSet, prof: Profile, win) -> None:
     s = prof.tables.get("api_sum")
     if s is not None and s.height:
         launch = float(s.filter(base_expr("name").is_in(sorted(KERNEL_LAUNCH_APIS)))["total_ns"].sum())
+        if ks is not None and ks.height and float(ks["total_ns"].sum()) > 0:
+            put("launch_to_kernel_time_ratio", launch / float(ks["total_ns"].sum()), "api_sum")
         sync = s.filter(base_expr("name").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS)))
         if span_ns:
             put("launch_api_share_pct", min(100.0, _pct(launch, span_ns)), "api_sum")
@@ -528,12 +535,16 @@ def _nvtx_facts(fs: FactSet, prof: Profile, win) -> None:
         else:
             fs.put("nvtx_top_range_share_pct", 0.0, src)
         return
-    ns = prof.tables.get("nvtx_sum") or prof.tables.get("nvtx_pushpop_sum")
+    table = "nvtx_sum" if "nvtx_sum" in prof.tables else "nvtx_pushpop_sum"
+    ns = prof.tables.get(table)
     if ns is not None and ns.height:
-        src = prof.source_name("nvtx_sum") or prof.source_name("nvtx_pushpop_sum")
+        src = prof.source_name(table)
         span = (win.span_end_ns - win.span_start_ns) if win.span_start_ns is not None and win.span_end_ns else None
-        fs.put("nccl_api_calls_span", int(ns.filter(pl.col("name").str.starts_with("NCCL:")
-                                                   & ~pl.col("name").str.contains("(?i)comm|group"))["count"].sum()), src)
+        n_nccl = int(ns.filter(pl.col("name").str.starts_with("NCCL:")
+                               & ~pl.col("name").str.contains("(?i)comm|group"))["count"].sum())
+        fs.put("nccl_api_calls_span", n_nccl, src)
+        if win.source == "whole":
+            fs.put("nccl_api_calls", n_nccl, src)
         if span:
             d = float(ns.filter(pl.col("name").str.contains(DATA_RANGE))["total_ns"].sum())
             fs.put("data_range_share_pct_span", min(100.0, _pct(d, span)), src)
@@ -555,5 +566,11 @@ def _absent(fs: FactSet, prof: Profile) -> None:
             continue
         if not any(n in have_tables for n in f.needs):
             fs.absent[name] = "needs " + " or ".join(registry.INPUTS.get(n, n) for n in f.needs)
+        elif f"{name}_span" in fs.run:
+            fs.absent[name] = (f"only the whole-profile value is known from the summary reports "
+                               f"({name}_span = {fs.run[name + '_span']}); export " +
+                               " and ".join(registry.INPUTS.get(n, n) for n in f.needs if n.endswith("trace"))
+                               + " for the steady-state value")
         else:
-            fs.absent[name] = "not computable from these inputs (see warnings)"
+            fs.absent[name] = ("needs " + " or ".join(registry.INPUTS.get(n, n) for n in f.needs if n not in have_tables)
+                               if any(n not in have_tables for n in f.needs) else "not computable from these inputs")

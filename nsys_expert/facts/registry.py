@@ -65,6 +65,7 @@ _RUN = [
     _f("elementwise_share_of_kernel_pct", "%", "share of kernel time in elementwise / reduction / normalisation / optimizer kernels (by name)", ("gpu_trace", "kern_sum")),
     _f("simt_gemm_share_of_kernel_pct", "%", "share of kernel time in fp32/fp64 GEMMs on SIMT cores (no tensor cores, by name)", ("gpu_trace", "kern_sum")),
     _f("launch_api_share_pct", "%", "host time inside kernel-launch calls (all threads, union) as a share of the window", ("api_trace", "api_sum")),
+    _f("launch_to_kernel_time_ratio", "x", "host time in kernel-launch calls / GPU time in kernels (above 1: the host cannot launch as fast as the GPU runs them)", ("api_trace", "api_sum")),
     _f("sync_api_share_pct", "%", "host time inside blocking sync calls (cuda*/cu*Synchronize, sync memcpy / memset) as a share of the window", ("api_trace", "api_sum")),
     _f("sync_calls_per_iter", "", "blocking sync calls per iteration", ("api_trace",)),
     _f("sync_gpu_busy_pct", "%", "share of host sync-wait time during which the GPU was busy (waits that cost nothing)", ("api_trace",)),

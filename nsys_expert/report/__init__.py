@@ -64,6 +64,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
         "verdict": {"category": primary["category"], "rule": primary["rule"], "severity": primary["severity"]}
         if primary else {"category": None, "rule": None, "severity": None},
         "fact_sources": fs.sources,
+        "facts_absent": {k: v for k, v in sorted(fs.absent.items())},
         "environment": {"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),
                         **{k: v for k, v in prof.meta.items() if k not in ("gpus", "report_eras")}},
         "tables": tables,
@@ -160,7 +161,7 @@ def _fmt(v, nd: int = 1) -> str:
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.PackageLoader("nsys_expert.report", "templates"),
                              autoescape=False, trim_blocks=True, lstrip_blocks=True,
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+                             undefined=jinja2.Undefined, keep_trailing_newline=True)
     env.filters["code"] = _md_code
     env.filters["mdtext"] = _md_text
     env.filters["fmt"] = _fmt

@@ -1,0 +1,128 @@
+"""What each real case must diagnose (shared/cases/README.md), asserted on the JSON report."""
+import csv
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from golden import produce
+
+HIGH = ("high", "critical")
+
+
+def run(case):
+    return produce(case)[0]
+
+
+def cats(doc):
+    return [f["category"] for f in doc["findings"]]
+
+
+def test_launch_bound():
+    doc = run("launch_bound")
+    top = doc["findings"][0]
+    assert (top["rule"], top["severity"]) == ("launch-bound", "high")
+    assert doc["facts"]["gpu_active_pct"] < 10 and doc["facts"]["gpu_idle_launch_pct"] > 90
+    assert doc["window"]["source"] == "nvtx:step" and doc["window"]["iterations"] == 199
+
+
+@pytest.mark.parametrize("case", ["launch_bound_summaries"])
+def test_launch_bound_from_default_reports_only(case):
+    doc = run(case)
+    assert doc["window"]["source"] == "whole"
+    assert doc["findings"][0]["rule"] == "launch-bound" and doc["findings"][0]["severity"] == "medium"
+    assert "gpu_active_pct" not in doc["facts"]
+
+
+def test_graphed_run_is_not_called_idle():
+    doc = run("launch_bound_graphed")
+    assert "launch-bound" not in cats(doc)
+    assert "gpu_active_pct" not in doc["facts"]
+    assert any("cudaGraphLaunch" in w and "--cuda-graph-trace=node" in w for w in doc["warnings"])
+    assert not [f for f in doc["findings"] if f["severity"] in HIGH]
+
+
+@pytest.mark.parametrize("case", ["sync_bound", "sync_bound_nsys2022"])
+def test_sync_bound(case):
+    doc = run(case)
+    assert doc["findings"][0]["category"] == "sync-bound"
+    assert 84 < doc["facts"]["gpu_idle_pct"] < 88          # README: the GPU idles ~86 % of each step
+    assert "fp32-gemm-without-tensor-cores" in [f["rule"] for f in doc["findings"]]
+
+
+def test_sync_bound_with_api_trace_is_high_and_attributed():
+    doc = run("sync_bound")
+    top = doc["findings"][0]
+    assert top["severity"] == "high"
+    assert doc["facts"]["gpu_idle_sync_pct"] > 80
+    assert doc["facts"]["sync_gpu_busy_pct"] > 80   # the item() waits themselves overlap GPU work
+
+
+def test_compute_bound():
+    doc = run("compute_bound")
+    assert "compute-bound" in cats(doc)
+    assert not [f for f in doc["findings"] if f["severity"] in HIGH]
+    # the host waits in cudaDeviceSynchronize nearly the whole window, but the GPU is busy: not sync-bound
+    assert doc["facts"]["sync_api_share_pct"] > 90 and "sync-bound" not in cats(doc)
+
+
+def test_memory_bound():
+    doc = run("memory_bound")
+    assert doc["findings"][0]["category"] == "memory-bound"
+    assert doc["facts"]["elementwise_share_of_kernel_pct"] > 99
+
+
+@pytest.mark.parametrize("case", ["memcpy_bound", "memcpy_bound_nsys2022"])
+def test_memcpy_bound(case):
+    doc = run(case)
+    assert doc["findings"][0]["category"] == "memcpy-bound"
+    f = doc["facts"]
+    assert f["memcpy_host_share_of_busy_pct"] > 99
+    assert 1.1 < f["memcpy_d2h_gbps"] < 1.4           # README: D2H at ~1.2 GB/s
+    assert f["memcpy_pageable_share_pct"] == 100
+    assert "memory-bound" not in cats(doc)            # copies keep the GPU busy, not elementwise kernels
+
+
+def test_healthy():
+    doc = run("healthy")
+    assert not [f for f in doc["findings"] if f["severity"] in HIGH]
+    assert doc["facts"]["gpu_active_pct"] > 95 and doc["window"]["source"] == "nvtx:step"
+    assert doc["facts"]["startup_s"] > 10 and doc["facts"]["gpu_active_pct_span"] < 15
+    assert {"slow-startup", "slow-first-iteration"} <= {f["rule"] for f in doc["findings"]}
+
+
+def test_nccl_single_rank_is_not_comm_bound():
+    doc = run("nccl_single")
+    assert not [f for f in doc["findings"] if f["category"] == "comm-bound" and f["severity"] in HIGH]
+    assert "nccl-single-rank" in [f["rule"] for f in doc["findings"]]
+    assert doc["facts"]["nccl_kernel_count"] == 0
+
+
+# ---- an independent re-computation of the key numbers, with the csv module and plain Python ----
+def _union_in(rows, s, e):
+    iv = sorted((max(a, s), min(b, e)) for a, b in rows if b > s and a < e)
+    total, cur_s, cur_e = 0, None, None
+    for a, b in iv:
+        if cur_e is None or a > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = a, b
+        else:
+            cur_e = max(cur_e, b)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+@pytest.mark.parametrize("case", ["healthy", "launch_bound", "sync_bound", "compute_bound", "memory_bound",
+                                  "memcpy_bound", "nccl_single"])
+def test_gpu_active_matches_plain_python(case):
+    expected = json.loads((FIXTURES / case / "expected.json").read_text())
+    w = expected["window"]
+    path = next((FIXTURES / case / "input").glob("*_cuda_gpu_trace.csv"))
+    with open(path, newline="") as fh:
+        rows = [(int(r["Start (ns)"]), int(r["Start (ns)"]) + int(r["Duration (ns)"])) for r in csv.DictReader(fh)]
+    busy = _union_in(rows, w["start_ns"], w["end_ns"])
+    active = 100.0 * busy / (w["end_ns"] - w["start_ns"])
+    assert abs(active - expected["facts"]["gpu_active_pct"]) < 0.01
+    assert abs(run(case)["facts"]["gpu_active_pct"] - active) < 0.01
