@@ -112,6 +112,7 @@ def _textlist(v) -> dict:
 
 
 _SCHEMA = None
+_VALIDATOR = None
 
 
 def schema() -> dict:
@@ -119,6 +120,13 @@ def schema() -> dict:
     if _SCHEMA is None:
         _SCHEMA = json.loads(resources.files("nsys_expert.engine").joinpath("rule_schema.json").read_text())
     return _SCHEMA
+
+
+def validator() -> jsonschema.Draft202012Validator:
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        _VALIDATOR = jsonschema.Draft202012Validator(schema())
+    return _VALIDATOR
 
 
 def _lines(text: str) -> dict:
@@ -134,6 +142,24 @@ def _lines(text: str) -> dict:
     return out
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _LazyLines(dict):
+    """Line numbers of the top-level keys, parsed only when an error needs one."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self._text = text
+        self._done = False
+
+    def get(self, key, default=None):
+        if not self._done:
+            self.update(_lines(self._text))
+            self._done = True
+        return super().get(key, default)
+
+
 def _fail(path: str, line: int | None, rid: str | None, msg: str) -> RuleError:
     where = f"{path}:{line}" if line else path
     return RuleError(f"{('rule ' + rid + ': ') if rid else ''}{msg}", where)
@@ -145,17 +171,16 @@ def load_rule_file(path: str, pack: str) -> Rule:
     except (OSError, UnicodeDecodeError) as e:
         raise _fail(path, None, None, f"cannot read rule file ({e})") from e
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)  # safe: builds plain data only, no tags that run code
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise _fail(path, mark.line + 1 if mark else None, None,
                     f"not valid YAML ({getattr(e, 'problem', None) or e})") from e
-    lines = _lines(text)
+    lines = _LazyLines(text)
     rid = data.get("id") if isinstance(data, dict) else None
     if not isinstance(data, dict):
         raise _fail(path, None, None, "a rule file must hold one YAML mapping (id, title, category, ...)")
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: (len(list(e.absolute_path)), list(e.absolute_path)))
+    errors = sorted(validator().iter_errors(data), key=lambda e: (len(list(e.absolute_path)), list(e.absolute_path)))
     if errors:
         e = errors[0]
         top = str(e.absolute_path[0]) if e.absolute_path else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -54,6 +55,14 @@ class FactSet:
             self.sources[name] = source
 
 
+def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
+    """Add ``kernel_class`` and ``simt`` columns, classifying each distinct name once (the regexes are
+    costly on a million long demangled names; a run has a few dozen distinct ones)."""
+    uniq = df.select(pl.col("name").unique()).with_columns(kernel_class_expr("name").alias("kernel_class"),
+                                                           simt_gemm_expr("name").alias("simt"))
+    return df.join(uniq, on="name", how="left", maintain_order="left")
+
+
 def _pct(part: float, whole: float) -> float | None:
     if not whole or whole <= 0:
         return None
@@ -81,19 +90,24 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
 
     graph_hidden = _graph_check(fs, prof, win)
     timeline_ok = gpu is not None and gpu.height > 0 and wlen > 0 and not graph_hidden
+    # independent groups of facts run side by side: Polars releases the GIL, and several of the
+    # steps below (as-of joins, cumulative maxima) use one core each
+    jobs = []
     if timeline_ok:
-        _timeline_facts(fs, prof, win)
-        _kernel_facts_trace(fs, prof, win)
-        _memcpy_facts_trace(fs, prof, win)
-        _nccl_facts_trace(fs, prof, win)
+        _busy_facts(fs, prof, win)
+        jobs += [lambda: _gap_facts(fs, prof, win),
+                 lambda: (_kernel_facts_trace(fs, prof, win), _memcpy_facts_trace(fs, prof, win),
+                          _nccl_facts_trace(fs, prof, win))]
     if gpu is not None and gpu.height and not graph_hidden and win.span_start_ns is not None:
-        _span_timeline(fs, prof, win)
+        jobs.append(lambda: _span_timeline(fs, prof, win))
     if api is not None and api.height and wlen > 0:
-        _api_facts_trace(fs, prof, win, timeline_ok)
-    _summary_facts(fs, prof, win)
-    _iteration_facts(fs, prof, win, timeline_ok)
-    _nvtx_facts(fs, prof, win)
-    _osrt_facts(fs, prof)
+        jobs.append(lambda: _api_facts_trace(fs, prof, win, timeline_ok))
+    jobs += [lambda: _iteration_facts(fs, prof, win, timeline_ok),
+             lambda: (_nvtx_facts(fs, prof, win), _osrt_facts(fs, prof))]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for fut in [pool.submit(j) for j in jobs]:
+            fut.result()
+    _summary_facts(fs, prof, win)   # after the trace facts: it only fills what they could not
     _absent(fs, prof)
     return fs
 
@@ -147,14 +161,19 @@ _TIMELINE_FACTS = ("gpu_active_pct", "gpu_idle_pct", "kernel_active_pct", "memcp
 
 
 # -------------------------------------------------------------------------------------- timeline
-def _timeline_facts(fs: FactSet, prof: Profile, win) -> None:
-    gpu, api, nvtx = prof.tables["gpu_trace"], prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
+def _busy_facts(fs: FactSet, prof: Profile, win) -> None:
+    """GPU busy union per device over the window, and the utilization facts."""
+    gpu = prof.tables["gpu_trace"]
     s, e, wlen = win.start_ns, win.end_ns, win.length_ns
     src = prof.source_name("gpu_trace")
     ops = timeline.ops_intervals(gpu)
     busy = timeline.busy_by_device(ops, s, e)
-    kern = timeline.busy_by_device(ops, s, e, ("kernel",))
-    copy = timeline.busy_by_device(ops, s, e, ("memcpy",))
+    in_win = ops.filter((pl.col("e") > s) & (pl.col("s") < e))
+    if (in_win["kind"] != "kernel").any():
+        kern = timeline.busy_by_device(in_win, s, e, ("kernel",))
+    else:  # only kernels in the window: their union is the busy union
+        kern = busy
+    copy = timeline.busy_by_device(in_win, s, e, ("memcpy",))
     devs = sorted(busy)
     fs.put("gpu_count", len(devs), src)
     act = [intervals.total(busy[d]) for d in devs]
@@ -163,6 +182,16 @@ def _timeline_facts(fs: FactSet, prof: Profile, win) -> None:
     fs.put("gpu_idle_pct", 100.0 - _pct(mean(act), wlen), src)
     fs.put("kernel_active_pct", _pct(mean([intervals.total(kern.get(d, intervals.merge(ops.head(0)))) for d in devs]), wlen), src)
     fs.put("memcpy_active_pct", _pct(mean([intervals.total(copy[d]) if d in copy else 0 for d in devs]), wlen), src)
+    fs.tables["_busy"] = busy  # used by later steps in this module, never reported
+
+
+def _gap_facts(fs: FactSet, prof: Profile, win) -> None:
+    """Idle gaps inside the window and, with the API trace, what the host did during each."""
+    gpu, api, nvtx = prof.tables["gpu_trace"], prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
+    s, e, wlen = win.start_ns, win.end_ns, win.length_ns
+    src = prof.source_name("gpu_trace")
+    busy = fs.tables["_busy"]
+    devs = sorted(busy)
     per_dev_gaps = []
     host = timeline.api_class_frames(api, gpu, s, e) if api is not None and api.height else None
     data = timeline.data_ranges(nvtx, s, e)
@@ -195,7 +224,6 @@ def _timeline_facts(fs: FactSet, prof: Profile, win) -> None:
         fs.tables["idle_breakdown"] = [
             {"cause": c, "ms": by[c] / n / 1e6, "pct": _pct(by[c] / n, wlen), "gaps": cnt[c]}
             for c in sorted(timeline.CAUSES, key=lambda c: -by[c]) if by[c] > 0]
-    fs.tables["_busy"] = busy  # used by later steps in this module, never reported
 
 
 def _span_timeline(fs: FactSet, prof: Profile, win) -> None:
@@ -231,7 +259,7 @@ def _kernel_facts_trace(fs: FactSet, prof: Profile, win) -> None:
 
 def _kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str = "") -> None:
     """Kernel-class shares, kernel-scope facts and the report's top-kernel table from a per-name frame."""
-    per = per.with_columns(kernel_class_expr("name").alias("kernel_class"), simt_gemm_expr("name").alias("simt"))
+    per = with_kernel_classes(per)
     tot = float(per["total_ns"].sum()) or 1.0
     shares = per.group_by("kernel_class").agg(pl.col("total_ns").sum())
     share = {c: float(t) / tot * 100 for c, t in shares.iter_rows()}
@@ -295,8 +323,8 @@ def _memcpy_facts_trace(fs: FactSet, prof: Profile, win) -> None:
 
 def _nccl_facts_trace(fs: FactSet, prof: Profile, win) -> None:
     src = prof.source_name("gpu_trace")
-    k = _in_window(prof.tables["gpu_trace"], win).filter(pl.col("kind") == "kernel") \
-        .with_columns(kernel_class_expr("name").alias("cls"))
+    k = with_kernel_classes(_in_window(prof.tables["gpu_trace"], win).filter(pl.col("kind") == "kernel")) \
+        .rename({"kernel_class": "cls"})
     nccl = k.filter(pl.col("cls") == "nccl")
     fs.put("nccl_kernel_count", nccl.height, src)
     busy = fs.tables["_busy"]

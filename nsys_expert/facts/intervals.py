@@ -21,10 +21,19 @@ def merge(df: pl.DataFrame, by: str | None = None, keep_first: list[str] | None 
             cols[by] = df.schema.get(by, pl.Int64)
         return pl.DataFrame(schema=cols)
     keys = [by] if by else []
-    d = df.select(keys + ["s", "e"] + keep_first).sort(keys + ["s", "e"])
-    prev_max = pl.col("e").cum_max().shift(1)
-    if by:
-        prev_max = prev_max.over(by)
+    d = df.select(keys + ["s", "e"] + keep_first)
+    if by or not d["s"].is_sorted():
+        d = d.sort(keys + ["s"])
+    if not by:
+        # one pass, no hashing: a block starts where s passes the running max of the ends so far,
+        # and ends at the running max just before the next block starts
+        cm = d["e"].cum_max()
+        new = (d["s"] > cm.shift(1)).fill_null(True)
+        last = new.shift(-1).fill_null(True)
+        out = pl.DataFrame({"s": d["s"].filter(new), "e": cm.filter(last),
+                            **{k: d[k].filter(new) for k in keep_first}})
+        return out.with_columns(pl.col("s").set_sorted())
+    prev_max = pl.col("e").cum_max().shift(1).over(by)
     d = d.with_columns(prev_max.alias("_pm"))
     d = d.with_columns(((pl.col("s") > pl.col("_pm")) | pl.col("_pm").is_null()).cum_sum().alias("_g"))
     aggs = [pl.col("s").first(), pl.col("e").max()] + [pl.col(k).first() for k in keep_first]

@@ -65,7 +65,7 @@ LIBRARY_DOMAINS = ("NCCL:", "cuBLAS:", "cuDNN:", "cuBLASLt:", "CUDA:", "nvtx:", 
 
 def kernel_class_expr(col: str = "name") -> pl.Expr:
     """nccl / matmul / elementwise / other."""
-    n = pl.col(col)
+    n = pl.col(col).cast(pl.String)
     return (pl.when(n.str.contains(NCCL_KERNEL)).then(pl.lit("nccl"))
             .when(n.str.contains(MATMUL_KERNEL)).then(pl.lit("matmul"))
             .when(n.str.contains(ELEMENTWISE_KERNEL)).then(pl.lit("elementwise"))
@@ -73,7 +73,7 @@ def kernel_class_expr(col: str = "name") -> pl.Expr:
 
 
 def simt_gemm_expr(col: str = "name") -> pl.Expr:
-    n = pl.col(col)
+    n = pl.col(col).cast(pl.String)
     return n.str.contains(r"(?i)gemm") & n.str.contains(SIMT_GEMM) & ~n.str.contains(TENSOR_CORE_HINT)
 
 

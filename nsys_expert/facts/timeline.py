@@ -31,10 +31,12 @@ GAP_COUNT_MIN_NS = 10_000
 
 def ops_intervals(gpu: pl.DataFrame) -> pl.DataFrame:
     return gpu.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), "device_id", "corr_id",
-                      "kind", "name", "stream", "copy_kind")
+                      "kind", "copy_kind")
 
 
 def busy_by_device(ops: pl.DataFrame, start: int, end: int, kinds: tuple[str, ...] | None = None) -> dict[int, pl.DataFrame]:
+    """Merged busy intervals per device inside [start, end) (only operations overlapping it are merged)."""
+    ops = ops.filter((pl.col("e") > start) & (pl.col("s") < end))
     if kinds is not None:
         ops = ops.filter(pl.col("kind").is_in(list(kinds)))
     out = {}

@@ -90,7 +90,7 @@ def gpu_end_of_work(gpu: pl.DataFrame, api: pl.DataFrame | None, host_s: int, ho
         return None
     if api is not None and api.height and "corr_id" in api.columns and gpu["corr_id"].null_count() < gpu.height:
         launched = api.filter((pl.col("start_ns") >= host_s) & (pl.col("start_ns") <= host_e)).select("corr_id")
-        ops = gpu.join(launched, on="corr_id", how="semi")
+        ops = gpu.filter(pl.col("start_ns") >= host_s).select("corr_id", "end_ns").join(launched, on="corr_id", how="semi")
         if ops.height:
             return int(ops["end_ns"].max())
         return None

@@ -124,34 +124,63 @@ def read_report(sn: Sniff) -> Loaded:
         source = io.BytesIO(data[: cut + 1] if cut >= 0 else data)
         warnings.append(f"{os.path.basename(path)}: the file ends in the middle of a row (cut short?); "
                         f"its last, incomplete row was left out")
-    try:
-        raw = pl.read_csv(source, skip_lines=sn.header_line, has_header=True, infer_schema=False,
-                          separator=sn.delimiter, encoding="utf8-lossy", quote_char='"',
-                          truncate_ragged_lines=True, null_values=["None"], raise_if_empty=False)
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError, OSError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"cannot parse this {spec.table} CSV ({first[:120]})", path,
-                         "re-export it with nsys stats --format csv") from e
-    plan = schema.column_plan(list(raw.columns))
-    exprs = []
-    for cell, name, cls, factor in plan:
-        col = pl.col(cell).str.strip_chars()
-        if cls == "str":
-            exprs.append(pl.col(cell).alias(name))
-        elif cls in ("ts", "dur") and name in INT_NS and factor == 1.0:
-            exprs.append(col.cast(pl.Int64, strict=False).alias(name))
-        elif cls in ("ts", "dur") and name in INT_NS:
-            exprs.append((col.cast(pl.Float64, strict=False) * factor).round(0).cast(pl.Int64).alias(name))
-        elif cls in ("ts", "dur"):
-            exprs.append((col.cast(pl.Float64, strict=False) * factor).alias(name))
-        elif cls == "int":
-            exprs.append(col.cast(pl.Int64, strict=False).alias(name))
-        else:  # pct, float, bytes, bps
-            exprs.append((col.cast(pl.Float64, strict=False) * factor).alias(name))
-    frame = raw.select(exprs)
-    warnings += _bad_cells(raw, frame, plan, path)
-    era = _era(sn, raw.columns)
+    opts = dict(skip_lines=sn.header_line, has_header=True, separator=sn.delimiter, encoding="utf8-lossy",
+                quote_char='"', truncate_ragged_lines=True, null_values=["None"], raise_if_empty=False)
+    plan = schema.column_plan(sn.cells)
+    frame = None
+    if len(set(sn.cells)) == len(sn.cells):
+        # fast path: typed read; any cell that does not parse sends us to the careful path below
+        keep = schema.KEEP.get(spec.table)
+        plan_fast = [p for p in plan if keep is None or p[1] in keep]
+        dtypes = {cell: _dtype(name, cls, factor) for cell, name, cls, factor in plan_fast}
+        if spec.table == "gpu_trace" and "name" in [p[1] for p in plan_fast]:
+            dtypes[next(p[0] for p in plan_fast if p[1] == "name")] = pl.Categorical
+        try:
+            typed = pl.read_csv(source, schema_overrides=dtypes, columns=[p[0] for p in plan_fast], **opts)
+            if isinstance(source, io.BytesIO):
+                source.seek(0)
+            if list(typed.columns) == [p[0] for p in plan_fast]:
+                frame = typed.select([_scale(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast])
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError,
+                pl.exceptions.SchemaError, pl.exceptions.InvalidOperationError):
+            if isinstance(source, io.BytesIO):
+                source.seek(0)
+    if frame is None:
+        try:
+            raw = pl.read_csv(source, infer_schema=False, **opts)
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError, OSError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InputError(f"cannot parse this {spec.table} CSV ({first[:120]})", path,
+                             "re-export it with nsys stats --format csv") from e
+        plan = schema.column_plan(list(raw.columns))
+        exprs = []
+        for cell, name, cls, factor in plan:
+            col = pl.col(cell).str.strip_chars()
+            if cls == "str":
+                exprs.append(pl.col(cell).alias(name))
+            else:
+                exprs.append(_scale(col.cast(_dtype(name, cls, factor), strict=False), name, cls, factor))
+        frame = raw.select(exprs)
+        warnings += _bad_cells(raw, frame, plan, path)
+    era = _era(sn, sn.cells)
     return Loaded(spec.table, frame, path, sn.report or spec.names[0], warnings, era)
+
+
+def _dtype(name: str, cls: str, factor: float):
+    if cls == "str":
+        return pl.String
+    if cls == "int" or (cls in ("ts", "dur") and name in INT_NS and factor == 1.0):
+        return pl.Int64
+    return pl.Float64
+
+
+def _scale(expr: pl.Expr, name: str, cls: str, factor: float) -> pl.Expr:
+    """Convert a parsed column to its canonical unit (ns, bytes, bytes/s); time stamps stay integers."""
+    if cls in ("str", "int") or factor == 1.0:
+        return expr.alias(name)
+    if cls in ("ts", "dur") and name in INT_NS:
+        return (expr * factor).round(0).cast(pl.Int64).alias(name)
+    return (expr * factor).alias(name)
 
 
 def _era(sn: Sniff, columns: list[str]) -> str:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import polars as pl
 
@@ -40,16 +41,17 @@ def check_required(table: str, frame: pl.DataFrame, path: str) -> str | None:
 
 def copy_kind_expr(name_col: str = "name") -> pl.Expr:
     """``[CUDA memcpy Host-to-Device]`` / ``[CUDA memcpy HtoD]`` -> ``HtoD``."""
-    inner = (pl.col(name_col).str.to_lowercase()
+    inner = (pl.col(name_col).cast(pl.String).str.to_lowercase()
              .str.extract(r"memcpy\s+(.*?)\]?$", 1).str.strip_chars())
     return inner.replace_strict(_COPY_KINDS, default=None, return_dtype=pl.String)
 
 
 def gpu_op_kind_expr(name_col: str = "name") -> pl.Expr:
-    lower = pl.col(name_col).str.to_lowercase()
-    return (pl.when(lower.str.starts_with("[cuda memcpy") | lower.str.starts_with("[cuda unified memory memcpy"))
+    n = pl.col(name_col).cast(pl.String)
+    return (pl.when(~n.str.starts_with("[")).then(pl.lit("kernel"))
+            .when(n.str.starts_with("[CUDA memcpy") | n.str.starts_with("[CUDA Unified Memory memcpy"))
             .then(pl.lit("memcpy"))
-            .when(lower.str.starts_with("[cuda memset"))
+            .when(n.str.starts_with("[CUDA memset"))
             .then(pl.lit("memset"))
             .otherwise(pl.lit("kernel")))
 
@@ -65,18 +67,32 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
             frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("dur_ns").is_not_null()
                                  & (pl.col("dur_ns") >= 0))
         frame = frame.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
-        frame = frame.with_columns(pl.col("name").fill_null(""))
+        if frame["name"].null_count():
+            frame = frame.with_columns(pl.col("name").fill_null(""))
     if table == "gpu_trace":
-        frame = frame.with_columns(gpu_op_kind_expr().alias("kind"))
-        frame = frame.with_columns(
-            pl.when(pl.col("kind") == "memcpy").then(copy_kind_expr()).otherwise(None).alias("copy_kind"))
+        # kernel names are long and few: keep them categorical, classify each distinct one once
+        if frame.schema["name"] != pl.Categorical:
+            frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
+        kinds = frame.select(pl.col("name").unique()).with_columns(gpu_op_kind_expr().alias("kind"))
+        frame = frame.join(kinds, on="name", how="left", maintain_order="left")
+        # derived columns are computed on the few copy rows / distinct devices and scattered back:
+        # joining or concatenating a million rows of long kernel names costs more than the trace read
+        idx = frame.select(pl.arg_where(pl.col("kind") == "memcpy")).to_series()
+        ck = pl.repeat(None, frame.height, dtype=pl.String, eager=True).alias("copy_kind")
+        if idx.len():
+            ck = ck.scatter(idx, frame[idx].select(copy_kind_expr()).to_series())
+        frame = frame.with_columns(ck)
         if "device" in frame.columns:
+            devs = frame["device"].unique().drop_nulls().to_list()
+            ids = {d: int(m.group(1)) if (m := re.search(r"\((\d+)\)\s*$", d)) else 0 for d in devs}
+            names = {d: re.sub(r"\s*\(\d+\)\s*$", "", d) for d in devs}
             frame = frame.with_columns(
-                pl.col("device").str.extract(r"\((\d+)\)\s*$", 1).cast(pl.Int64, strict=False).fill_null(0)
-                .alias("device_id"),
-                pl.col("device").str.replace(r"\s*\(\d+\)\s*$", "").alias("device_name"))
+                pl.col("device").replace_strict(ids, default=0, return_dtype=pl.Int64).alias("device_id"),
+                pl.col("device").replace_strict(names, default=None, return_dtype=pl.String).alias("device_name"))
         else:
             frame = frame.with_columns(pl.lit(0, pl.Int64).alias("device_id"), pl.lit(None, pl.String).alias("device_name"))
+        if not frame["start_ns"].is_sorted():
+            frame = frame.sort("start_ns", maintain_order=True)
         for col in ("corr_id", "stream", "bytes"):
             if col not in frame.columns:
                 frame = frame.with_columns(pl.lit(None, pl.Int64 if col != "bytes" else pl.Float64).alias(col))

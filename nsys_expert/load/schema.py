@@ -238,3 +238,11 @@ REQUIRED = {
     "nvtx_gpu_proj_sum": {"total_proj_ns": "i64", "name": "str"},
     "kern_exec_sum": {"count": "i64", "api_name": "str", "kernel_name": "str"},
 }
+
+
+# Columns worth reading per table (None: all). The GPU trace is the one big file; its shared-memory,
+# throughput and context columns feed no fact (throughput is recomputed from bytes / duration).
+KEEP = {
+    "gpu_trace": {"start_ns", "dur_ns", "corr_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
+                  "regs_per_thread", "bytes", "src_kind", "dst_kind", "device", "stream", "name"},
+}
