@@ -30,7 +30,40 @@ class Profile:
         return os.path.basename(p) if p else None
 
 
+@dataclass
+class Part:
+    """What one non-CSV input contributes: canonical frames (not yet normalized) and what it is.
+
+    ``kind`` is the JSON contract's input kind (nsys-sqlite, nsys-console, ncu-details, ncu-raw);
+    ``tables`` maps canonical table names (schema.REQUIRED) to frames with canonical columns.
+    """
+    kind: str
+    path: str
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    version: str | None = None
+    report: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+
+# When two inputs hold the same table, the richer source wins: the SQLite export (ground truth,
+# every column) over a CSV report (derived from it) over a table parsed from console text.
+RANK = {"nsys-sqlite": 3, "nsys-rep": 3, "nsys-csv": 2, "nsys-console": 1, "ncu-details": 2, "ncu-raw": 2}
+
+
+@dataclass
+class _Entry:
+    table: str
+    frame: pl.DataFrame
+    path: str
+    kind: str
+    report: str
+    era: str | None
+    warnings: list[str] = field(default_factory=list)
+
+
 def _list_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    """Files of the given folders (one level), plus the files of an ``ncu`` subfolder."""
     files, skipped_dirs = [], []
     for p in paths:
         if not os.path.exists(p):
@@ -39,7 +72,11 @@ def _list_files(paths: list[str]) -> tuple[list[str], list[str]]:
             for name in sorted(os.listdir(p)):
                 full = os.path.join(p, name)
                 if os.path.isdir(full):
-                    skipped_dirs.append(full)
+                    if name.lower() in ("ncu", "nsight-compute", "ncu-rep", "ncu_csv"):
+                        files += [os.path.join(full, f) for f in sorted(os.listdir(full))
+                                  if os.path.isfile(os.path.join(full, f)) and not f.startswith(".")]
+                    else:
+                        skipped_dirs.append(full)
                 elif not name.startswith("."):
                     files.append(full)
         else:
@@ -51,7 +88,7 @@ def load_paths(paths: list[str]) -> Profile:
     """Read every recognisable input under ``paths`` (files, or folders one level deep)."""
     files, skipped_dirs = _list_files(paths)
     prof = Profile()
-    loaded: dict[str, csv_reports.Loaded] = {}
+    loaded: dict[str, _Entry] = {}
     ignored: list[str] = []
     for path in files:
         sn = csv_reports.sniff(path)
@@ -64,17 +101,15 @@ def load_paths(paths: list[str]) -> Profile:
                                  "re-export it with nsys stats --format csv")
             if item.table in ("api_sum", "osrt_sum") and sn.report is None:
                 item.table = "api_sum" if normalize.looks_like_api_names(item.frame) else "osrt_sum"
-            item.frame, w = normalize.normalize(item.table, item.frame, path)
-            item.warnings += w
-            _add(loaded, item, prof)
+            frame, w = normalize.normalize(item.table, item.frame, path)
+            _add(loaded, _Entry(item.table, frame, path, "nsys-csv", item.report, item.era, item.warnings + w), prof)
         elif sn.kind == "empty":
             if sn.spec is None:
                 ignored.append(f"{base} (empty)")
                 continue
             era = "2021-2022" if sn.report and sn.report != sn.spec.names[0] else "2023+"
-            item = csv_reports.Loaded(sn.spec.table, normalize.empty_frame(sn.spec.table), path,
-                                      sn.report or sn.spec.names[0], era=era)
-            _add(loaded, item, prof)
+            _add(loaded, _Entry(sn.spec.table, normalize.empty_frame(sn.spec.table), path, "nsys-csv",
+                                sn.report or sn.spec.names[0], era), prof)
         elif sn.kind == "binary" and sn.report:
             raise InputError(f"this should be the {sn.report} report but it holds binary data, not CSV text", path,
                              f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
@@ -82,23 +117,26 @@ def load_paths(paths: list[str]) -> Profile:
             raise InputError(f"the file name says {sn.report} but its header is not an nsys stats "
                              f"{sn.report} header", path,
                              f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
-        elif sn.kind == "sqlite":
-            ignored.append(f"{base} (SQLite export: not read by this version)")
         else:
-            ignored.append(base)
-    for item in loaded.values():
-        prof.tables[item.table] = item.frame
-        prof.sources[item.table] = item.path
-        prof.warnings += item.warnings
-        prof.inputs.append({"path": item.path, "kind": "nsys-csv", "report": item.report,
-                            "version": item.era, "rows": item.frame.height})
+            part = _read_other(path, sn)
+            if part is None:
+                ignored.append(base)
+                continue
+            _add_part(loaded, part, prof)
+    for e in loaded.values():
+        prof.tables[e.table] = e.frame
+        prof.sources[e.table] = e.path
+        prof.warnings += e.warnings
+        prof.inputs.append({"path": e.path, "kind": e.kind, "report": e.report, "version": e.era,
+                            "rows": e.frame.height, "table": e.table})
     if not prof.tables:
         where = paths[0] if len(paths) == 1 else ", ".join(paths)
-        raise InputError("no nsys stats report found (looked for CSV reports such as *_cuda_gpu_trace.csv, "
-                         "*_cuda_gpu_kern_sum.csv, *_cuda_api_sum.csv)", where, csv_reports.EXPORT_HINT)
+        raise InputError("no nsys stats report, SQLite export or Nsight Compute CSV found (looked for CSV reports "
+                         "such as *_cuda_gpu_trace.csv, *_cuda_gpu_kern_sum.csv, *_cuda_api_sum.csv)", where,
+                         csv_reports.EXPORT_HINT)
     _check_consistency(prof)
     if ignored:
-        prof.warnings.append("not read (not an nsys stats CSV report): " + ", ".join(ignored))
+        prof.warnings.append("not read (not a report nsys-expert knows): " + ", ".join(ignored))
     if skipped_dirs:
         prof.warnings.append("subfolders not read (pass one as its own PATH to diagnose it): "
                              + ", ".join(os.path.basename(d) for d in skipped_dirs))
@@ -106,7 +144,27 @@ def load_paths(paths: list[str]) -> Profile:
     return prof
 
 
-def _add(loaded: dict, item: csv_reports.Loaded, prof: Profile) -> None:
+def _read_other(path: str, sn) -> Part | None:
+    """SQLite exports, .nsys-rep files, Nsight Compute CSVs and console text (each in its own module)."""
+    from . import readers
+    return readers.read(path, sn)
+
+
+def _add_part(loaded: dict, part: Part, prof: Profile) -> None:
+    prof.warnings += part.warnings
+    for k, v in part.meta.items():
+        prof.meta.setdefault(k, v)
+    for table, frame in part.tables.items():
+        missing = normalize.check_required(table, frame, part.path)
+        if missing:
+            prof.warnings.append(f"{os.path.basename(part.path)}: its {table} table has no '{missing}' column; "
+                                 f"left out")
+            continue
+        frame, w = normalize.normalize(table, frame, part.path)
+        _add(loaded, _Entry(table, frame, part.path, part.kind, part.report or table, part.version, w), prof)
+
+
+def _add(loaded: dict, item: _Entry, prof: Profile) -> None:
     prev = loaded.get(item.table)
     if prev is None:
         loaded[item.table] = item
@@ -118,9 +176,18 @@ def _add(loaded: dict, item: csv_reports.Loaded, prof: Profile) -> None:
     if prev.frame.height == 0 and item.frame.height > 0:  # an empty placeholder loses to real rows
         loaded[item.table] = item
         return
+    if item.frame.height == 0 and prev.frame.height > 0:
+        return
+    rp, ri = RANK.get(prev.kind, 0), RANK.get(item.kind, 0)
+    if rp != ri:
+        keep, drop = (prev, item) if rp > ri else (item, prev)
+        loaded[item.table] = keep
+        prof.warnings.append(f"{item.table}: read from {os.path.basename(keep.path)} ({keep.kind}), the richer source; "
+                             f"{os.path.basename(drop.path)} ({drop.kind}) holds the same table and was not used for it")
+        return
     raise InputError(f"two different {item.table} reports in one input: {os.path.basename(prev.path)} and "
                      f"{os.path.basename(item.path)}", os.path.dirname(item.path) or ".",
-                     "diagnose one profile at a time: put each run's CSVs in a folder of its own")
+                     "diagnose one profile at a time: put each run's files in a folder of their own")
 
 
 def _check_consistency(prof: Profile) -> None:
@@ -153,4 +220,4 @@ def _meta(prof: Profile) -> dict:
     return meta
 
 
-__all__ = ["Profile", "load_paths", "schema"]
+__all__ = ["Profile", "Part", "load_paths", "schema"]

@@ -82,7 +82,10 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         if idx.len():
             ck = ck.scatter(idx, frame[idx].select(copy_kind_expr()).to_series())
         frame = frame.with_columns(ck)
-        if "device" in frame.columns:
+        if "device_id" in frame.columns:  # a loader that knows the device ids (SQLite) gives them directly
+            if "device_name" not in frame.columns:
+                frame = frame.with_columns(pl.lit(None, pl.String).alias("device_name"))
+        elif "device" in frame.columns:
             devs = frame["device"].unique().drop_nulls().to_list()
             ids = {d: int(m.group(1)) if (m := re.search(r"\((\d+)\)\s*$", d)) else 0 for d in devs}
             names = {d: re.sub(r"\s*\(\d+\)\s*$", "", d) for d in devs}
