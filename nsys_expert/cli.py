@@ -104,5 +104,9 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
         sys.exit(1)
 
 
+from . import cli_ext  # noqa: E402
+
+cli_ext.register(main)
+
 if __name__ == "__main__":  # pragma: no cover
     main()
