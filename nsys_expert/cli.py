@@ -13,14 +13,10 @@ import traceback
 import click
 
 from . import __version__
+from .cliutil import _fail, _guard  # noqa: F401 (re-exported for subcommand modules)
 from .errors import InputError
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
-
-
-def _fail(msg: str, code: int = 2):
-    click.echo(f"nsys-expert: error: {msg}", err=True)
-    sys.exit(code)
 
 
 def _parse_time(s: str) -> int:
@@ -45,38 +41,21 @@ def _parse_window(ctx, param, value):
     return (s, e)
 
 
-def _guard(fn):
-    """Turn user errors into one line + exit 2, and anything unexpected into one line + exit 3."""
-    def wrapper(*a, **kw):
-        try:
-            return fn(*a, **kw)
-        except InputError as e:
-            _fail(e.line(), 2)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
-            raise
-        except KeyboardInterrupt:
-            _fail("interrupted", 130)
-        except Exception as e:  # noqa: BLE001
-            if os.environ.get("NSX_DEBUG"):
-                traceback.print_exc()
-            _fail(f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
-                  f"(a bug in nsys-expert; NSX_DEBUG=1 shows where)", 3)
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
-    return wrapper
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nsys-expert")
 def main():
     """Diagnose GPU performance from Nsight Systems / Nsight Compute output."""
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):  # `nsys-expert rules | head` ends quietly, like any Unix tool
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the report here instead of stdout")
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
+@click.option("--lang", type=click.Choice(["en", "zh"]), default=None, help="report language (default en)")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder (repeatable)")
 @click.option("--select", multiple=True, help="only these rules or categories (repeatable)")
 @click.option("--ignore", multiple=True, help="leave out these rules or categories (repeatable)")
@@ -84,14 +63,24 @@ def main():
 @click.option("--window", callback=_parse_window, help="analysis window START:END (s, ms, us or ns)")
 @click.option("--skip-iterations", type=click.IntRange(min=0), help="warm-up iterations to leave out (default 1)")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), help="exit 1 when a finding is at or above this severity")
+@click.option("--show-facts", is_flag=True, help="also print every fact of this run with its value and source")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="settings file (default: [tool.nsys-expert] in ./pyproject.toml, or ./nsys-expert.toml)")
 @_guard
-def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, fail_on):
+def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, fail_on,
+             show_facts, config_path):
     """Diagnose a profile: a folder of nsys stats CSVs (or the files themselves)."""
-    from . import pipeline, report
+    from . import config, pipeline, report
 
-    doc = pipeline.diagnose(pipeline.Request(list(paths), list(packs), list(select), list(ignore),
+    cfg = config.load(config_path)
+    req = config.merge(cfg, pipeline.Request(list(paths), list(packs), list(select), list(ignore),
                                              list(overrides), window, skip_iterations, lang))
+    fail_on = fail_on or cfg.get("fail-on")
+    lang = req.lang
+    doc = pipeline.diagnose(req)
     text = report.to_json(doc) if fmt == "json" else report.render_markdown(doc, lang)
+    if show_facts and fmt == "md":
+        text += report.render_facts(doc)
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:

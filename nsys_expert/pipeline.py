@@ -15,10 +15,11 @@ class Request:
     overrides: list[str] = field(default_factory=list)
     window: tuple[int, int] | None = None
     skip_iterations: int | None = None
-    lang: str = "en"
+    lang: str | None = "en"
 
 
 def diagnose(req: Request) -> dict:
+    req.lang = req.lang or "en"
     packs = engine.load_packs(req.packs)           # rule errors first: they are cheap to find
     rules = engine.select_rules(packs, req.select, req.ignore)
     overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])

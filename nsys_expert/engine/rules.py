@@ -180,7 +180,9 @@ def load_rule_file(path: str, pack: str) -> Rule:
     rid = data.get("id") if isinstance(data, dict) else None
     if not isinstance(data, dict):
         raise _fail(path, None, None, "a rule file must hold one YAML mapping (id, title, category, ...)")
-    errors = sorted(validator().iter_errors(data), key=lambda e: (len(list(e.absolute_path)), list(e.absolute_path)))
+    # the most telling error first: an unknown key (often a typo of a required one), then the shallowest
+    errors = sorted(validator().iter_errors(data), key=lambda e: (e.validator != "additionalProperties",
+                                                                  len(list(e.absolute_path)), str(list(e.absolute_path))))
     if errors:
         e = errors[0]
         top = str(e.absolute_path[0]) if e.absolute_path else None
@@ -201,17 +203,18 @@ def load_rule_file(path: str, pack: str) -> Rule:
         requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
         evidence=list(data.get("evidence", [])), estimate=data.get("estimate"),
         references=list(data.get("references", [])), why=_text(data.get("why")) or None, pack=pack, path=path)
-    cases = os.path.join(os.path.dirname(path), f"{rule.id}.cases.yaml")
-    rule.cases_path = cases if os.path.exists(cases) else None
+    stem = os.path.splitext(os.path.basename(path))[0]
+    for name in dict.fromkeys((rule.id, stem)):
+        cases = os.path.join(os.path.dirname(path), f"{name}.cases.yaml")
+        if os.path.exists(cases):
+            rule.cases_path = cases
+            break
     _check_semantics(rule, lines)
     return rule
 
 
 def _check_semantics(rule: Rule, lines: dict) -> None:
     path, rid = rule.path, rule.id
-    stem = os.path.splitext(os.path.basename(path))[0]
-    if stem != rid:
-        raise _fail(path, lines.get("id"), rid, f"the file name must be the rule id ({rid}.yaml), not {stem}.yaml")
     known = registry.all_names(rule.scope)
     for c in list(walk_conditions(rule.when)) + [c for e in rule.escalate for c in walk_conditions(e["when"])]:
         line = lines.get("when")
@@ -338,9 +341,33 @@ def builtin_pack_dir() -> str:
     return str(resources.files("nsys_expert.builtin_rules"))
 
 
-def load_packs(extra: list[str] | None = None, builtin: bool = True) -> list[Pack]:
+ENTRY_POINT_GROUP = "nsys_expert.rule_packs"
+
+
+def installed_pack_dirs() -> list[str]:
+    """Rule packs installed as Python packages: an entry point in the ``nsys_expert.rule_packs`` group
+    names a package whose folder holds pack.yaml (or a callable returning that folder)."""
+    from importlib.metadata import entry_points
+
+    out = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+        except Exception as e:  # noqa: BLE001 - a broken plugin is the user's to fix, named
+            raise RuleError(f"installed rule pack '{ep.name}' ({ep.value}) cannot be imported: {e}", None) from e
+        if callable(obj):
+            obj = obj()
+        if hasattr(obj, "__file__") and obj.__file__:
+            obj = os.path.dirname(obj.__file__)
+        out.append(str(obj))
+    return out
+
+
+def load_packs(extra: list[str] | None = None, builtin: bool = True, installed: bool = True) -> list[Pack]:
     packs = [load_pack(builtin_pack_dir())] if builtin else []
-    for p in extra or []:
+    for p in (installed_pack_dirs() if installed else []) + list(extra or []):
+        if any(os.path.abspath(p) == os.path.abspath(q.path) for q in packs):
+            continue
         packs.append(load_pack(p))
     ids: dict[str, str] = {}
     for pk in packs:

@@ -176,3 +176,17 @@ def render_markdown(doc: dict, lang: str = "en") -> str:
     tpl = _env().get_template("report.md.j2")
     return tpl.render(doc=doc, L=L, w=w, f=doc["facts"], t=doc["tables"], units=units, lang=lang,
                       sev=(lambda s: SEVERITY_ZH.get(s, s) if lang == "zh" else s)).rstrip() + "\n"
+
+
+def render_facts(doc: dict) -> str:
+    """``--show-facts``: every fact of the run with unit and source, for rule authors."""
+    lines = ["", "## Facts", "", "| Fact | Value | Unit | Source |", "|---|---:|---|---|"]
+    for name, value in doc["facts"].items():
+        d = registry.lookup("run", name)
+        src = doc.get("fact_sources", {}).get(name)
+        lines.append(f"| `{name}` | {_fmt(value, 3)} | {d.unit if d else ''} | {_md_code(src) if src else '–'} |")
+    absent = doc.get("facts_absent", {})
+    if absent:
+        lines += ["", "Absent (rules that need them are not evaluated):", ""]
+        lines += [f"- `{k}`: {v}" for k, v in absent.items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,78 @@
+"""Settings from ``[tool.nsys-expert]`` in pyproject.toml or an ``nsys-expert.toml`` (the CLI wins).
+
+Keys: ``rules`` (pack folders, relative to the settings file), ``select``, ``ignore`` (rule ids or
+categories), ``set`` (a table ``{"rule.param" = value}`` or a list of ``"rule.param=value"``),
+``fail-on``, ``lang``, ``skip-iterations``.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+
+from .errors import InputError
+
+KEYS = {"rules", "select", "ignore", "set", "fail-on", "lang", "skip-iterations"}
+
+
+def load(path: str | None = None) -> dict:
+    """The settings (empty when there is no file). ``path`` forces a file."""
+    candidates = [path] if path else ["nsys-expert.toml", "pyproject.toml"]
+    for c in candidates:
+        if not c or not os.path.exists(c):
+            if path:
+                raise InputError("no such settings file", path)
+            continue
+        try:
+            with open(c, "rb") as fh:
+                data = tomllib.load(fh)
+        except (tomllib.TOMLDecodeError, OSError) as e:
+            raise InputError(f"settings file is not valid TOML ({e})", c) from e
+        if os.path.basename(c) == "pyproject.toml" or "tool" in data:
+            data = data.get("tool", {}).get("nsys-expert")
+            if data is None:
+                continue
+        unknown = set(data) - KEYS
+        if unknown:
+            raise InputError(f"unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYS))}", c)
+        data = dict(data)
+        base = os.path.dirname(os.path.abspath(c))
+        data["rules"] = [p if os.path.isabs(p) else os.path.join(base, p) for p in _list(data.get("rules"), c, "rules")]
+        data["_file"] = c
+        return data
+    return {}
+
+
+def _list(v, where: str, key: str) -> list:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return v
+    raise InputError(f"setting '{key}' must be a string or a list of strings", where)
+
+
+def merge(cfg: dict, req):
+    """Fill the request from the settings; what the command line gave wins."""
+    if not cfg:
+        if req.lang is None:
+            req.lang = "en"
+        return req
+    where = cfg.get("_file", "settings")
+    req.packs = list(cfg.get("rules", [])) + [p for p in req.packs if p not in cfg.get("rules", [])]
+    if not req.select:
+        req.select = _list(cfg.get("select"), where, "select")
+    if not req.ignore:
+        req.ignore = _list(cfg.get("ignore"), where, "ignore")
+    sets = cfg.get("set", {})
+    if isinstance(sets, dict):
+        from_cfg = [f"{k}={v}" for k, v in sets.items()]
+    else:
+        from_cfg = _list(sets, where, "set")
+    given = {o.split("=", 1)[0] for o in req.overrides}
+    req.overrides = [o for o in from_cfg if o.split("=", 1)[0] not in given] + list(req.overrides)
+    if req.lang is None:
+        req.lang = cfg.get("lang", "en")
+    if req.skip_iterations is None and cfg.get("skip-iterations") is not None:
+        req.skip_iterations = int(cfg["skip-iterations"])
+    return req
