@@ -5,7 +5,7 @@ import importlib
 
 
 def register(main) -> None:
-    for mod in ("cli_rules", "cli_profiling"):
+    for mod in ("cli_rules", "cli_profiling", "cli_diff"):
         try:
             m = importlib.import_module(f"nsys_expert.{mod}")
         except ModuleNotFoundError as e:

@@ -1,0 +1,51 @@
+"""``nsys-expert diff BEFORE AFTER``: what changed between two runs, with a regression gate."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .cliutil import _guard
+
+
+def register(main) -> None:
+    @main.command("diff")
+    @click.argument("before", type=click.Path())
+    @click.argument("after", type=click.Path())
+    @click.option("--format", "fmt", type=click.Choice(["md", "json", "html"]), default="md", show_default=True)
+    @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout")
+    @click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0),
+                  help="exit 1 when GPU active % / iteration time / a key fact gets worse by more than PCT "
+                       "(points for % facts, percent for times), or a new high finding appears")
+    @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
+    @click.option("--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE")
+    @_guard
+    def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides):
+        """Compare two runs (profiles, or JSON reports from diagnose --format json)."""
+        from . import diff, pipeline
+        from .errors import InputError
+
+        def run(path):
+            return pipeline.diagnose(pipeline.Request([path], list(packs), overrides=list(overrides)))
+
+        d = diff.compare(diff.load_side(before, run), diff.load_side(after, run), fail_pct)
+        if fmt == "json":
+            text = json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
+        elif fmt == "html":
+            import html as _html
+            text = ("<!doctype html><meta charset='utf-8'><title>nsys-expert diff</title>"
+                    "<pre style='font:13px/1.4 monospace;white-space:pre-wrap'>"
+                    + _html.escape(diff.render_markdown(d)) + "</pre>\n")
+        else:
+            text = diff.render_markdown(d)
+        if output:
+            try:
+                with open(output, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as e:
+                raise InputError(f"cannot write the report ({e.strerror})", output) from e
+        else:
+            click.echo(text, nl=False)
+        if d["gate"] and d["gate"]["tripped"]:
+            sys.exit(1)

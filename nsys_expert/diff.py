@@ -1,0 +1,164 @@
+"""Compare two runs: facts side by side, findings resolved / new / persisting, a verdict, a gate.
+
+Each side is a profile (anything ``diagnose`` reads) or a JSON report written earlier by
+``diagnose --format json`` (a stored baseline). Key facts carry a direction (is higher better?);
+``--fail-on-regression PCT`` trips when one of them gets worse by more than PCT percent, or when a
+new high / critical finding appears.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from .engine.rules import SEVERITIES
+from .errors import InputError
+
+# fact -> True when a larger value is better
+KEY_FACTS = {
+    "gpu_active_pct": True,
+    "iter_median_ms": False,
+    "gpu_idle_pct": False,
+    "kernel_active_pct": True,
+    "nccl_exposed_pct": False,
+    "memcpy_active_pct": False,
+}
+SHOWN = ["window_ms", "iter_count", "iter_median_ms", "iter_max_over_median", "gpu_active_pct", "kernel_active_pct",
+         "memcpy_active_pct", "gpu_idle_launch_pct", "gpu_idle_sync_pct", "gpu_idle_memcpy_pct", "gpu_idle_data_pct",
+         "gpu_idle_host_pct", "kernel_count", "kernels_per_iter", "kernel_median_us", "launch_api_share_pct",
+         "sync_api_share_pct", "memcpy_host_share_of_busy_pct", "nccl_share_of_busy_pct", "nccl_overlap_pct",
+         "nccl_exposed_pct", "graph_launch_count"]
+
+
+def load_side(path: str, diagnose_fn) -> dict:
+    """A JSON report as is, or a fresh diagnosis of a profile."""
+    if os.path.isfile(path) and path.endswith(".json"):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, json.JSONDecodeError) as e:
+            raise InputError(f"not a readable JSON report ({e})", path) from e
+        if not isinstance(doc, dict) or doc.get("schema_version") != 1 or "findings" not in doc:
+            raise InputError("not an nsys-expert JSON report (schema_version 1)", path,
+                             "write one with nsys-expert diagnose PROFILE --format json -o FILE")
+        return doc
+    return diagnose_fn(path)
+
+
+def _key(f: dict) -> tuple:
+    return (f["rule"], (f.get("scope") or {}).get("kernel") or "")
+
+
+def compare(before: dict, after: dict, fail_pct: float | None = None) -> dict:
+    fb, fa = before.get("facts", {}), after.get("facts", {})
+    facts = []
+    regressions = []
+    names = [n for n in SHOWN if n in fb or n in fa] + sorted((set(fb) & set(fa)) - set(SHOWN) - {n for n in fb if n.endswith("_span")})
+    for n in names:
+        b, a = fb.get(n), fa.get(n)
+        row = {"fact": n, "before": b, "after": a, "change": None, "change_pct": None, "verdict": None}
+        if isinstance(b, (int, float)) and isinstance(a, (int, float)) and not isinstance(b, bool):
+            row["change"] = round(a - b, 4)
+            if b:
+                row["change_pct"] = round(100.0 * (a - b) / abs(b), 2)
+            if n in KEY_FACTS:
+                better = (a > b) if KEY_FACTS[n] else (a < b)
+                worse = (a < b) if KEY_FACTS[n] else (a > b)
+                row["verdict"] = "better" if better else ("worse" if worse else "same")
+                # percentage points for shares, relative change for times
+                delta = abs(a - b) if n.endswith("_pct") else (abs(row["change_pct"] or 0.0))
+                if worse and fail_pct is not None and delta > fail_pct:
+                    regressions.append(f"{n}: {b} -> {a} ({'points' if n.endswith('_pct') else '%'} {delta:.1f} > {fail_pct})")
+        facts.append(row)
+    kb = {_key(f): f for f in before.get("findings", [])}
+    ka = {_key(f): f for f in after.get("findings", [])}
+    brief = lambda f: {"rule": f["rule"], "category": f["category"], "severity": f["severity"],  # noqa: E731
+                       "title": f.get("title"), "scope": f.get("scope", {}), "estimated_gain_pct": f.get("estimated_gain_pct")}
+    # a finding whose rule could not run on the other side is neither resolved nor new: unknown
+    ne_b = {n["rule"] for n in before.get("not_evaluated", [])}
+    ne_a = {n["rule"] for n in after.get("not_evaluated", [])}
+    resolved = [brief(kb[k]) for k in kb if k not in ka and k[0] not in ne_a]
+    new = [brief(ka[k]) for k in ka if k not in kb and k[0] not in ne_b]
+    unknown = [dict(brief(kb[k]), side="before") for k in kb if k not in ka and k[0] in ne_a] + \
+              [dict(brief(ka[k]), side="after") for k in ka if k not in kb and k[0] in ne_b]
+    persisting = []
+    for k in kb:
+        if k in ka:
+            row = brief(ka[k])
+            row["severity_before"] = kb[k]["severity"]
+            row["severity_change"] = SEVERITIES.index(ka[k]["severity"]) - SEVERITIES.index(kb[k]["severity"])
+            persisting.append(row)
+    high = SEVERITIES.index("high")
+    for f in new:
+        if SEVERITIES.index(f["severity"]) >= high and fail_pct is not None:
+            regressions.append(f"new {f['severity']} finding: {f['rule']}")
+    for f in persisting:
+        if f["severity_change"] > 0 and SEVERITIES.index(f["severity"]) >= high and fail_pct is not None:
+            regressions.append(f"{f['rule']} rose from {f['severity_before']} to {f['severity']}")
+    notes = comparability(before, after)
+    key_rows = [r for r in facts if r["verdict"] in ("better", "worse")]
+    better = sum(r["verdict"] == "better" for r in key_rows) + len(resolved)
+    worse = sum(r["verdict"] == "worse" for r in key_rows) + sum(SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium") for f in new)
+    verdict = "improved" if better > worse else ("regressed" if worse > better else "unchanged")
+    return {"schema_version": 1, "before": _label(before), "after": _label(after), "verdict": verdict,
+            "regressions": regressions, "gate": None if fail_pct is None else {"threshold_pct": fail_pct,
+                                                                               "tripped": bool(regressions)},
+            "facts": facts, "resolved": resolved, "new": new, "persisting": persisting, "not_comparable": unknown,
+            "comparability": notes}
+
+
+def _label(doc: dict) -> dict:
+    ins = doc.get("inputs", [])
+    common = os.path.commonpath([i["path"] for i in ins]) if ins else ""
+    return {"inputs": common, "window": doc.get("window", {}), "verdict": doc.get("verdict", {}),
+            "gpus": doc.get("environment", {}).get("gpus", [])}
+
+
+def comparability(before: dict, after: dict) -> list[str]:
+    """Reasons the two runs may not be comparable (said, not enforced)."""
+    notes = []
+    gb = [g.get("name") for g in before.get("environment", {}).get("gpus", [])]
+    ga = [g.get("name") for g in after.get("environment", {}).get("gpus", [])]
+    if gb and ga and gb != ga:
+        notes.append(f"different GPUs: {gb} vs {ga}")
+    sb, sa = before.get("window", {}).get("source"), after.get("window", {}).get("source")
+    if sb != sa:
+        notes.append(f"the windows were chosen differently: {sb} vs {sa}")
+    nb, na = before.get("window", {}).get("iterations"), after.get("window", {}).get("iterations")
+    if nb and na and max(nb, na) > 2 * min(nb, na):
+        notes.append(f"very different iteration counts: {nb} vs {na}")
+    mb = set(before.get("facts", {})) - set(after.get("facts", {}))
+    if {"gpu_active_pct"} & mb:
+        notes.append("GPU utilization is known before but not after (see the after run's warnings)")
+    ma = set(after.get("facts", {})) - set(before.get("facts", {}))
+    if {"gpu_active_pct"} & ma:
+        notes.append("GPU utilization is known after but not before (see the before run's warnings)")
+    return notes
+
+
+def render_markdown(d: dict) -> str:
+    fmt = lambda v: "–" if v is None else (f"{v:,.2f}" if isinstance(v, float) else str(v))  # noqa: E731
+    out = ["# nsys-expert diff", "", f"**Verdict:** {d['verdict']}", "",
+           f"- before: `{d['before']['inputs']}` ({d['before']['window'].get('source')})",
+           f"- after: `{d['after']['inputs']}` ({d['after']['window'].get('source')})"]
+    if d["gate"]:
+        out.append(f"- regression gate ({d['gate']['threshold_pct']}): " + ("**tripped**" if d["gate"]["tripped"] else "passed"))
+    for r in d["regressions"]:
+        out.append(f"  - {r}")
+    if d["comparability"]:
+        out += ["", "Comparability:"] + [f"- {n}" for n in d["comparability"]]
+    out += ["", "## Findings", ""]
+    for title, rows in (("Resolved", d["resolved"]), ("New", d["new"]), ("Persisting", d["persisting"]),
+                        ("Not comparable (the rule could not run on the other side)", d["not_comparable"])):
+        out.append(f"**{title}** ({len(rows)})")
+        out.append("")
+        for f in rows:
+            sev = f["severity"] if "severity_before" not in f or f["severity_before"] == f["severity"] else \
+                f"{f['severity_before']} → {f['severity']}"
+            kern = f" `{f['scope']['kernel'][:60]}`" if (f.get("scope") or {}).get("kernel") else ""
+            out.append(f"- `{f['rule']}` ({f['category']}, {sev}){kern}: {f.get('title') or ''}")
+        out.append("")
+    out += ["## Facts", "", "| fact | before | after | change | |", "|---|---:|---:|---:|---|"]
+    for r in d["facts"]:
+        ch = "–" if r["change"] is None else (f"{r['change']:+,.2f}" + (f" ({r['change_pct']:+.1f} %)" if r["change_pct"] is not None else ""))
+        out.append(f"| `{r['fact']}` | {fmt(r['before'])} | {fmt(r['after'])} | {ch} | {r['verdict'] or ''} |")
+    return "\n".join(out) + "\n"
