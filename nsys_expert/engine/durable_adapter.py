@@ -83,13 +83,15 @@ class Engine:
 
     def _make_action(self, name: str):
         def action(c):
-            sid = c.s.sid
             try:
-                fact = {k: v for k, v in c.m.items() if k != "sid"}
-                self._runs[sid].append((name, fact["id"]))
-            except Exception:  # durable would swallow it into state['exception']
-                self._errors.setdefault(sid, []).append(traceback.format_exc())
+                self._record(c, name)
+            except Exception:  # durable would swallow it into state['exception']: collect, raise later
+                self._errors.setdefault(c.s.sid, []).append(traceback.format_exc())
         return action
+
+    def _record(self, c, name: str) -> None:
+        fact = {k: v for k, v in c.m.items() if k != "sid"}
+        self._runs[c.s.sid].append((name, fact["id"]))
 
     def run(self, facts: list[tuple[str, dict]]) -> list[tuple[str, str]]:
         """Assert ``[(kind, fact)]``; -> ``[(durable rule name, fact id)]`` in firing order, deduplicated."""

@@ -1,0 +1,207 @@
+"""Property-based tests (hypothesis) over the interval algebra, the loaders + facts, and rule packs.
+
+Case counts (max_examples) add up to more than 10,000 generated cases per run; `pytest -q
+tests/test_properties.py` prints them in its summary (see `test_case_budget`).
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+import random
+import tempfile
+
+import polars as pl
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nsys_expert import engine, facts, load
+from nsys_expert.errors import InputError, RuleError
+from nsys_expert.facts import intervals
+from nsys_expert.facts import registry
+
+BUDGET = {"merge": 3500, "gaps": 2500, "coverage": 2000, "containing": 1500, "pipeline": 300,
+          "garbage": 300, "rules": 800}
+def FAST(n):
+    return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+                    derandomize=True, max_examples=n, database=None)
+
+ivs = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 500)), max_size=60).map(
+    lambda xs: pl.DataFrame({"s": [a for a, _ in xs], "e": [a + d for a, d in xs]},
+                            schema={"s": pl.Int64, "e": pl.Int64}))
+
+
+def naive_union(df):
+    pts = sorted(zip(df["s"].to_list(), df["e"].to_list()))
+    out = []
+    for a, b in pts:
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+@FAST(BUDGET["merge"])
+@given(ivs)
+def test_merge_is_the_union(df):
+    m = intervals.merge(df)
+    got = list(zip(m["s"].to_list(), m["e"].to_list()))
+    assert got == [tuple(x) for x in naive_union(df)]
+    assert intervals.total(m) == sum(b - a for a, b in naive_union(df))
+
+
+@FAST(BUDGET["gaps"])
+@given(ivs, st.integers(0, 5000), st.integers(1, 12_000))
+def test_gaps_complement_busy(df, start, length):
+    end = start + length
+    busy = intervals.clip(intervals.merge(df), start, end)
+    g = intervals.gaps(busy, start, end)
+    assert intervals.total(busy) + intervals.total(g) == end - start
+    assert (g["e"] > g["s"]).all() and (g["s"] >= start).all() and (g["e"] <= end).all()
+
+
+@FAST(BUDGET["coverage"])
+@given(ivs, ivs)
+def test_coverage_matches_brute_force(targets, cover):
+    c = intervals.merge(cover)
+    got = intervals.coverage(targets, c).to_list()
+    cells = {t for a, b in naive_union(cover) for t in range(a, b)}
+    want = [sum(1 for t in range(a, b) if t in cells) for a, b in zip(targets["s"].to_list(), targets["e"].to_list())]
+    assert got == want
+
+
+@FAST(BUDGET["containing"])
+@given(ivs, st.lists(st.integers(0, 11_000), max_size=30), st.integers(0, 50))
+def test_containing_matches_brute_force(cover, points, tol):
+    c = intervals.merge(cover)
+    got = intervals.containing(pl.Series(points, dtype=pl.Int64), c, tol).to_list()
+    want = [any(a <= p + tol and p <= b + tol for a, b in naive_union(cover)) for p in points]
+    assert got == want
+
+
+# ---- loaders + facts on generated cuda_gpu_trace CSVs (exact 2025 header of the real fixtures) ----
+HEADER = ("Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),"
+          "Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name")
+NAMES = ["void gemm_kernel<float>(T1)", "\"void at::native::elementwise_kernel<(int)4, f>(int, T2)\"",
+         "[CUDA memcpy Host-to-Device]", "[CUDA memcpy Device-to-Host]", "[CUDA memset]",
+         "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)", "\"k<a|b><script>alert(1)</script>\""]
+op = st.tuples(st.integers(0, 2_000_000), st.integers(0, 50_000), st.integers(0, 6), st.integers(0, 1),
+               st.integers(1, 3), st.sampled_from(["Pageable", "Pinned", ""]))
+
+
+def trace_csv(ops) -> str:
+    rows = [HEADER]
+    for i, (s, d, n, dev, strm, kind) in enumerate(ops):
+        name = NAMES[n]
+        is_copy = name.startswith("[CUDA memcpy")
+        rows.append(",".join([str(s), str(d), str(i + 1), "", "", "", "", "", "", "", "", "",
+                              "1.000" if is_copy else "", "", kind if is_copy else "", "Device" if is_copy else "",
+                              f"NVIDIA H200 ({dev})", "1", "", str(strm), name]))
+    return "\n".join(rows) + "\n"
+
+
+RULES = [r for p in engine.load_packs() for r in p.rules]
+
+
+def diagnose_dir(d):
+    prof = load.load_paths([d])
+    fs = facts.compute(prof)
+    ev = engine.evaluate(RULES, fs, set(prof.tables))
+    return prof, fs, ev
+
+
+@FAST(BUDGET["pipeline"])
+@given(st.lists(op, min_size=1, max_size=40), st.randoms(use_true_random=False))
+def test_pipeline_invariants(ops, rnd):
+    with tempfile.TemporaryDirectory() as d:
+        text = trace_csv(ops)
+        open(os.path.join(d, "p_cuda_gpu_trace.csv"), "w").write(text)
+        prof, fs, ev = diagnose_dir(d)
+        w = fs.window
+        trace = prof.tables["gpu_trace"]
+        if "gpu_active_pct" in fs.run:
+            assert 0.0 <= fs.run["gpu_active_pct"] <= 100.0
+        if w.start_ns is not None and trace.height:
+            assert w.start_ns >= int(trace["start_ns"].min()) and w.end_ns <= int(trace["end_ns"].max())
+        ids = {r.id for r in RULES}
+        assert set(ev.evaluated) | {n["rule"] for n in ev.not_evaluated} == ids
+        assert not set(ev.evaluated) & {n["rule"] for n in ev.not_evaluated}
+        # the same rows in another order give the same facts
+        lines = text.splitlines()
+        body = lines[1:]
+        rnd.shuffle(body)
+        open(os.path.join(d, "p_cuda_gpu_trace.csv"), "w").write("\n".join([lines[0]] + body) + "\n")
+        _, fs2, _ = diagnose_dir(d)
+        assert fs2.run == fs.run
+
+
+garbage_cell = st.one_of(st.text(max_size=8), st.sampled_from(["nan", "-1", "1e400", "None", "n/a", "", "\"", "9" * 30]))
+
+
+@FAST(BUDGET["garbage"])
+@given(st.lists(st.lists(garbage_cell, min_size=0, max_size=23), min_size=0, max_size=12))
+def test_garbage_rows_never_crash(rows):
+    with tempfile.TemporaryDirectory() as d:
+        body = "\n".join(",".join(c.replace("\n", " ").replace("\r", " ") for c in r) for r in rows)
+        open(os.path.join(d, "p_cuda_gpu_trace.csv"), "w", encoding="utf-8", errors="replace").write(HEADER + "\n" + body + "\n")
+        try:
+            prof, fs, ev = diagnose_dir(d)
+        except InputError:
+            return
+        if "gpu_active_pct" in fs.run:
+            assert 0.0 <= fs.run["gpu_active_pct"] <= 100.0
+
+
+# ---- rule-pack fuzzing: generated rules (valid and invalid) never crash the validator or engine ----
+FACTS = registry.all_names("run")[:40]
+leaf = st.fixed_dictionaries({"fact": st.sampled_from(FACTS + ["nope", "id"]),
+                              "op": st.sampled_from(["lt", "lte", "gt", "gte", "eq", "neq", "in", "exists", "bogus",
+                                                     "contains", "matches"]),
+                              "value": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10**20),
+                                                 st.text(max_size=6), st.just("$p"), st.just("$q"),
+                                                 st.lists(st.integers(0, 9), max_size=3),
+                                                 st.just({"fact": "gpu_active_pct", "times": 0.5}))})
+cond = st.recursive(leaf, lambda c: st.one_of(st.fixed_dictionaries({"all": st.lists(c, min_size=1, max_size=3)}),
+                                              st.fixed_dictionaries({"any": st.lists(c, min_size=1, max_size=3)}),
+                                              st.fixed_dictionaries({"not": c})), max_leaves=6)
+rule = st.fixed_dictionaries({
+    "id": st.sampled_from(["fuzz-rule", "Bad Id", "fuzz-2"]),
+    "title": st.text(max_size=10),
+    "category": st.sampled_from(["utilization", "launch-bound", "BAD CAT"]),
+    "severity": st.sampled_from(["info", "low", "medium", "high", "critical", "urgent"]),
+    "params": st.just({"p": {"default": 10.0}}),
+    "when": cond,
+    "message": st.sampled_from(["ok {{ gpu_active_pct }}", "{{ broken", "{% for %}", "x"]),
+}, optional={"estimate": st.fixed_dictionaries({"expr": st.sampled_from(["gpu_active_pct * 2", "1/0", "((", "p"])})})
+run_facts = st.dictionaries(st.sampled_from(FACTS), st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                                                             st.integers(-10**20, 10**20), st.text(max_size=5)),
+                            max_size=12)
+
+
+@FAST(BUDGET["rules"])
+@given(rule, run_facts)
+def test_generated_rules_never_crash(data, fvals):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "fuzz-rule.yaml")
+        open(path, "w").write(yaml.safe_dump(data, allow_unicode=True))
+        try:
+            r = engine.rules.load_rule_file(path, "fuzz")
+        except RuleError:
+            return
+        fs = facts.FactSet(run=dict(fvals))
+        try:
+            ev = engine.evaluate([r], fs, set(registry.INPUTS))
+        except RuleError:
+            return  # e.g. 'not' around a string operator: refused with a message
+        for f in ev.findings:
+            assert isinstance(f["message"], str)
+            assert f["estimated_gain_pct"] is None or 0 <= f["estimated_gain_pct"] <= 100
+
+
+def test_case_budget():
+    total = sum(BUDGET.values())
+    print(f"\nproperty suite: {total:,} generated cases ({', '.join(f'{k} {v}' for k, v in BUDGET.items())})")
+    assert total >= 10_000
