@@ -1,9 +1,21 @@
-"""load -> facts -> engine -> report, as one call (the CLI and the tests use it)."""
+"""load -> facts -> engine -> report, as one call (the CLI and the tests use it).
+
+One run gives one fact set. A multi-rank job (several per-rank inputs, or one export with several
+processes) gives one fact set per rank, computed by :func:`rank_unit` - a plain function of plain
+arguments, so the same unit of work runs in a local process pool here and on a distributed engine
+(Dask, Ray) for jobs with hundreds of ranks (docs/multi-rank.md) - then cross-rank facts, and the
+job is diagnosed from the representative rank (the median one) plus those cross-rank facts.
+"""
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from . import engine, facts, load, report
+from .facts import ranks as rank_facts
+from .load import ranks as rank_inputs
 
 
 @dataclass
@@ -16,6 +28,28 @@ class Request:
     window: tuple[int, int] | None = None
     skip_iterations: int | None = None
     lang: str | None = "en"
+    jobs: int | None = None          # worker processes for per-rank facts (None: automatic)
+
+
+@dataclass
+class RankResult:
+    """What one rank's unit of work returns: small and picklable (no trace frames)."""
+    label: str
+    prof: load.Profile
+    fs: facts.FactSet
+    tables: set[str]
+
+
+def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options) -> RankResult:
+    """Load one rank's inputs and compute its facts (the unit a process pool or Dask runs)."""
+    prof = load.load_files(files, pid=pid)
+    fs = facts.compute(prof, opts)
+    tables = set(prof.tables)
+    prof.tables = {}                                   # the frames stay in the worker
+    fs.tables = {k: v for k, v in fs.tables.items() if k != "_busy"}
+    if fs.window is not None:
+        fs.window.iterations = None
+    return RankResult(label, prof, fs, tables)
 
 
 def diagnose(req: Request) -> dict:
@@ -23,7 +57,69 @@ def diagnose(req: Request) -> dict:
     packs = engine.load_packs(req.packs)           # rule errors first: they are cheap to find
     rules = engine.select_rules(packs, req.select, req.ignore)
     overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])
-    prof = load.load_paths(req.paths)
-    fs = facts.compute(prof, facts.Options(user_window=req.window, skip_iterations=req.skip_iterations))
-    ev = engine.evaluate(rules, fs, set(prof.tables), overrides, req.lang)
-    return report.build(prof, fs, ev, req.lang)
+    opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations)
+    per_path, skipped = load.list_inputs(req.paths)
+    ranks, notes = rank_inputs.discover(per_path)
+    if len(ranks) == 1:
+        prof = load.load_files(ranks[0].files, skipped, req.paths)  # (it warns about copies itself)
+        pids = rank_inputs.processes_with_gpu_work(prof.tables.get("gpu_trace"))
+        if len(pids) < 2:
+            fs = facts.compute(prof, opts)
+            ev = engine.evaluate(rules, fs, set(prof.tables), overrides, req.lang)
+            return report.build(prof, fs, ev, req.lang)
+        ranks = [rank_inputs.RankInput(f"pid {p}", ranks[0].files, pid=p) for p in pids]
+        notes.append(f"{len(pids)} processes ran GPU work in one export: each is diagnosed as a rank")
+    return _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req)
+
+
+def _run_units(ranks, opts, jobs):
+    workers = jobs if jobs is not None else (min(len(ranks), os.cpu_count() or 1) if len(ranks) > 2 else 1)
+    if workers <= 1:
+        return [rank_unit(r.label, r.files, r.pid, opts) for r in ranks]
+    # spawn, not fork: Polars' thread pools do not survive a fork
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futs = [pool.submit(rank_unit, r.label, r.files, r.pid, opts) for r in ranks]
+        return [f.result() for f in futs]
+
+
+def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
+    results = _run_units(ranks, opts, req.jobs)
+    labels = [r.label for r in results]
+    cross = rank_facts.cross_rank(labels, [r.fs for r in results])
+    for r, extra in zip(results, cross["per_rank"]):
+        for k, v in extra.items():
+            r.fs.put(k, v, "cross-rank")
+    # the representative rank is the typical one: median iteration time, then median compute per
+    # iteration (ranks in lockstep share one iteration time; a straggler has more compute)
+    def typical(i):
+        f = results[i].fs.run
+        return (f.get("iter_median_ms") or 0.0, f.get("compute_ms_per_iter") or 0.0, f.get("gpu_active_pct") or 0.0, i)
+    order = sorted(range(len(results)), key=typical)
+    rep = results[order[len(order) // 2]]
+    job = facts.FactSet(run=dict(rep.fs.run), kernels=rep.fs.kernels, window=rep.fs.window,
+                        sources=dict(rep.fs.sources), absent=dict(rep.fs.absent), tables=dict(rep.fs.tables),
+                        warnings=list(rep.fs.warnings))
+    for k, v in cross["job"].items():
+        job.put(k, v, "cross-rank")
+    for k in list(job.absent):
+        if k in job.run:
+            del job.absent[k]
+    ev = engine.evaluate(rules, job, rep.tables | {"ranks"}, overrides, req.lang)
+    prof = rep.prof
+    prof.warnings = [f"[{rep.label}] {w}" for w in prof.warnings] + notes
+    doc = report.build(prof, job, ev, req.lang)
+    doc["inputs"] = [dict(i, rank=r.label) for r in results for i in r.prof.inputs]
+    doc["warnings"] += [f"[{r.label}] {w}" for r in results if r is not rep for w in r.prof.warnings + r.fs.warnings]
+    if skipped:
+        doc["warnings"].append("subfolders not read (pass one as its own PATH to diagnose it): "
+                               + ", ".join(os.path.basename(d) for d in skipped))
+    doc["representative_rank"] = rep.label
+    doc["ranks"] = []
+    for r in results:
+        rev = engine.evaluate(rules, r.fs, r.tables, overrides, req.lang)
+        rdoc = report.build(r.prof, r.fs, rev, req.lang)
+        doc["ranks"].append({"rank": r.label, "pid": r.prof.meta.get("pid"), "facts": rdoc["facts"],
+                             "window": rdoc["window"], "verdict": rdoc["verdict"],
+                             "findings": [{k: f[k] for k in ("rule", "category", "severity", "rank", "title",
+                                                             "estimated_gain_pct", "scope")} for f in rdoc["findings"]]})
+    return doc

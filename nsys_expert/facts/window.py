@@ -22,7 +22,8 @@ from .names import LIBRARY_DOMAINS
 
 LONG_GAP_FLOOR_NS = 50_000_000
 LONG_GAP_FACTOR = 100
-CHAIN_GAP_NS = 1_000_000     # GPU work queued back to back after the last iteration (no API trace)
+CHAIN_GAP_NS = 1_000_000
+OPERATOR_RANGE = r"(?i)^(aten|autograd|torch|c10d|prim|cudnn|cublas)::|op_id\s*=|(^|, )seq\s*=|^(forward|backward)$"     # GPU work queued back to back after the last iteration (no API trace)
 
 
 @dataclass
@@ -66,6 +67,8 @@ def find_iterations(nvtx: pl.DataFrame) -> tuple[str | None, pl.DataFrame | None
     top = top.filter(~pl.col("name").str.starts_with(LIBRARY_DOMAINS[0]))
     for dom in LIBRARY_DOMAINS[1:]:
         top = top.filter(~pl.col("name").str.starts_with(dom))
+    # operator ranges (PyTorch emit_nvtx / autograd-nvtx: "aten::mm, op_id = 12", "seq = 3") are not steps
+    top = top.filter(~pl.col("name").str.contains(OPERATOR_RANGE))
     if top.height == 0:
         return None, None
     top = top.with_columns(pl.col("name").map_elements(_group_name, return_dtype=pl.String).alias("group"))

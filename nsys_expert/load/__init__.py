@@ -85,8 +85,26 @@ def _list_files(paths: list[str]) -> tuple[list[str], list[str]]:
 
 
 def load_paths(paths: list[str]) -> Profile:
-    """Read every recognisable input under ``paths`` (files, or folders one level deep)."""
+    """Read every recognisable input under ``paths`` (files, or folders one level deep) as one run."""
     files, skipped_dirs = _list_files(paths)
+    return load_files(files, skipped_dirs, paths)
+
+
+def list_inputs(paths: list[str]) -> tuple[list[list[str]], list[str]]:
+    """The files of each path (folders one level deep), and the subfolders that were not read."""
+    per_path, skipped = [], []
+    for p in paths:
+        files, dirs = _list_files([p])
+        per_path.append(files)
+        skipped += dirs
+    return per_path, skipped
+
+
+def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: list[str] | None = None,
+               pid: int | None = None) -> Profile:
+    """Read these files as one run (``pid``: keep only that process of a multi-process export)."""
+    skipped_dirs = skipped_dirs or []
+    paths = paths or [os.path.dirname(files[0]) if files else "."]
     prof = Profile()
     loaded: dict[str, _Entry] = {}
     ignored: list[str] = []
@@ -123,6 +141,8 @@ def load_paths(paths: list[str]) -> Profile:
                 ignored.append(base)
                 continue
             _add_part(loaded, part, prof)
+    if pid is not None:
+        _keep_process(loaded, pid, prof)
     for e in loaded.values():
         prof.tables[e.table] = e.frame
         prof.sources[e.table] = e.path
@@ -142,6 +162,20 @@ def load_paths(paths: list[str]) -> Profile:
                              + ", ".join(os.path.basename(d) for d in skipped_dirs))
     prof.meta.update(_meta(prof))
     return prof
+
+
+def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:
+    """One process of a multi-process export: its rows of the tables that name processes; summary
+    tables over every process are dropped (they would mix the ranks)."""
+    for table in list(loaded):
+        e = loaded[table]
+        if "pid" in e.frame.columns:
+            e.frame = e.frame.filter(pl.col("pid") == pid)
+        elif table in ("nvtx_trace",):
+            prof.warnings.append(f"{table} has no process column: the NVTX ranges of every process are kept")
+        else:
+            del loaded[table]
+    prof.meta["pid"] = pid
 
 
 def _read_other(path: str, sn) -> Part | None:
@@ -220,4 +254,4 @@ def _meta(prof: Profile) -> dict:
     return meta
 
 
-__all__ = ["Profile", "Part", "load_paths", "schema"]
+__all__ = ["Profile", "Part", "load_paths", "load_files", "list_inputs", "schema"]

@@ -1,0 +1,127 @@
+"""Which inputs belong to which rank of a multi-GPU job.
+
+Several ranks come as: several folders on the command line (one per rank); one folder holding
+several runs' files (``rank0_cuda_gpu_trace.csv`` / ``prof.12345_...`` from ``-o prof.%p`` /
+``host1_...`` from ``%h``, or ``rank0.sqlite`` / ``rank1.sqlite``); or one SQLite export holding
+several processes (``nsys profile`` around ``torchrun``). A *run* is the files sharing one name
+prefix; a run with a GPU timeline (a ``cuda_gpu_trace`` CSV or an SQLite export) is a rank.
+Files that belong to no rank (summaries with another prefix, Nsight Compute folders, notes) go
+with every rank, so nothing is dropped silently.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from . import schema
+
+TIMELINE_REPORTS = {"cuda_gpu_trace", "gputrace"}
+
+
+@dataclass
+class RankInput:
+    label: str
+    files: list[str] = field(default_factory=list)
+    pid: int | None = None          # a process inside one shared SQLite export
+
+
+def _prefix(path: str) -> tuple[str | None, bool]:
+    """(run prefix, has a GPU timeline) of one file; prefix None when the name says nothing."""
+    base = os.path.basename(path)
+    if base.endswith((".sqlite", ".nsys-rep", ".qdrep")):
+        return os.path.splitext(base)[0], True
+    report = schema.report_name_from_filename(base)
+    if report:
+        m = re.search(r"(?:^|[_.\-])" + re.escape(report) + r"(?:_[^.]*)?\.(?:csv|tsv|txt)$", base, re.IGNORECASE)
+        prefix = base[: m.start()] if m else ""
+        return prefix, report.lower() in TIMELINE_REPORTS
+    return None, False
+
+
+def _digest(path: str) -> str:
+    h = hashlib.sha1()
+    size = os.path.getsize(path)
+    h.update(str(size).encode())
+    with open(path, "rb") as fh:
+        h.update(fh.read(1 << 20))
+        if size > 2 << 20:
+            fh.seek(size - (1 << 20))
+            h.update(fh.read())
+    return h.hexdigest()
+
+
+def natural_key(s: str):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
+
+
+def discover(folder_files: list[list[str]]) -> tuple[list[RankInput], list[str]]:
+    """Group the files of each given path into ranks. -> (ranks, notes). One rank means one run."""
+    notes: list[str] = []
+    groups: dict[str, list[str]] = {}
+    timeline: dict[str, str] = {}
+    loose: list[str] = []
+    multi_paths = len(folder_files) > 1
+    for i, files in enumerate(folder_files):
+        for f in files:
+            prefix, has_tl = _prefix(f)
+            if prefix is None:
+                loose.append(f)
+                continue
+            key = f"{i}:{prefix}" if multi_paths else prefix
+            groups.setdefault(key, []).append(f)
+            if has_tl:
+                timeline.setdefault(key, f)
+    # the same timeline file twice (a copy under another name) is one rank, not two
+    seen: dict[str, str] = {}
+    for key in sorted(timeline, key=natural_key):
+        d = _digest(timeline[key])
+        if d in seen:
+            notes.append(f"{os.path.basename(timeline[key])} is a copy of {os.path.basename(timeline[seen[d]])}: "
+                         f"one rank, read once")
+            loose += groups.pop(key)
+            del timeline[key]
+        else:
+            seen[d] = key
+    ranks_keys = sorted(timeline, key=natural_key)
+    if len(ranks_keys) <= 1:
+        every = [f for fs in folder_files for f in fs]
+        return [RankInput("run", every)], notes
+    ranks = []
+    for key in ranks_keys:
+        label = key.split(":", 1)[1] if multi_paths else key
+        if multi_paths and not label:
+            label = os.path.basename(os.path.dirname(timeline[key])) or key
+        ranks.append(RankInput(label.strip("_.-") or key, list(groups[key])))
+    labels = [r.label for r in ranks]
+    if len(set(labels)) < len(labels):  # the same prefix in every folder: name ranks by folder
+        for r, key in zip(ranks, ranks_keys):
+            folder = os.path.basename(os.path.dirname(os.path.abspath(timeline[key])))
+            r.label = f"{folder}/{r.label}" if r.label else folder
+    # files without a rank of their own go with every rank
+    for key, files in groups.items():
+        if key not in timeline:
+            loose += files
+    for r in ranks:
+        r.files += loose
+    return ranks, notes
+
+
+def processes_with_gpu_work(gpu: pl.DataFrame) -> list[int]:
+    """The processes of one export that ran GPU work (a multi-process SQLite export)."""
+    if gpu is None or "pid" not in gpu.columns or gpu.height == 0:
+        return []
+    return sorted(int(p) for p in gpu["pid"].drop_nulls().unique().to_list())
+
+
+def filter_process(tables: dict[str, pl.DataFrame], pid: int) -> dict[str, pl.DataFrame]:
+    """One process's share of a multi-process export; tables without a pid column are left out
+    (summaries over every process would mislead), except those with no rows."""
+    out = {}
+    for name, df in tables.items():
+        if "pid" in df.columns:
+            out[name] = df.filter(pl.col("pid") == pid)
+    return out

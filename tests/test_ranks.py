@@ -1,0 +1,95 @@
+"""Multi-rank jobs: rank discovery, per-rank facts, cross-rank facts, the straggler."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, SHARED
+from ranks.make_ranks import make
+
+from nsys_expert import facts, pipeline
+from nsys_expert.load import list_inputs
+from nsys_expert.load.ranks import discover
+
+NSX = [sys.executable, "-m", "nsys_expert"]
+
+
+def diagnose(*paths, **kw):
+    return pipeline.diagnose(pipeline.Request([str(p) for p in paths], **kw))
+
+
+def test_derived_4_rank_fixture_names_the_straggler():
+    d = diagnose(FIXTURES / "ddp_derived_4rank" / "input")
+    assert [r["rank"] for r in d["ranks"]] == ["rank0", "rank1", "rank2", "rank3"]
+    top = d["findings"][0]
+    assert top["rule"] == "rank-straggler" and top["severity"] == "high"
+    ev = {e["fact"]: e["value"] for e in top["evidence"]}
+    assert ev["straggler_rank"] == "rank2" and ev["straggler_last_arrival_pct"] == 100.0
+    assert 1.25 < ev["rank_compute_skew"] < 1.35          # the derivation slowed rank2 by 1.3
+    assert d["representative_rank"] != "rank2"            # the typical rank speaks for the job
+    by = {r["rank"]: r for r in d["ranks"]}
+    assert by["rank2"]["facts"]["nccl_share_of_busy_pct"] < by["rank0"]["facts"]["nccl_share_of_busy_pct"]
+    assert by["rank0"]["facts"]["nccl_kernel_count"] == 39
+
+
+def test_64_ranks_one_slowed(tmp_path):
+    make(str(tmp_path), ranks=64, slow=17, factor=1.2)
+    d = diagnose(tmp_path)
+    assert len(d["ranks"]) == 64 and d["facts"]["rank_count"] == 64
+    f = [x for x in d["findings"] if x["rule"] == "rank-straggler"][0]
+    assert {e["fact"]: e["value"] for e in f["evidence"]}["straggler_rank"] == "rank17"
+    assert d["findings"][0]["rule"] == "rank-straggler"
+
+
+def test_balanced_ranks_have_no_straggler(tmp_path):
+    make(str(tmp_path), ranks=8, slow=3, factor=1.0)
+    d = diagnose(tmp_path)
+    assert "rank-straggler" not in [x["rule"] for x in d["findings"]]
+    assert d["facts"]["straggler_last_arrival_pct"] < 50
+
+
+def test_process_pool_gives_the_same_facts(tmp_path):
+    make(str(tmp_path), ranks=4, slow=1, factor=1.3)
+    seq = diagnose(tmp_path, jobs=1)
+    par = diagnose(tmp_path, jobs=2)
+    assert seq["facts"] == par["facts"] and [r["facts"] for r in seq["ranks"]] == [r["facts"] for r in par["ranks"]]
+
+
+def test_one_folder_per_rank_on_the_command_line(tmp_path):
+    make(str(tmp_path / "all"), ranks=3, slow=0, factor=1.3)
+    for k in range(3):
+        (tmp_path / f"node{k}").mkdir()
+        for f in (tmp_path / "all").glob(f"rank{k}_*"):
+            shutil.copy(f, tmp_path / f"node{k}" / f.name.replace(f"rank{k}_", "prof_"))
+    d = diagnose(tmp_path / "node0", tmp_path / "node1", tmp_path / "node2")
+    assert len(d["ranks"]) == 3
+    assert {e["fact"]: e["value"] for f in d["findings"] if f["rule"] == "rank-straggler" for e in f["evidence"]}["straggler_rank"] == "node0/prof"
+    # labels from the folder when the prefixes are the same: every rank is its own input
+    assert len({i["rank"] for i in d["inputs"]}) == 3
+
+
+def test_a_copy_is_one_rank_not_two(tmp_path):
+    src = FIXTURES / "sync_bound" / "input"
+    for f in src.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    shutil.copy(src / "sync_bound_cuda_gpu_trace.csv", tmp_path / "sync_bound_copy_cuda_gpu_trace.csv")
+    per, _ = list_inputs([str(tmp_path)])
+    ranks, notes = discover(per)
+    assert len(ranks) == 1 and any("is a copy of" in n for n in notes)
+
+
+@pytest.mark.skipif(not (SHARED / "public-samples" / "nsys-ai__h100_2gpu_1s.sqlite").exists(), reason="needs ../shared")
+def test_two_gpu_export_reports_two_ranks():
+    p = subprocess.run(NSX + ["diagnose", str(SHARED / "public-samples" / "nsys-ai__h100_2gpu_1s.sqlite"), "--format", "json"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert len(d["ranks"]) == 2 and d["facts"]["rank_count"] == 2
+    for r in d["ranks"]:
+        assert r["facts"]["gpu_active_pct"] > 90 and r["facts"]["kernel_count"] > 1000
+    md = subprocess.run(NSX + ["diagnose", str(SHARED / "public-samples" / "nsys-ai__h100_2gpu_1s.sqlite")],
+                        capture_output=True, text=True, timeout=300).stdout
+    assert "| `pid 111` |" in md and "| `pid 112` |" in md
