@@ -53,7 +53,8 @@ def main():
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["md", "json", "html"]), default="md", show_default=True,
+              help="md (Markdown), json, or html (one self-contained page with charts; use -o)")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the report here instead of stdout")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default=None, help="report language (default en)")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder (repeatable)")
@@ -77,8 +78,19 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
                                              list(overrides), window, skip_iterations, lang))
     fail_on = fail_on or cfg.get("fail-on")
     lang = req.lang
-    doc = pipeline.diagnose(req)
-    text = report.to_json(doc) if fmt == "json" else report.render_markdown(doc, lang)
+    from .report import terminal
+
+    with terminal.progress(paths, lang) as step:   # a spinner on stderr, only at a terminal
+        if fmt == "html":
+            from .report import html
+
+            doc, series, zoom = html.diagnose(req, step)
+        else:
+            doc = pipeline.diagnose(req)
+    if fmt == "html":
+        text = html.render_html(doc, series, req.lang or "en", zoom)
+    else:
+        text = report.to_json(doc) if fmt == "json" else report.render_markdown(doc, lang)
     if show_facts and fmt == "md":
         text += report.render_facts(doc)
     if output:
@@ -87,6 +99,9 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
                 fh.write(text)
         except OSError as e:
             raise InputError(f"cannot write the report ({e.strerror})", output) from e
+    elif not show_facts and terminal.wants_summary(
+            output, click.get_current_context().get_parameter_source("fmt").name != "DEFAULT"):
+        terminal.summary(doc, req.lang)   # a person at a terminal who asked for nothing: the short version
     else:
         click.echo(text, nl=False)
     if fail_on and any(SEVERITIES.index(f["severity"]) >= SEVERITIES.index(fail_on) for f in doc["findings"]):

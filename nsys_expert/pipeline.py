@@ -52,7 +52,18 @@ def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options
     return RankResult(label, prof, fs, tables)
 
 
+@dataclass
+class Result:
+    doc: dict
+    prof: load.Profile | None = None     # the loaded run and its facts (one run; None for a multi-rank job)
+    fs: facts.FactSet | None = None
+
+
 def diagnose(req: Request) -> dict:
+    return run(req).doc
+
+
+def run(req: Request) -> Result:
     req.lang = req.lang or "en"
     packs = engine.load_packs(req.packs)           # rule errors first: they are cheap to find
     rules = engine.select_rules(packs, req.select, req.ignore)
@@ -66,10 +77,10 @@ def diagnose(req: Request) -> dict:
         if len(pids) < 2:
             fs = facts.compute(prof, opts)
             ev = engine.evaluate(rules, fs, set(prof.tables), overrides, req.lang)
-            return report.build(prof, fs, ev, req.lang)
+            return Result(report.build(prof, fs, ev, req.lang), prof, fs)
         ranks = [rank_inputs.RankInput(f"pid {p}", ranks[0].files, pid=p) for p in pids]
         notes.append(f"{len(pids)} processes ran GPU work in one export: each is diagnosed as a rank")
-    return _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req)
+    return Result(_diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req))
 
 
 def _run_units(ranks, opts, jobs):
@@ -106,10 +117,14 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
             del job.absent[k]
     ev = engine.evaluate(rules, job, rep.tables | {"ranks"}, overrides, req.lang)
     prof = rep.prof
-    prof.warnings = [f"[{rep.label}] {w}" for w in prof.warnings] + notes
     doc = report.build(prof, job, ev, req.lang)
     doc["inputs"] = [dict(i, rank=r.label) for r in results for i in r.prof.inputs]
-    doc["warnings"] += [f"[{r.label}] {w}" for r in results if r is not rep for w in r.prof.warnings + r.fs.warnings]
+    # a warning every rank has is said once; the others name their rank
+    per_rank = [r.prof.warnings + r.fs.warnings for r in results]
+    common = set.intersection(*(set(w) for w in per_rank)) if per_rank else set()
+    doc["warnings"] = [w for w in dict.fromkeys(x for ws in per_rank for x in ws) if w in common] + notes
+    doc["warnings"] += [f"[{r.label}] {w}" for r, ws in zip(results, per_rank) for w in ws if w not in common]
+    doc["environment"]["gpus"] = [dict(g, rank=r.label) for r in results for g in r.prof.meta.get("gpus", [])]
     if skipped:
         doc["warnings"].append("subfolders not read (pass one as its own PATH to diagnose it): "
                                + ", ".join(os.path.basename(d) for d in skipped))

@@ -103,7 +103,7 @@ def _needs_text(facts: set[str], fs: FactSet, scope: str) -> list[str]:
             d = registry.lookup(scope, f)
             why = ("needs " + " or ".join(registry.INPUTS.get(n, n) for n in d.needs)) if d else "unknown fact"
         by_reason.setdefault(why, []).append(f)
-    return [f"{why} ({', '.join(fs_)})" for why, fs_ in by_reason.items()]
+    return list(by_reason)
 
 
 def _render(template: str, ctx: dict) -> str:

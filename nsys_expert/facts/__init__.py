@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..load import Profile
-from . import intervals, registry, timeline, window as window_mod
+from . import intervals, ncu, registry, timeline, window as window_mod
 from .names import (GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, LIBRARY_DOMAINS, SYNC_APIS, SYNC_MEM_APIS, DATA_RANGE,
                     base_expr, kernel_class_expr, simt_gemm_expr)
 
@@ -63,6 +63,11 @@ def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
     return df.join(uniq, on="name", how="left", maintain_order="left")
 
 
+def _srcs(*names) -> str:
+    """Several sources of one fact, each named once."""
+    return " + ".join(dict.fromkeys(n for n in names if n))
+
+
 def _pct(part: float, whole: float) -> float | None:
     if not whole or whole <= 0:
         return None
@@ -102,12 +107,13 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
         jobs.append(lambda: _span_timeline(fs, prof, win))
     if api is not None and api.height and wlen > 0:
         jobs.append(lambda: _api_facts_trace(fs, prof, win, timeline_ok))
-    jobs += [lambda: _iteration_facts(fs, prof, win, timeline_ok),
+    jobs += [lambda: _iteration_facts(fs, prof, win, timeline_ok, graph_hidden),
              lambda: (_nvtx_facts(fs, prof, win), _osrt_facts(fs, prof))]
     with ThreadPoolExecutor(max_workers=4) as pool:
         for fut in [pool.submit(j) for j in jobs]:
             fut.result()
     _summary_facts(fs, prof, win)   # after the trace facts: it only fills what they could not
+    ncu.attach(fs, prof)            # Nsight Compute kernel facts, joined with the nsys kernels
     _absent(fs, prof)
     return fs
 
@@ -169,11 +175,14 @@ def _busy_facts(fs: FactSet, prof: Profile, win) -> None:
     ops = timeline.ops_intervals(gpu)
     busy = timeline.busy_by_device(ops, s, e)
     in_win = ops.filter((pl.col("e") > s) & (pl.col("s") < e))
-    if (in_win["kind"] != "kernel").any():
-        kern = timeline.busy_by_device(in_win, s, e, ("kernel",))
-    else:  # only kernels in the window: their union is the busy union
+    if (~in_win["kind"].is_in(timeline.KERNEL_WORK)).any():
+        kern = timeline.busy_by_device(in_win, s, e, timeline.KERNEL_WORK)
+    else:  # only kernel work (kernels, graph executions) in the window: its union is the busy union
         kern = busy
     copy = timeline.busy_by_device(in_win, s, e, ("memcpy",))
+    empty = intervals.merge(ops.head(0), keep_first=["corr_id"])
+    for d in ops["device_id"].unique().to_list():  # a device with no work in the window is idle, not absent
+        busy.setdefault(int(d), empty)
     devs = sorted(busy)
     fs.put("gpu_count", len(devs), src)
     act = [intervals.total(busy[d]) for d in devs]
@@ -211,7 +220,7 @@ def _gap_facts(fs: FactSet, prof: Profile, win) -> None:
         for k in ("gpu_idle_gap_count", "gpu_longest_gap_ms", "gpu_idle_short_gaps_pct", "gpu_idle_long_gaps_pct"):
             fs.put(k, 0, src)
     if host is not None and gaps is not None:
-        both = f"{src} + {prof.source_name('api_trace')}"
+        both = _srcs(src, prof.source_name("api_trace"))
         by = {c: 0 for c in timeline.CAUSES}
         cnt = {c: 0 for c in timeline.CAUSES}
         if gaps.height:
@@ -245,12 +254,17 @@ def _in_window(df: pl.DataFrame, win) -> pl.DataFrame:
 
 def _kernel_facts_trace(fs: FactSet, prof: Profile, win) -> None:
     src = prof.source_name("gpu_trace")
-    k = _in_window(prof.tables["gpu_trace"], win).filter(pl.col("kind") == "kernel")
+    w = _in_window(prof.tables["gpu_trace"], win)
+    k = w.filter(pl.col("kind") == "kernel")
     fs.put("kernel_count", k.height, src)
+    # the small-launch share counts a CUDA graph execution as one launch (its kernels are not
+    # itemized); graphs never enter the kernel count, the median or the kernel table
+    units = w.filter(pl.col("kind").is_in(timeline.KERNEL_WORK)) if k.height < w.height else k
+    if units.height:
+        fs.put("kernel_small_share_pct", _pct(float((units["dur_ns"] < SMALL_KERNEL_NS).sum()), units.height), src)
     if k.height == 0:
         return
     fs.put("kernel_median_us", float(k["dur_ns"].median()) / 1e3, src)
-    fs.put("kernel_small_share_pct", _pct(float((k["dur_ns"] < SMALL_KERNEL_NS).sum()), k.height), src)
     per = (k.group_by("name").agg(pl.col("dur_ns").sum().alias("total_ns"), pl.len().alias("count"),
                                   pl.col("dur_ns").median().alias("med_ns"), pl.col("dur_ns").mean().alias("avg_ns"))
              .sort("total_ns", descending=True))
@@ -323,12 +337,20 @@ def _memcpy_facts_trace(fs: FactSet, prof: Profile, win) -> None:
 
 def _nccl_facts_trace(fs: FactSet, prof: Profile, win) -> None:
     src = prof.source_name("gpu_trace")
-    k = with_kernel_classes(_in_window(prof.tables["gpu_trace"], win).filter(pl.col("kind") == "kernel")) \
+    # graph executions are compute that NCCL kernels can overlap with (never NCCL kernels themselves)
+    k = with_kernel_classes(_in_window(prof.tables["gpu_trace"], win).filter(pl.col("kind").is_in(timeline.KERNEL_WORK))) \
         .rename({"kernel_class": "cls"})
     nccl = k.filter(pl.col("cls") == "nccl")
     fs.put("nccl_kernel_count", nccl.height, src)
     busy = fs.tables["_busy"]
     tot_busy = sum(intervals.total(b) for b in busy.values())
+    # compute = kernel work that is not communication (what a straggler has more of)
+    comp = [intervals.total(intervals.clip(intervals.merge(part.select(pl.col("start_ns").alias("s"),
+                                                                      pl.col("end_ns").alias("e"))), win.start_ns, win.end_ns))
+            for (_,), part in k.filter(pl.col("cls") != "nccl").partition_by("device_id", as_dict=True).items()]
+    fs.put("compute_active_pct", _pct(sum(comp) / max(1, len(busy)), win.length_ns), src)
+    # the collectives in order, for cross-rank comparison (the last rank to arrive waits least)
+    fs.tables["_nccl_sequence"] = nccl.sort("start_ns").select(pl.col("name").cast(pl.String), "dur_ns")
     if nccl.height == 0:
         fs.put("nccl_share_of_busy_pct", 0.0, src)
         return
@@ -366,10 +388,10 @@ def _api_facts_trace(fs: FactSet, prof: Profile, win, timeline_ok: bool) -> None
     sync = union(sync_expr)
     fs.put("launch_api_share_pct", _pct(intervals.total(launch), wlen), src)
     if timeline_ok:
-        kt = _in_window(gpu, win).filter(pl.col("kind") == "kernel")["dur_ns"].sum()
+        kt = _in_window(gpu, win).filter(pl.col("kind").is_in(timeline.KERNEL_WORK))["dur_ns"].sum()
         lt = a.filter(base.is_in(sorted(KERNEL_LAUNCH_APIS)) & (pl.col("start_ns") >= s))["dur_ns"].sum()
         if kt:
-            fs.put("launch_to_kernel_time_ratio", float(lt) / float(kt), f"{src} + {prof.source_name('gpu_trace')}")
+            fs.put("launch_to_kernel_time_ratio", float(lt) / float(kt), _srcs(src, prof.source_name("gpu_trace")))
     fs.put("sync_api_share_pct", _pct(intervals.total(sync), wlen), src)
     n_sync = a.filter(sync_expr & (pl.col("start_ns") >= s)).height
     if fs.window and fs.window.iterations is not None:
@@ -380,7 +402,7 @@ def _api_facts_trace(fs: FactSet, prof: Profile, win, timeline_ok: bool) -> None
         busy = fs.tables["_busy"]
         b = busy[min(busy)] if len(busy) == 1 else intervals.merge(pl.concat(list(busy.values())).select("s", "e"))
         covered = int(intervals.coverage(sync, b).sum())
-        fs.put("sync_gpu_busy_pct", _pct(covered, intervals.total(sync)), f"{src} + {prof.source_name('gpu_trace')}")
+        fs.put("sync_gpu_busy_pct", _pct(covered, intervals.total(sync)), _srcs(src, prof.source_name("gpu_trace")))
     # API time table for the report (window)
     t = (a.filter(pl.col("start_ns") >= s).with_columns(base.alias("api"))
           .group_by("api").agg(pl.col("dur_ns").sum().alias("ns"), pl.len().alias("count"), pl.col("dur_ns").median().alias("med"))
@@ -504,9 +526,14 @@ def _iteration_ends(prof: Profile, win) -> list[int]:
     return ends
 
 
-def _iteration_facts(fs: FactSet, prof: Profile, win, timeline_ok: bool) -> None:
+def _iteration_facts(fs: FactSet, prof: Profile, win, timeline_ok: bool, graph_hidden: bool = False) -> None:
     it = win.iterations
     if it is None or it.height < 2:
+        return
+    if graph_hidden:  # the GPU work of each iteration is not in the trace: its time would be host-only
+        fs.put("iter_count", max(0, it.height - win.skipped), prof.source_name("nvtx_trace"))
+        for k in ("iter_median_ms", "iter_max_over_median", "first_iter_over_median"):
+            fs.absent[k] = "the iterations' CUDA graph work is not in the GPU trace (host time only)"
         return
     src = prof.source_name("nvtx_trace")
     starts = it["s"].to_list()
@@ -549,13 +576,15 @@ def _nvtx_facts(fs: FactSet, prof: Profile, win) -> None:
         data = timeline.data_ranges(n, win.start_ns, win.end_ns)
         fs.put("data_range_share_pct", _pct(intervals.total(data), wlen), src)
         iter_name = win.source.split(":", 1)[1] if win.source.startswith("nvtx:") else None
-        rows = []
-        for (name,), part in n.partition_by("name", as_dict=True).items():
-            iv = intervals.clip(intervals.merge(part.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
-                                win.start_ns, win.end_ns)
-            rows.append({"name": name, "count": part.height, "ms": intervals.total(iv) / 1e6,
-                         "share_pct": _pct(intervals.total(iv), wlen)})
-        rows.sort(key=lambda r: -r["ms"])
+        # time covered by each range name (nested or overlapping instances counted once), in one
+        # vectorised pass: PyTorch's emit_nvtx gives tens of thousands of distinct names
+        iv = intervals.clip(intervals.merge(n.select("name", pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")),
+                                            by="name"), win.start_ns, win.end_ns)
+        per = (iv.group_by("name").agg((pl.col("e") - pl.col("s")).sum().alias("t"))
+                 .join(n.group_by("name").agg(pl.len().alias("count")), on="name", how="left")
+                 .sort(["t", "name"], descending=[True, False]))
+        rows = [{"name": r["name"], "count": int(r["count"]), "ms": r["t"] / 1e6, "share_pct": _pct(r["t"], wlen)}
+                for r in per.iter_rows(named=True)]
         fs.tables["nvtx"] = rows[:10]
         others = [r for r in rows if r["name"] != iter_name and not r["name"].startswith(LIBRARY_DOMAINS)]
         if others:
@@ -599,6 +628,10 @@ def _absent(fs: FactSet, prof: Profile) -> None:
                                f"({name}_span = {fs.run[name + '_span']}); export " +
                                " and ".join(registry.INPUTS.get(n, n) for n in f.needs if n.endswith("trace"))
                                + " for the steady-state value")
+        elif f.needs == ("nvtx_trace",) and "nvtx_trace" in have_tables and (
+                fs.window is None or fs.window.iterations is None or fs.window.iterations.height < 2):
+            fs.absent[name] = ("no repeated top-level NVTX range marks the iterations: wrap each step in one "
+                               "(torch.cuda.nvtx.range_push('step') ... range_pop())")
         else:
             fs.absent[name] = ("needs " + " or ".join(registry.INPUTS.get(n, n) for n in f.needs if n not in have_tables)
                                if any(n not in have_tables for n in f.needs) else "not computable from these inputs")

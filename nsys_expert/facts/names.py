@@ -77,23 +77,46 @@ def simt_gemm_expr(col: str = "name") -> pl.Expr:
     return n.str.contains(r"(?i)gemm") & n.str.contains(SIMT_GEMM) & ~n.str.contains(TENSOR_CORE_HINT)
 
 
-def short_kernel_name(name: str, width: int = 80) -> str:
-    """A readable kernel name: template arguments and parameter lists folded."""
-    s = name
+def short_kernel_name(name: str, width: int = 90) -> str:
+    """A readable kernel name: return type, parameter list and namespaces of template arguments
+    dropped, templates nested deeper than one level folded, so that
+    ``void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctorOnSelf_add<float>, ...>(int, T2, T3)``
+    reads ``at::native::vectorized_elementwise_kernel<4, CUDAFunctorOnSelf_add<…>, array<…>>``."""
+    s = name.strip().replace("<unnamed>::", "").replace("(anonymous namespace)::", "")
     if s.startswith("void "):
         s = s[5:]
-    depth, out = 0, []
+    # the parameter list: the last top-level "(...)" (template arguments may hold parentheses too)
+    depth, cut = 0, len(s)
+    for i, ch in enumerate(s):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0 and i > 0:
+            cut = i
+            break
+    s = s[:cut]
+    out, depth = [], 0
     for ch in s:
         if ch == "<":
             depth += 1
             if depth == 1:
+                out.append("<")
+            elif depth == 2:
                 out.append("<…>")
             continue
         if ch == ">":
             depth = max(0, depth - 1)
+            if depth == 0:
+                out.append(">")
             continue
-        if depth == 0:
+        if depth <= 1:
             out.append(ch)
     s = "".join(out)
-    s = re.sub(r"\(.*\)$", "", s)
+    head, sep, args = s.partition("<")
+    if sep:
+        args = re.sub(r"\(\w+\)(?=-?\d)", "", args)                    # (int)4 -> 4
+        args = re.sub(r"\b(?:[A-Za-z_]\w*::)+(?=[A-Za-z_<])", "", args)  # namespaces inside arguments
+        args = re.sub(r"\s+", " ", args)
+        s = head + "<" + args
     return s if len(s) <= width else s[: width - 1] + "…"

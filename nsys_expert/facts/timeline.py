@@ -27,6 +27,10 @@ SHORT_GAP_NS = 100_000
 LONG_GAP_NS = 1_000_000
 SYNC_TOLERANCE_NS = 20_000
 GAP_COUNT_MIN_NS = 10_000
+# GPU operation kinds that are kernel work: single kernels and whole CUDA graph executions (the
+# SQLite graph trace of --cuda-graph-trace=graph). A graph counts in busy and kernel-active time,
+# never as one kernel in kernel counts, medians or the top-kernel table.
+KERNEL_WORK = ("kernel", "graph")
 
 
 def ops_intervals(gpu: pl.DataFrame) -> pl.DataFrame:

@@ -4,6 +4,7 @@ Public entry point: :func:`load_paths`. It knows file formats and nothing else (
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -108,9 +109,13 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
     prof = Profile()
     loaded: dict[str, _Entry] = {}
     ignored: list[str] = []
+    stems = {os.path.splitext(f)[0] for f in files if f.endswith(".sqlite")}
     for path in files:
-        sn = csv_reports.sniff(path)
         base = os.path.basename(path)
+        if path.endswith((".nsys-rep", ".qdrep")) and os.path.splitext(path)[0] in stems:
+            prof.warnings.append(f"{base}: its SQLite export is beside it and was read instead (no nsys run needed)")
+            continue
+        sn = csv_reports.sniff(path)
         if sn.kind == "csv-report":
             item = csv_reports.read_report(sn)
             missing = normalize.check_required(item.table, item.frame, path)
@@ -131,6 +136,13 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
         elif sn.kind == "binary" and sn.report:
             raise InputError(f"this should be the {sn.report} report but it holds binary data, not CSV text", path,
                              f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
+        elif sn.kind == "unknown-csv" and not path.endswith((".csv", ".tsv")):
+            # `nsys stats -f column -o prof` writes prof_<report>.txt: console text, not CSV
+            part = _read_other(path, dataclasses.replace(sn, kind="text"))
+            if part is None:
+                raise InputError(f"the file name says {sn.report} but no nsys stats table was found in it", path,
+                                 f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
+            _add_part(loaded, part, prof)
         elif sn.kind == "unknown-csv":
             raise InputError(f"the file name says {sn.report} but its header is not an nsys stats "
                              f"{sn.report} header", path,

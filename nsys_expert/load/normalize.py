@@ -1,6 +1,6 @@
 """Per-table clean-up after parsing: derived columns every loader (CSV, SQLite, console) shares.
 
-- ``gpu_trace``: ``end_ns``, ``kind`` (kernel / memcpy / memset), ``copy_kind`` (HtoD, DtoH, DtoD,
+- ``gpu_trace``: ``end_ns``, ``kind`` (kernel / memcpy / memset / graph), ``copy_kind`` (HtoD, DtoH, DtoD,
   PtoP, HtoH, ...; both the 2021-2023 and the 2024+ spellings), ``device_id``; rows with a missing
   or negative duration are dropped and counted.
 - ``api_trace``: ``end_ns`` and ``base_name`` (``_vNNNN`` suffix removed).
@@ -53,6 +53,9 @@ def gpu_op_kind_expr(name_col: str = "name") -> pl.Expr:
             .then(pl.lit("memcpy"))
             .when(n.str.starts_with("[CUDA memset"))
             .then(pl.lit("memset"))
+            # a whole CUDA graph execution (SQLite CUPTI_ACTIVITY_KIND_GRAPH_TRACE, --cuda-graph-trace=graph)
+            .when(n.str.starts_with("[CUDA graph"))
+            .then(pl.lit("graph"))
             .otherwise(pl.lit("kernel")))
 
 

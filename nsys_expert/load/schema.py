@@ -237,6 +237,12 @@ REQUIRED = {
     "nvtx_pushpop_sum": {"total_ns": "i64", "count": "i64", "name": "str"},
     "nvtx_gpu_proj_sum": {"total_proj_ns": "i64", "name": "str"},
     "kern_exec_sum": {"count": "i64", "api_name": "str", "kernel_name": "str"},
+    # Nsight Compute (load/ncu.py): details page (long), its rule rows, and the raw page made long
+    "ncu": {"launch_id": "i64", "kernel_name": "str", "section": "str", "metric": "str", "unit": "str",
+            "value": "f64", "text": "str"},
+    "ncu_rules": {"launch_id": "i64", "kernel_name": "str", "rule": "str", "type": "str", "speedup_pct": "f64"},
+    "ncu_raw": {"launch_id": "i64", "kernel_name": "str", "metric": "str", "unit": "str", "value": "f64",
+                "text": "str"},
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from importlib import resources
 
 import jinja2
@@ -70,7 +71,30 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
         "tables": tables,
         "lang": lang,
     }
+    doc["next_steps"] = _next_steps(doc)
     return doc
+
+
+def _next_steps(doc: dict) -> list[dict]:
+    """The exact commands that collect what the rules under not_evaluated lacked (scenarios.py)."""
+    from .. import scenarios
+    from ..load import schema
+
+    name = "report.nsys-rep"
+    for i in doc.get("inputs", []):
+        base = os.path.basename(i["path"])
+        stem, ext = os.path.splitext(base)
+        if ext in (".nsys-rep", ".qdrep", ".sqlite"):
+            name = f"{stem}.nsys-rep"
+            break
+        rep = schema.report_name_from_filename(base)
+        if rep and base.lower().find(rep) > 0:
+            name = base[: base.lower().find(rep)].rstrip("_.-") + ".nsys-rep"
+            break
+    try:
+        return scenarios.next_steps(doc.get("not_evaluated", []), doc.get("facts", {}), report=name)
+    except Exception:  # noqa: BLE001 - advice about the next run must never break this report
+        return []
 
 
 def to_json(doc: dict) -> str:
@@ -83,7 +107,7 @@ LABELS = {
         "title": "nsys-expert diagnosis", "environment": "Collection environment", "window": "Analysis window",
         "utilization": "Overall GPU utilization", "kernels": "Top 10 CUDA kernels", "api": "CUDA API time",
         "comm": "Communication", "diagnosis": "Bottleneck diagnosis", "advice": "Optimization advice by priority",
-        "not_evaluated": "Not evaluated", "warnings": "Warnings", "inputs": "Inputs", "gpus": "GPUs",
+        "not_evaluated": "Not evaluated", "next_steps": "Next steps: collect what the rules above lacked", "warnings": "Warnings", "inputs": "Inputs", "gpus": "GPUs",
         "span": "Profile span", "eras": "Report formats", "source": "Chosen by", "start": "Start", "end": "End",
         "length": "Length", "startup": "Start-up before the window", "iterations": "Iterations",
         "median_iter": "median", "first_iter": "first (warm-up)", "slowest": "slowest",
@@ -100,30 +124,32 @@ LABELS = {
                         "data": "loading data", "host": "host code outside CUDA", "other": "work already queued (dependency)"},
         "rule": "Rule", "nsys_version": "nsys version", "memcpy": "Copies in the window",
         "direction": "Direction", "memory": "Memory", "facts_from": "Numbers from", "no_findings_advice": "Nothing to do at the system level.",
-        "whole": "whole profile",
+        "whole": "whole profile", "ranks_title": "Ranks", "representative": "facts above from",
+        "iter_ms": "iteration (ms)", "unknown_gpu": "GPU model not recorded", "compute_per_iter": "compute / iteration (ms)", "last_arrival": "last arrival",
     },
     "zh": {
-        "title": "nsys-expert 诊断报告", "environment": "采集环境", "window": "分析窗口",
-        "utilization": "总体 GPU 利用率", "kernels": "Top 10 CUDA Kernel", "api": "CUDA API 耗时分布",
-        "comm": "通信分析", "diagnosis": "瓶颈诊断", "advice": "优化建议",
-        "not_evaluated": "未评估的规则", "warnings": "警告", "inputs": "输入文件", "gpus": "GPU",
+        "title": "Nsight Systems 性能分析报告", "environment": "采集环境", "window": "分析窗口",
+        "utilization": "总体 GPU 利用率", "kernels": "Top 10 CUDA Kernel（按总耗时）", "api": "CUDA API 耗时分布",
+        "comm": "通信分析（多卡场景）", "diagnosis": "瓶颈诊断", "advice": "优化建议（按优先级）",
+        "not_evaluated": "未评估的规则", "next_steps": "下一步：采集上述规则缺少的数据", "warnings": "警告", "inputs": "输入文件", "gpus": "GPU",
         "span": "采集时长", "eras": "报告格式", "source": "选取依据", "start": "开始", "end": "结束",
         "length": "时长", "startup": "窗口前的启动时间", "iterations": "迭代",
         "median_iter": "中位数", "first_iter": "第一次（预热）", "slowest": "最慢",
-        "active": "GPU 活跃", "kernel_active": "kernel", "memcpy_active": "拷贝",
+        "active": "GPU 活跃时间占比", "kernel_active": "kernel", "memcpy_active": "拷贝",
         "idle_by_cause": "空闲时间按主机行为归因", "cause": "原因", "share": "占窗口比例",
-        "gaps": "间隙数", "rank": "#", "name": "名称", "total": "总时间 (ms)", "calls": "调用次数", "avg": "平均 (us)",
+        "gaps": "间隙数", "rank": "排名", "name": "Kernel 名称", "total": "总耗时 (ms)", "calls": "调用次数", "avg": "平均耗时 (us)",
         "share_gpu": "占比 (%)", "api_name": "API", "share_api": "占 API 时间 (%)", "med": "中位数 (us)",
         "no_nccl": "窗口内没有 NCCL kernel。", "nccl_share": "NCCL 占 GPU 忙碌时间",
         "overlap": "与计算重叠", "exposed": "暴露时间（占窗口）", "verdict": "结论",
         "none_found": "稳态下未发现系统级瓶颈。", "severity": "严重程度",
         "evidence": "依据", "fact": "指标", "value": "数值", "threshold": "阈值", "from": "来源",
-        "gain": "预计收益", "of_window": "（占窗口）", "missing": "缺少", "main_idle": "主要空闲原因",
+        "gain": "预期收益", "of_window": "（占窗口）", "missing": "缺少", "main_idle": "主要空闲原因",
         "idle_causes": {"launch": "提交 kernel（短间隙）", "sync": "阻塞同步之后", "memcpy": "拷贝调用中",
                         "data": "加载数据", "host": "CUDA 之外的主机代码", "other": "工作已排队（依赖等待）"},
         "rule": "规则", "nsys_version": "nsys 版本", "memcpy": "窗口内的拷贝",
         "direction": "方向", "memory": "内存", "facts_from": "数据来源", "no_findings_advice": "系统层面无需优化。",
-        "whole": "整个采集",
+        "whole": "整个采集", "ranks_title": "各 rank", "representative": "上文数据来自",
+        "iter_ms": "迭代 (ms)", "unknown_gpu": "未记录 GPU 型号", "compute_per_iter": "每次迭代计算 (ms)", "last_arrival": "最后到达",
     },
 }
 SEVERITY_ZH = {"info": "提示", "low": "低", "medium": "中", "high": "高", "critical": "严重"}
@@ -142,8 +168,13 @@ def _md_text(s) -> str:
     return s.replace("\n", " ")
 
 
+def _md_safe(s) -> str:
+    """Prose that may quote profile text (kernel names in a message): no raw HTML, no table breaks."""
+    return str(s).replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+
 def _fmt(v, nd: int = 1) -> str:
-    if v is None:
+    if v is None or isinstance(v, jinja2.Undefined):
         return "–"
     if isinstance(v, bool):
         return str(v).lower()
@@ -164,9 +195,19 @@ def _env() -> jinja2.Environment:
                              undefined=jinja2.Undefined, keep_trailing_newline=True)
     env.filters["code"] = _md_code
     env.filters["mdtext"] = _md_text
+    env.filters["mdsafe"] = _md_safe
     env.filters["fmt"] = _fmt
     env.filters["short"] = short_kernel_name
+    env.filters["basename"] = lambda p: os.path.basename(str(p))
     return env
+
+
+def group_not_evaluated(items: list[dict]) -> list[tuple[list[str], str]]:
+    """Rules that miss the same inputs are listed together (one line per distinct reason)."""
+    groups: dict[str, list[str]] = {}
+    for n in items:
+        groups.setdefault("; ".join(n["missing"]), []).append(n["rule"])
+    return [(rules, missing) for missing, rules in groups.items()]
 
 
 def render_markdown(doc: dict, lang: str = "en") -> str:
@@ -175,6 +216,7 @@ def render_markdown(doc: dict, lang: str = "en") -> str:
     units = {n: (registry.lookup("run", n).unit if registry.lookup("run", n) else "") for n in doc["facts"]}
     tpl = _env().get_template("report.md.j2")
     return tpl.render(doc=doc, L=L, w=w, f=doc["facts"], t=doc["tables"], units=units, lang=lang,
+                      not_evaluated_groups=group_not_evaluated(doc["not_evaluated"]),
                       sev=(lambda s: SEVERITY_ZH.get(s, s) if lang == "zh" else s)).rstrip() + "\n"
 
 

@@ -1,0 +1,426 @@
+"""Read an nsys SQLite export (``nsys export --type sqlite``) into the canonical frames.
+
+The export is the ground truth the ``nsys stats`` CSV reports are computed from, so this module
+builds the same frames the CSV loader gives (``schema.REQUIRED``; ``normalize`` runs on them
+afterwards): ``gpu_trace`` (kernels, copies, memsets and whole CUDA-graph executions),
+``api_trace`` (CUDA runtime and driver calls), ``nvtx_trace`` (push/pop and start/end ranges) and
+the summaries derived from them (``kern_sum``, ``api_sum``, ``mem_time_sum``, ``mem_size_sum``,
+``nvtx_sum``, ``osrt_sum``). See ``notes/input-formats.md`` section 3 for the schema.
+
+- The file is opened read-only and immutable (``mode=ro&immutable=1``, ``query_only``): nothing
+  is ever written to it or beside it (no journal, no index, no temp table).
+- Tables are created lazily by nsys (a table exists only when something of its kind was recorded)
+  and their columns changed from 2020 to 2026: every query is built from the columns that exist,
+  and what is missing is named in one warning.
+- SQL reads the rows with their string ids; the strings (kernel names are long and few) are read
+  once per distinct id and joined in Polars, which also does every aggregation.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import sqlite3
+
+import polars as pl
+
+from ..errors import InputError
+from . import Part
+
+EXPORT_HINT = "export the report with: nsys export --type sqlite -o prof prof.nsys-rep"
+
+# nsys event types in NVTX_EVENTS (ENUM_NSYS_EVENT_TYPE): ranges and the domain-create event
+NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
+
+# Fallbacks for exports without the ENUM tables (2020): the values of ENUM_CUDA_MEMCPY_OPER and
+# ENUM_CUDA_MEM_KIND in every export that has them. Note: memory kind 0 is Pageable, 1 Pinned.
+MEMCPY_OPER = {0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
+               5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device",
+               9: "Host-to-Host", 10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host",
+               13: "Unified Device-to-Device"}
+MEM_KIND = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
+            6: "Managed Static", 7: "Unknown"}
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+GRAPH = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+NVTX = "NVTX_EVENTS"
+OSRT = "OSRT_API"
+# what a missing table means, for the warning
+MEANING = {KERNEL: "kernels", MEMCPY: "memory copies", RUNTIME: "CUDA API calls", NVTX: "NVTX ranges",
+           OSRT: "OS runtime calls"}
+
+# Serialized ids (input-formats.md 3): globalTid / globalPid carry the process id in bits 24-47 and
+# globalTid the thread id in bits 0-23. SQL only reads columns; this arithmetic (like end - start)
+# runs in Polars, which is several times faster than SQLite evaluating it per row.
+PID_SQL = "(({col} >> 24) & 16777215)"   # for the few domain-create rows only
+
+
+def _pid(col: str) -> pl.Expr:
+    return (pl.col(col) // (1 << 24)) % (1 << 24)
+
+
+def _tid(col: str) -> pl.Expr:
+    return pl.col(col) % (1 << 24)
+
+
+_SUMMARY = ["time_pct", "total_ns", "count", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns"]
+
+
+def read_sqlite(path: str) -> Part:
+    """-> Part (kind ``nsys-sqlite``). Raises InputError when the file is not a usable nsys export."""
+    con = _connect(path)
+    try:
+        return _read(con, path)
+    except sqlite3.DatabaseError as e:  # a damaged or cut file fails on the first page it cannot read
+        raise InputError(f"cannot read this SQLite file ({_first_line(e)}): it is damaged or cut short", path,
+                         EXPORT_HINT) from None
+    finally:
+        con.close()
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    # immutable=1: no locking and no journal / WAL files beside the export (works on read-only folders)
+    uri = pathlib.Path(os.path.abspath(path)).as_uri() + "?mode=ro&immutable=1"
+    try:
+        con = sqlite3.connect(uri, uri=True)
+        con.execute("PRAGMA query_only = ON")
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as e:
+        raise InputError(f"not a valid SQLite file ({_first_line(e)})", path, EXPORT_HINT) from None
+    return con
+
+
+def _first_line(e: Exception) -> str:
+    s = str(e).strip()
+    return s.splitlines()[0][:160] if s else type(e).__name__
+
+
+def _read(con: sqlite3.Connection, path: str) -> Part:
+    base = os.path.basename(path)
+    cols = _schema(con)
+    nsys_like = [t for t in cols if t.startswith(("CUPTI_", "NVTX_", "TARGET_INFO_", "META_DATA_", "OSRT_"))
+                 or t == "StringIds"]
+    if not nsys_like:
+        raise InputError("this SQLite file is not an nsys export (no CUPTI/NVTX/StringIds tables); "
+                         "export with nsys export --type sqlite", path)
+    traces = [t for t in (KERNEL, MEMCPY, MEMSET, GRAPH, RUNTIME, NVTX, OSRT) if t in cols]
+    if not traces:
+        raise InputError("this nsys export holds no CUDA, NVTX or OS runtime events (no CUPTI_ACTIVITY_KIND_KERNEL, "
+                         "CUPTI_ACTIVITY_KIND_RUNTIME, NVTX_EVENTS or OSRT_API table)", path,
+                         "profile with nsys profile --trace=cuda,nvtx,osrt and export again")
+    meta_export = _pairs(con, cols, "META_DATA_EXPORT")
+    version = meta_export.get("EXPORT_PRODUCT_VERSION") or "2020-era (no META_DATA_EXPORT)"
+    part = Part(kind="nsys-sqlite", path=path, version=version)
+    if "EXPORT_PRODUCT_VERSION" in meta_export:
+        part.meta["nsys_version"] = meta_export["EXPORT_PRODUCT_VERSION"]
+
+    missing = [t for t in (KERNEL, MEMCPY, RUNTIME, NVTX, OSRT) if t not in cols]   # memsets are incidental
+    if missing:
+        part.warnings.append(
+            f"{base}: no " + ", ".join(f"{t} ({MEANING[t]})" for t in missing) + " table in this export; nsys writes "
+            f"a table only when it recorded something of its kind, so none of those are counted")
+    gpus = _gpu_names(con, cols)
+    if gpus:
+        part.meta["gpus"] = [{"id": k, "name": v} for k, v in sorted(gpus.items())]
+    else:
+        part.warnings.append(f"{base}: no TARGET_INFO_GPU table in this export (recent nsys versions may leave it "
+                             f"out): GPUs are known by device id only")
+
+    cuda = any(t in cols for t in (KERNEL, MEMCPY, MEMSET, GRAPH, RUNTIME))
+    if cuda:
+        gpu, n_graph = _gpu_trace(con, cols, gpus)
+        part.tables["gpu_trace"] = gpu
+        if n_graph:
+            part.warnings.append(
+                f"{base}: {n_graph} CUDA graph executions (profiled with --cuda-graph-trace=graph) count as GPU busy "
+                f"time as a whole; the kernels inside them are not itemized (re-profile with "
+                f"--cuda-graph-trace=node to see them)")
+        kern = gpu.filter(pl.col("kind") == "kernel").with_columns(pl.col("name").cast(pl.String))
+        part.tables["kern_sum"] = _summary(kern, "dur_ns")
+        mem = gpu.filter(pl.col("kind").is_in(["memcpy", "memset"])).with_columns(pl.col("name").cast(pl.String))
+        part.tables["mem_time_sum"] = _summary(mem, "dur_ns")
+        part.tables["mem_size_sum"] = _size_summary(mem)
+        part.tables["gpu_trace"] = gpu.drop("kind")
+    if RUNTIME in cols:
+        api = _api_trace(con, cols)
+        part.tables["api_trace"] = api
+        part.tables["api_sum"] = _summary(api, "dur_ns")
+    if NVTX in cols:
+        nvtx = _nvtx_trace(con, cols)
+        part.tables["nvtx_trace"] = nvtx
+        part.tables["nvtx_sum"] = _summary(nvtx.filter(pl.col("end_ns").is_not_null()), "dur_ns", style=True)
+    if OSRT in cols:
+        part.tables["osrt_sum"] = _summary(_osrt(con, cols), "dur_ns")
+    part.meta["processes"] = _processes(con, cols, part.tables)
+    return part
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def _schema(con: sqlite3.Connection) -> dict[str, set[str]]:
+    """Table name -> its column names (one PRAGMA per table: exports have ~100 tables)."""
+    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+    return {n: {r[1] for r in con.execute(f'PRAGMA table_info("{n}")')} for n in names}
+
+
+def _frame(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
+    """Run a query into a typed frame (the rows go to Polars as they come: faster than transposing them)."""
+    rows = con.execute(sql).fetchall()
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
+
+
+def _strings(con: sqlite3.Connection, cols: dict, ids_sql: str, dtype=pl.String) -> pl.DataFrame:
+    """StringIds rows for the ids a query selects: (``sid``, ``value``)."""
+    schema = {"sid": pl.Int64, "value": dtype}
+    if "StringIds" not in cols:
+        return pl.DataFrame(schema=schema)
+    return _frame(con, f"SELECT id, value FROM StringIds WHERE id IN ({ids_sql})", schema)
+
+
+def _pairs(con: sqlite3.Connection, cols: dict, table: str) -> dict[str, str]:
+    if table not in cols or not {"name", "value"} <= cols[table]:
+        return {}
+    return {str(k): str(v) for k, v in con.execute(f'SELECT name, value FROM "{table}"')}
+
+
+def _col(cols: set[str], *names: str, default: str = "NULL") -> str:
+    """The first of ``names`` the table has (quoted), else ``default``."""
+    for n in names:
+        if n in cols:
+            return f'"{n}"'
+    return default
+
+
+def _labels(con: sqlite3.Connection, cols: dict, enum: str, fallback: dict[int, str]) -> dict[int, str]:
+    out = dict(fallback)
+    if enum in cols and {"id", "label"} <= cols[enum]:
+        out.update({int(i): str(v) for i, v in con.execute(f'SELECT id, label FROM "{enum}"') if v is not None})
+    return out
+
+
+def _gpu_names(con: sqlite3.Connection, cols: dict) -> dict[int, str]:
+    """CUDA device id -> GPU name (TARGET_INFO_GPU; 2020: deviceId column or TARGET_INFO_CUDA_GPU)."""
+    for table in ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"):
+        c = cols.get(table, set())
+        dev = _col(c, "id", "deviceId", default="")
+        if dev and "name" in c:
+            rows = con.execute(f'SELECT {dev}, name FROM "{table}" WHERE {dev} IS NOT NULL').fetchall()
+            if rows:
+                return {int(d): str(n) for d, n in reversed(rows)}   # the first row of an id wins
+    return {}
+
+
+# -------------------------------------------------------------------------------------------- GPU
+# Read per operation: what the facts use. Grid / block / register columns are left out: no fact
+# needs them and they would make the kernel read (the big one) about 1.6 times slower.
+_GPU_SCHEMA = {"start_ns": pl.Int64, "end_ns": pl.Int64, "corr_id": pl.Int64, "device_id": pl.Int64,
+               "stream": pl.Int64, "gpid": pl.Int64}
+
+
+def _common_sql(c: set[str]) -> str:
+    return (f'start, "end", {_col(c, "correlationId")}, {_col(c, "deviceId", default="0")}, '
+            f'{_col(c, "streamId")}, {_col(c, "globalPid")}')
+
+
+def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str]) -> tuple[pl.DataFrame, int]:
+    """Kernels, copies, memsets and graph executions in one frame, named as ``nsys stats`` names them."""
+    parts = []
+    if KERNEL in cols:
+        c = cols[KERNEL]
+        name = _col(c, "demangledName", "shortName")
+        k = _frame(con, f'SELECT {_common_sql(c)}, {name} FROM {KERNEL}', {**_GPU_SCHEMA, "name_id": pl.Int64})
+        names = _strings(con, cols, f"SELECT DISTINCT {name} FROM {KERNEL}", pl.Categorical)
+        k = (k.join(names, left_on="name_id", right_on="sid", how="left", maintain_order="left")
+              .rename({"value": "name"}).drop("name_id").with_columns(pl.lit("kernel").alias("kind")))
+        parts.append(k)
+    if MEMCPY in cols:
+        c = cols[MEMCPY]
+        oper = _labels(con, cols, "ENUM_CUDA_MEMCPY_OPER", MEMCPY_OPER)
+        names = {i: f"[CUDA memcpy {v}]" for i, v in oper.items()}
+        if "ENUM_CUDA_MEMCPY_OPER" not in cols and "MemcpyOperationStrings" in cols:
+            # 2020: the label table of that era ("[CUDA memcpy HtoD]"); normalize reads both spellings
+            names.update({int(i): str(v) for i, v in con.execute("SELECT id, name FROM MemcpyOperationStrings")})
+        kinds = _labels(con, cols, "ENUM_CUDA_MEM_KIND", MEM_KIND)
+        m = _frame(con, f'SELECT {_common_sql(c)}, {_col(c, "bytes")}, {_col(c, "copyKind")}, '
+                        f'{_col(c, "srcKind")}, {_col(c, "dstKind")} FROM {MEMCPY}',
+                   {**_GPU_SCHEMA, "bytes": pl.Float64, "copy_oper": pl.Int64, "src": pl.Int64, "dst": pl.Int64})
+        m = m.with_columns(
+            pl.col("copy_oper").replace_strict(names, default="[CUDA memcpy Unknown]", return_dtype=pl.String)
+              .cast(pl.Categorical).alias("name"),
+            pl.col("src").replace_strict(kinds, default=None, return_dtype=pl.String).alias("src_kind"),
+            pl.col("dst").replace_strict(kinds, default=None, return_dtype=pl.String).alias("dst_kind"),
+            pl.lit("memcpy").alias("kind")).drop("copy_oper", "src", "dst")
+        parts.append(m)
+    if MEMSET in cols:
+        c = cols[MEMSET]
+        kinds = _labels(con, cols, "ENUM_CUDA_MEM_KIND", MEM_KIND)
+        s = _frame(con, f'SELECT {_common_sql(c)}, {_col(c, "bytes")}, {_col(c, "memKind")} FROM {MEMSET}',
+                   {**_GPU_SCHEMA, "bytes": pl.Float64, "mem": pl.Int64})
+        # nsys stats shows a memset's memory kind as its source kind
+        s = s.with_columns(pl.lit("[CUDA memset]").cast(pl.Categorical).alias("name"),
+                           pl.col("mem").replace_strict(kinds, default=None, return_dtype=pl.String).alias("src_kind"),
+                           pl.lit("memset").alias("kind")).drop("mem")
+        parts.append(s)
+    n_graph = 0
+    if GRAPH in cols:
+        g = _frame(con, f"SELECT {_common_sql(cols[GRAPH])} FROM {GRAPH}", _GPU_SCHEMA)
+        n_graph = g.height
+        parts.append(g.with_columns(pl.lit("[CUDA graph]").cast(pl.Categorical).alias("name"),
+                                    pl.lit("graph").alias("kind")))
+    if not parts:
+        frame = pl.DataFrame(schema={**_GPU_SCHEMA, "name": pl.Categorical, "kind": pl.String})
+    else:
+        frame = pl.concat(parts, how="diagonal_relaxed")
+    for col, dtype in (("bytes", pl.Float64), ("src_kind", pl.String), ("dst_kind", pl.String)):
+        if col not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, dtype).alias(col))
+    frame = frame.with_columns(
+        (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gpid").alias("pid"),
+        pl.col("device_id").replace_strict(gpus, default=None, return_dtype=pl.String).alias("device_name"))
+    # normalize adds end_ns back from start + duration
+    frame = frame.select("start_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id", "device_name",
+                         "stream", "pid", "name", "kind")
+    return frame.sort("start_ns", maintain_order=True), n_graph
+
+
+# -------------------------------------------------------------------------------------------- API
+def _api_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
+    """CUDA runtime and driver calls (both live in CUPTI_ACTIVITY_KIND_RUNTIME).
+
+    Names as ``nsys stats`` prints them: a six-character ``_vNNNN`` suffix is dropped
+    (``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``), longer ones stay (``cudaGetDeviceProperties_v12000``).
+    """
+    c = cols[RUNTIME]
+    # returnValue is not read: no fact uses it, and this table is as long as the kernel table or longer
+    a = _frame(con, f'SELECT start, "end", {_col(c, "nameId")}, {_col(c, "correlationId")}, {_col(c, "globalTid")} '
+                    f'FROM {RUNTIME}',
+               {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "corr_id": pl.Int64, "gtid": pl.Int64})
+    a = a.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
+                       _tid("gtid").alias("tid")).sort("start_ns", maintain_order=True)
+    names = _strings(con, cols, f'SELECT DISTINCT {_col(c, "nameId")} FROM {RUNTIME}')
+    names = names.with_columns(pl.col("value").str.replace(r"_v\d{4}$", ""))
+    a = a.join(names, left_on="name_id", right_on="sid", how="left", maintain_order="left").rename({"value": "name"})
+    return a.select("start_ns", "dur_ns", "name", "corr_id", "pid", "tid")
+
+
+# ------------------------------------------------------------------------------------------- NVTX
+def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
+    """Push/pop and start/end ranges named like ``nsys stats`` (``DOMAIN:text``; the default domain
+    has no prefix), with ``level``: the nesting depth of a push/pop range on its thread (0 = top)."""
+    c = cols[NVTX]
+    # the text is stored inline (``text``) or registered (``textId`` -> StringIds): coalesce both
+    join = ""
+    texts = []
+    if "text" in c:
+        texts.append("e.text")
+    if "textId" in c and "StringIds" in cols:
+        join = "LEFT JOIN StringIds s ON s.id = e.textId"
+        texts.append("s.value")
+    text = f"coalesce({', '.join(texts)})" if len(texts) > 1 else (texts[0] if texts else "NULL")
+    did = "e.domainId" if "domainId" in c else "0"
+    gtid = "e.globalTid" if "globalTid" in c else "NULL"
+    n = _frame(con, f'SELECT e.start, e."end", e.eventType, {text}, {did}, {gtid} FROM {NVTX} e {join} '
+                    f'WHERE e.eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND})',
+               {"start_ns": pl.Int64, "end_ns": pl.Int64, "event": pl.Int64, "text": pl.String, "did": pl.Int64,
+                "gtid": pl.Int64})
+    n = n.with_columns(_pid("gtid").alias("pid"), _tid("gtid").alias("tid")).sort("start_ns", maintain_order=True)
+    # domain names: the domain-create events of the same process (2020: the DomainStrings table)
+    doms = _frame(con, f"SELECT {PID_SQL.format(col=gtid)}, {did}, {text} FROM {NVTX} e {join} "
+                       f"WHERE e.eventType = {NVTX_DOMAIN_CREATE}",
+                  {"pid": pl.Int64, "did": pl.Int64, "domain": pl.String}).unique(["pid", "did"], keep="first")
+    n = n.join(doms, on=["pid", "did"], how="left", maintain_order="left")
+    if "DomainStrings" in cols and {"id", "domainName"} <= cols["DomainStrings"]:
+        old = {int(i): str(v) for i, v in con.execute("SELECT id, domainName FROM DomainStrings") if v is not None}
+        if old:
+            n = n.with_columns(pl.coalesce("domain", pl.col("did").replace_strict(old, default=None,
+                                                                                  return_dtype=pl.String)))
+    n = n.with_row_index("range_id", offset=1).with_columns(pl.col("range_id").cast(pl.Int64))
+    name = pl.col("text").fill_null("")
+    n = n.with_columns(
+        pl.when(pl.col("domain").fill_null("") != "").then(pl.col("domain") + ":" + name).otherwise(name).alias("name"),
+        (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
+        pl.when(pl.col("event") == NVTX_PUSHPOP).then(pl.lit("PushPop")).otherwise(pl.lit("StartEnd")).alias("style"))
+    n = n.join(_levels(n), on="range_id", how="left", maintain_order="left")
+    return n.select("start_ns", "end_ns", "dur_ns", "name", "style", "pid", "tid", "level", "range_id")
+
+
+def _levels(n: pl.DataFrame) -> pl.DataFrame:
+    """Nesting depth of each push/pop range on its thread, from one sorted sweep of start/end events.
+
+    At one time stamp, ends come before starts (a range that ends when the next begins does not
+    contain it), starts of longer ranges before shorter ones, and a zero-length range ends last.
+    """
+    pp = n.filter((pl.col("event") == NVTX_PUSHPOP) & pl.col("end_ns").is_not_null()
+                  & (pl.col("end_ns") >= pl.col("start_ns")))
+    if pp.height == 0:
+        return pl.DataFrame(schema={"range_id": pl.Int64, "level": pl.Int64})
+    starts = pp.select("range_id", "gtid", pl.col("start_ns").alias("t"), pl.lit(1).alias("order"),
+                       (-pl.col("end_ns")).alias("tie"), pl.lit(1).alias("step"))
+    ends = pp.select("range_id", "gtid", pl.col("end_ns").alias("t"),
+                     pl.when(pl.col("end_ns") == pl.col("start_ns")).then(2).otherwise(0).alias("order"),
+                     pl.lit(0, pl.Int64).alias("tie"), pl.lit(-1).alias("step"))
+    ev = pl.concat([starts, ends]).sort(["gtid", "t", "order", "tie"])
+    ev = ev.with_columns(pl.col("step").cum_sum().over("gtid").alias("depth"))
+    return ev.filter(pl.col("step") == 1).select("range_id", (pl.col("depth") - 1).cast(pl.Int64).alias("level"))
+
+
+# ------------------------------------------------------------------------------------------- OSRT
+def _osrt(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
+    c = cols[OSRT]
+    # event classes 31 / 32 mark thread start and finish ("[Unknown]", zero length): not calls
+    where = "WHERE eventClass NOT IN (31, 32)" if "eventClass" in c else ""
+    o = _frame(con, f'SELECT start, "end", {_col(c, "nameId")} FROM {OSRT} {where}',
+               {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64})
+    o = o.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
+    names = _strings(con, cols, f'SELECT DISTINCT {_col(c, "nameId")} FROM {OSRT}')
+    return o.join(names, left_on="name_id", right_on="sid", how="left").rename({"value": "name"})
+
+
+# -------------------------------------------------------------------------------------- summaries
+def _summary(frame: pl.DataFrame, col: str, style: bool = False) -> pl.DataFrame:
+    """A ``*_sum`` report from trace rows: one row per name (and style), sorted by total time.
+
+    Same columns as the CSV reports; the standard deviation is the sample one (0 for one instance).
+    """
+    keys = ["name", "style"] if style else ["name"]
+    schema = {c: (pl.Float64 if c in ("time_pct", "avg_ns", "med_ns", "std_ns") else pl.Int64) for c in _SUMMARY}
+    if frame.height == 0:
+        return pl.DataFrame(schema={**schema, **{k: pl.String for k in keys}})
+    v = pl.col(col)
+    g = frame.with_columns(pl.col("name").cast(pl.String).fill_null("")).group_by(keys).agg(
+        v.sum().alias("total_ns"), pl.len().cast(pl.Int64).alias("count"), v.mean().alias("avg_ns"),
+        v.median().cast(pl.Float64).alias("med_ns"), v.min().alias("min_ns"), v.max().alias("max_ns"),
+        v.std().fill_null(0.0).alias("std_ns"))
+    total = g["total_ns"].sum() or 1
+    g = g.with_columns((100.0 * pl.col("total_ns") / total).alias("time_pct"))
+    return g.sort(["total_ns", "name"], descending=[True, False]).select(*_SUMMARY, *keys[::-1])
+
+
+def _size_summary(mem: pl.DataFrame) -> pl.DataFrame:
+    """cuda_gpu_mem_size_sum: bytes per copy / memset kind."""
+    out = ["total_bytes", "count", "avg_bytes", "med_bytes", "min_bytes", "max_bytes", "std_bytes", "name"]
+    if mem.height == 0:
+        return pl.DataFrame(schema={c: (pl.Int64 if c == "count" else pl.String if c == "name" else pl.Float64)
+                                    for c in out})
+    b = pl.col("bytes").fill_null(0.0)
+    g = mem.group_by("name").agg(b.sum().alias("total_bytes"), pl.len().cast(pl.Int64).alias("count"),
+                                 b.mean().alias("avg_bytes"), b.median().alias("med_bytes"),
+                                 b.min().alias("min_bytes"), b.max().alias("max_bytes"),
+                                 b.std().fill_null(0.0).alias("std_bytes"))
+    return g.sort(["total_bytes", "name"], descending=[True, False]).select(out)
+
+
+def _processes(con: sqlite3.Connection, cols: dict, tables: dict) -> list[dict]:
+    """The processes that did CUDA work (pid, name), for the report's environment and later per-rank work."""
+    pids: set[int] = set()
+    for t in ("gpu_trace", "api_trace"):
+        f = tables.get(t)
+        if f is not None and "pid" in f.columns:
+            pids.update(int(p) for p in f["pid"].drop_nulls().unique().to_list())
+    names = {}
+    if "PROCESSES" in cols and {"pid", "name"} <= cols["PROCESSES"]:
+        names = {int(p): str(n) for p, n in con.execute("SELECT pid, name FROM PROCESSES") if p is not None}
+    return [{"pid": p, "name": names.get(p)} for p in sorted(pids)]

@@ -1,0 +1,200 @@
+"""Terminal output: a progress spinner on stderr and a compact coloured summary on stdout.
+
+Both only when a person is watching: the spinner when stderr is a terminal (and only once the work
+has taken longer than ``delay`` seconds, so quick runs print nothing), the summary when stdout is a
+terminal and neither ``-o`` nor ``--format`` was given. Piped output is untouched: the CLI then
+prints the Markdown report exactly as before.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from . import LABELS, SEVERITY_ZH
+
+SEVERITY_STYLES = {"info": "dim", "low": "blue", "medium": "yellow", "high": "bold red", "critical": "bold white on red"}
+
+WORDS = {
+    "en": {"working": "diagnosing", "loading": "loading the inputs", "facts": "computing facts",
+           "rules": "evaluating rules", "charts": "computing chart series",
+           "findings": "Findings", "gain": "gain", "window": "window", "whole": "whole profile",
+           "main_idle": "main idle cause", "active": "GPU active", "of_window": "of the window",
+           "not_evaluated": "rule(s) not evaluated", "warnings": "warning(s)",
+           "more": "Full report: add --format md (or html -o report.html); --lang zh for Chinese.",
+           "iter": "median iteration"},
+    "zh": {"working": "正在诊断", "loading": "读取输入", "facts": "计算指标", "rules": "评估规则",
+           "charts": "计算图表数据", "findings": "发现的问题", "gain": "预期收益",
+           "window": "窗口", "whole": "整个采集", "main_idle": "主要空闲原因", "active": "GPU 活跃",
+           "of_window": "（占窗口）", "not_evaluated": "条规则未评估", "warnings": "条警告",
+           "more": "完整报告：加 --format md（或 html -o report.html）。", "iter": "迭代中位耗时"},
+}
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextmanager
+def progress(paths: list[str] | tuple[str, ...], lang: str | None = "en", delay: float = 1.0, stream=None,
+             force: bool = False) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr while the inputs load and the facts are computed.
+
+    Yields ``step(phase)`` to name the current phase (``loading`` / ``facts`` / ``rules`` / ``charts``).
+    Shown only when ``stream`` (stderr) is a terminal, or ``force``; it appears after ``delay`` seconds
+    and is erased when the work ends, so short runs and pipes see nothing.
+    """
+    stream = stream if stream is not None else sys.stderr
+    W = WORDS.get(lang or "en", WORDS["en"])
+    state = {"phase": W["working"], "status": None, "done": False}
+    if not (force or _isatty(stream)):
+        yield lambda phase: None
+        return
+    from rich.console import Console
+
+    console = Console(file=stream, stderr=stream is sys.stderr, force_terminal=True if force else None)
+    t0 = time.monotonic()
+    lock = threading.Lock()
+
+    what = (str(paths[0]) + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")) if paths else ""
+
+    def text() -> str:
+        return f"nsys-expert: {state['phase']} {what} … {time.monotonic() - t0:.0f} s"
+
+    def start():
+        with lock:
+            if state["done"]:
+                return
+            st = console.status(text(), spinner="dots")
+            st.start()
+            state["status"] = st
+            threading.Thread(target=tick, daemon=True).start()
+
+    def tick():
+        while True:
+            time.sleep(0.5)
+            with lock:
+                if state["done"] or state["status"] is None:
+                    return
+                state["status"].update(text())
+
+    def step(phase: str) -> None:
+        with lock:
+            state["phase"] = W.get(phase, phase)
+            if state["status"] is not None:
+                state["status"].update(text())
+
+    timer = threading.Timer(delay, start)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield step
+    finally:
+        timer.cancel()
+        with lock:
+            state["done"] = True
+            if state["status"] is not None:
+                state["status"].stop()
+
+
+def wants_summary(output, fmt_given: bool, stream=None) -> bool:
+    """The compact summary replaces the Markdown only for a person at a terminal who asked for nothing."""
+    return output is None and not fmt_given and _isatty(stream if stream is not None else sys.stdout)
+
+
+def _where(paths: list[str]) -> str:
+    """The folder the inputs came from (relative when that is shorter)."""
+    import os
+
+    try:
+        d = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths]) if paths else ""
+    except ValueError:
+        return ""
+    rel = os.path.relpath(d) if d else ""
+    return rel if rel and len(rel) < len(d) else d
+
+
+def _pct(v) -> str:
+    return "–" if v is None else f"{v:.1f} %"
+
+
+def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int = 5) -> None:
+    """Verdict, GPU active %, main idle cause and the top findings with severity colours."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    lang = lang or "en"
+    L, W = LABELS.get(lang, LABELS["en"]), WORDS.get(lang, WORDS["en"])
+    console = console or Console()
+    sev = (lambda s: SEVERITY_ZH.get(s, s)) if lang == "zh" else (lambda s: s)
+    f, t, w = doc["facts"], doc["tables"], doc["window"]
+
+    head = Text()
+    head.append(L["title"], style="bold")
+    where = _where([i["path"] for i in doc["inputs"]])
+    if where:
+        head.append(f"  {where}", style="dim")
+    console.print(head)
+
+    v = Text(f"{L['verdict']}: ", style="bold")
+    if doc["verdict"]["rule"]:
+        top = doc["findings"][0] if doc["findings"] and doc["findings"][0]["rule"] == doc["verdict"]["rule"] else None
+        v.append(top["title"] if top else str(doc["verdict"]["category"]))
+        s = doc["verdict"]["severity"]
+        v.append(f"  [{sev(s)}]", style=SEVERITY_STYLES.get(s, ""))
+    else:
+        v.append(L["none_found"], style="green")
+    console.print(v)
+
+    line = Text()
+    if "gpu_active_pct" in f:
+        a = f["gpu_active_pct"]
+        line.append(f"{W['active']} ")
+        line.append(_pct(a), style="bold green" if a >= 80 else ("bold yellow" if a >= 50 else "bold red"))
+        line.append(f" {W['of_window']}")
+        if "gpu_active_pct_span" in f:
+            line.append(f" ({W['whole']} {_pct(f['gpu_active_pct_span'])})", style="dim")
+    elif "gpu_active_pct_span" in f:
+        line.append(f"{W['active']} {_pct(f['gpu_active_pct_span'])} ({W['whole']})")
+    if t.get("idle_breakdown"):
+        r = t["idle_breakdown"][0]
+        line.append(f" · {W['main_idle']}: {L['idle_causes'][r['cause']]} ({_pct(r['pct'])})")
+    if line.plain:
+        console.print(line)
+    line = Text(style="dim")
+    if w.get("start_ns") is not None and w.get("end_ns") is not None and w.get("source") != "whole":
+        line.append(f"{W['window']} {w['start_ns'] / 1e9:.3f}–{w['end_ns'] / 1e9:.3f} s ({w['source']})")
+    if "iter_median_ms" in f:
+        line.append(f"{' · ' if line.plain else ''}{W['iter']} {f['iter_median_ms']:.2f} ms")
+    if line.plain:
+        console.print(line)
+
+    if doc["findings"]:
+        tab = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1), title=None)
+        tab.add_column(justify="right", style="dim")
+        tab.add_column(no_wrap=True)
+        tab.add_column(ratio=1, overflow="fold")
+        tab.add_column(justify="right", no_wrap=True)
+        for x in doc["findings"][:max_findings]:
+            g = x.get("estimated_gain_pct")
+            tab.add_row(str(x["rank"]), Text(sev(x["severity"]).upper() if lang == "en" else sev(x["severity"]),
+                                             style=SEVERITY_STYLES.get(x["severity"], "")),
+                        x["title"], f"{W['gain']} ≈ {g:.1f} %" if g is not None else "")
+        console.print(Text(f"{W['findings']}:", style="bold"))
+        console.print(tab)
+        if len(doc["findings"]) > max_findings:
+            console.print(Text(f"  … +{len(doc['findings']) - max_findings}", style="dim"))
+    tail = []
+    if doc.get("not_evaluated"):
+        tail.append(f"{len(doc['not_evaluated'])} {W['not_evaluated']}")
+    if doc.get("warnings"):
+        tail.append(f"{len(doc['warnings'])} {W['warnings']}")
+    if tail:
+        console.print(Text(" · ".join(tail), style="yellow"))
+    console.print(Text(W["more"], style="dim"))
