@@ -71,7 +71,7 @@ def main() -> None:
         print(f"ratio diagnose / polars : {diag / ref:6.2f}x")
 
         from nsys_expert import engine, facts, load, report
-        t0 = time.perf_counter(); df = pl.read_csv(trace); t_read = time.perf_counter() - t0  # noqa: E702
+        t0 = time.perf_counter(); pl.read_csv(trace); t_read = time.perf_counter() - t0  # noqa: E702
         t0 = time.perf_counter(); prof = load.load_paths([big]); t_load = time.perf_counter() - t0  # noqa: E702
         t0 = time.perf_counter(); fs = facts.compute(prof); t_facts = time.perf_counter() - t0  # noqa: E702
         packs = engine.load_packs()

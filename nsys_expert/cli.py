@@ -5,16 +5,13 @@ Exit codes: 0 ran (findings or not), 1 findings at or above ``--fail-on``, 2 bad
 """
 from __future__ import annotations
 
-import os
 import re
 import sys
-import traceback
 
 import click
 
 from . import __version__
-from .cliutil import _fail, _guard  # noqa: F401 (re-exported for subcommand modules)
-from .errors import InputError
+from .cliutil import _fail, _guard, write_output  # noqa: F401 (re-exported for subcommand modules)
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
 
@@ -94,11 +91,7 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     if show_facts and fmt == "md":
         text += report.render_facts(doc)
     if output:
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as e:
-            raise InputError(f"cannot write the report ({e.strerror})", output) from e
+        write_output(output, text)
     elif not show_facts and terminal.wants_summary(
             output, click.get_current_context().get_parameter_source("fmt").name != "DEFAULT"):
         terminal.summary(doc, req.lang)   # a person at a terminal who asked for nothing: the short version

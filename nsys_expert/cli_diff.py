@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .cliutil import _guard
+from .cliutil import _guard, write_output
 
 
 def register(main) -> None:
@@ -24,7 +24,6 @@ def register(main) -> None:
     def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides):
         """Compare two runs (profiles, or JSON reports from diagnose --format json)."""
         from . import diff, pipeline
-        from .errors import InputError
 
         def run(path):
             return pipeline.diagnose(pipeline.Request([path], list(packs), overrides=list(overrides)))
@@ -40,11 +39,7 @@ def register(main) -> None:
         else:
             text = diff.render_markdown(d)
         if output:
-            try:
-                with open(output, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-            except OSError as e:
-                raise InputError(f"cannot write the report ({e.strerror})", output) from e
+            write_output(output, text)
         else:
             click.echo(text, nl=False)
         if d["gate"] and d["gate"]["tripped"]:

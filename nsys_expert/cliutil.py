@@ -34,3 +34,12 @@ def _guard(fn):
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
     return wrapper
+
+
+def write_output(output: str, text: str) -> None:
+    """Write a report to ``-o FILE`` (a write error is the user's: one line, exit 2)."""
+    try:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise InputError(f"cannot write the report ({e.strerror})", output) from e

@@ -1,6 +1,5 @@
 """The durable-rules adapter against every sharp edge in notes/durable-rules.md."""
 import gc
-import math
 import resource
 import threading
 

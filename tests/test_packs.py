@@ -1,7 +1,6 @@
 """Custom rule packs: the user's first rule, validation errors (one line, exit 2), commands, settings."""
 import json
 import os
-import pathlib
 import subprocess
 import sys
 

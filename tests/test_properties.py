@@ -5,14 +5,10 @@ tests/test_properties.py` prints them in its summary (see `test_case_budget`).
 """
 from __future__ import annotations
 
-import io
-import math
 import os
-import random
 import tempfile
 
 import polars as pl
-import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

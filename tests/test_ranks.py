@@ -1,6 +1,5 @@
 """Multi-rank jobs: rank discovery, per-rank facts, cross-rank facts, the straggler."""
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import pytest
 from conftest import FIXTURES, SHARED
 from ranks.make_ranks import make
 
-from nsys_expert import facts, pipeline
+from nsys_expert import pipeline
 from nsys_expert.load import list_inputs
 from nsys_expert.load.ranks import discover
 

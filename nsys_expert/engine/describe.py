@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from ..facts import registry
-from .rules import Pack, Rule, walk_conditions
+from .rules import Pack, Rule
 
 _OPS = {"lt": "<", "lte": "≤", "gt": ">", "gte": "≥", "eq": "=", "neq": "≠", "in": "in", "not_in": "not in",
         "contains": "contains", "icontains": "contains (any case)", "startswith": "starts with",
@@ -50,7 +50,7 @@ def explain(r: Rule, lang: str = "en") -> str:
         lines += ["", t(r.why).strip()]
     lines += ["", "Fires when:"] + condition_text(r.when, r.params)
     for e in r.escalate:
-        lines += [f"", f"Severity {e['severity']} when also:"] + condition_text(e["when"], r.params)
+        lines += ["", f"Severity {e['severity']} when also:"] + condition_text(e["when"], r.params)
     if r.params:
         lines += ["", "Parameters (`--set " + r.id + ".NAME=VALUE`):"]
         for k, v in r.params.items():

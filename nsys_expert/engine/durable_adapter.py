@@ -24,7 +24,6 @@ import warnings
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"durable\.engine")
 
-import durable_rules_engine  # noqa: E402
 from durable import engine  # noqa: E402
 
 from .compiler import SINK, safe_number  # noqa: E402

@@ -160,7 +160,9 @@ class _LazyLines(dict):
         return super().get(key, default)
 
 
-def _fail(path: str, line: int | None, rid: str | None, msg: str) -> RuleError:
+def _fail(path: str, line, rid: str | None, msg: str) -> RuleError:
+    if callable(line):
+        line = line()
     where = f"{path}:{line}" if line else path
     return RuleError(f"{('rule ' + rid + ': ') if rid else ''}{msg}", where)
 
@@ -217,7 +219,7 @@ def _check_semantics(rule: Rule, lines: dict) -> None:
     path, rid = rule.path, rule.id
     known = registry.all_names(rule.scope)
     for c in list(walk_conditions(rule.when)) + [c for e in rule.escalate for c in walk_conditions(e["when"])]:
-        line = lines.get("when")
+        line = lambda: lines.get("when")  # noqa: E731 - looked up only when there is an error to report
         fact, op = c["fact"], c["op"]
         if registry.lookup(rule.scope, fact) is None:
             hint = difflib.get_close_matches(fact, known, 1)
@@ -317,20 +319,85 @@ def load_pack(folder: str) -> Pack:
         raise RuleError("a rule pack folder needs a pack.yaml (name, version, description)", folder)
     name = str(meta["name"])
     root = os.path.join(folder, "rules") if os.path.isdir(os.path.join(folder, "rules")) else folder
-    rules, seen = [], {}
+    paths = []
     for dirpath, dirnames, files in os.walk(root):
         dirnames.sort()
-        for f in sorted(files):
-            if not f.endswith((".yaml", ".yml")) or f.endswith((".cases.yaml", ".cases.yml")) or f == "pack.yaml":
-                continue
-            r = load_rule_file(os.path.join(dirpath, f), name)
-            if r.id in seen:
-                raise RuleError(f"rule {r.id}: duplicate id (also in {seen[r.id]})", r.path)
-            seen[r.id] = r.path
-            rules.append(r)
+        paths += [os.path.join(dirpath, f) for f in sorted(files)
+                  if f.endswith((".yaml", ".yml")) and not f.endswith((".cases.yaml", ".cases.yml")) and f != "pack.yaml"]
+    cached = _cache_get(folder, meta_path, paths)
+    if cached is not None:
+        return cached
+    rules, seen = [], {}
+    for path in paths:
+        r = load_rule_file(path, name)
+        if r.id in seen:
+            raise RuleError(f"rule {r.id}: duplicate id (also in {seen[r.id]})", r.path)
+        seen[r.id] = r.path
+        rules.append(r)
     if not rules:
         raise RuleError("the pack has no rule files (*.yaml)", folder)
-    return Pack(name, str(meta.get("version", "0")), str(meta.get("description", "")), folder, rules)
+    pack = Pack(name, str(meta.get("version", "0")), str(meta.get("description", "")), folder, rules)
+    _cache_put(folder, meta_path, paths, pack)
+    return pack
+
+
+# A pack that validated once is kept, pickled, in a temporary folder, keyed by the content of every
+# file of the pack and the tool's version: validating 30 rules (JSON Schema, templates) costs a
+# few hundred ms, which a diagnosis should not pay each time. Any change to a file misses the cache.
+def _cache_key(folder: str, meta_path: str, paths: list[str]) -> str | None:
+    import hashlib
+
+    from .. import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    try:
+        for p in [meta_path] + paths:
+            h.update(os.path.relpath(p, folder).encode())
+            with open(p, "rb") as fh:
+                h.update(fh.read())
+            cases = os.path.splitext(p)[0] + ".cases.yaml"
+            h.update(str(os.path.exists(cases)).encode())
+    except OSError:
+        return None
+    h.update(os.path.abspath(folder).encode())
+    return h.hexdigest()
+
+
+def _cache_file(key: str) -> str:
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), "nsys-expert-cache", f"pack-{key[:32]}.pickle")
+
+
+def _cache_get(folder: str, meta_path: str, paths: list[str]) -> Pack | None:
+    import pickle
+
+    key = _cache_key(folder, meta_path, paths)
+    if key is None or os.environ.get("NSX_NO_CACHE"):
+        return None
+    try:
+        with open(_cache_file(key), "rb") as fh:
+            pack = pickle.load(fh)
+        return pack if isinstance(pack, Pack) else None
+    except Exception:  # noqa: BLE001 - a missing or stale cache only costs a validation
+        return None
+
+
+def _cache_put(folder: str, meta_path: str, paths: list[str], pack: Pack) -> None:
+    import pickle
+
+    key = _cache_key(folder, meta_path, paths)
+    if key is None or os.environ.get("NSX_NO_CACHE"):
+        return
+    path = _cache_file(key)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            pickle.dump(pack, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def builtin_pack_dir() -> str:

@@ -10,7 +10,6 @@ otherwise (then the window *is* the whole profile). Whole-profile numbers are al
 from __future__ import annotations
 
 import math
-import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -338,12 +337,22 @@ def _memcpy_facts_trace(fs: FactSet, prof: Profile, win) -> None:
 def _nccl_facts_trace(fs: FactSet, prof: Profile, win) -> None:
     src = prof.source_name("gpu_trace")
     # graph executions are compute that NCCL kernels can overlap with (never NCCL kernels themselves)
-    k = with_kernel_classes(_in_window(prof.tables["gpu_trace"], win).filter(pl.col("kind").is_in(timeline.KERNEL_WORK))) \
-        .rename({"kernel_class": "cls"})
-    nccl = k.filter(pl.col("cls") == "nccl")
-    fs.put("nccl_kernel_count", nccl.height, src)
+    kin = _in_window(prof.tables["gpu_trace"], win).filter(pl.col("kind").is_in(timeline.KERNEL_WORK))
     busy = fs.tables["_busy"]
     tot_busy = sum(intervals.total(b) for b in busy.values())
+    classes = with_kernel_classes(kin.select(pl.col("name").unique()))
+    nccl_names = classes.filter(pl.col("kernel_class") == "nccl")["name"]
+    if nccl_names.len() == 0:  # the common single-GPU case: no communication, compute is all kernel work
+        fs.put("nccl_kernel_count", 0, src)
+        fs.put("nccl_share_of_busy_pct", 0.0, src)
+        if "kernel_active_pct" in fs.run:
+            fs.put("compute_active_pct", fs.run["kernel_active_pct"], src)
+        fs.tables["_nccl_sequence"] = pl.DataFrame(schema={"name": pl.String, "dur_ns": pl.Int64})
+        return
+    k = kin.with_columns(pl.when(pl.col("name").is_in(nccl_names.implode())).then(pl.lit("nccl"))
+                         .otherwise(pl.lit("other")).alias("cls"))
+    nccl = k.filter(pl.col("cls") == "nccl")
+    fs.put("nccl_kernel_count", nccl.height, src)
     # compute = kernel work that is not communication (what a straggler has more of)
     comp = [intervals.total(intervals.clip(intervals.merge(part.select(pl.col("start_ns").alias("s"),
                                                                       pl.col("end_ns").alias("e"))), win.start_ns, win.end_ns))
@@ -351,10 +360,7 @@ def _nccl_facts_trace(fs: FactSet, prof: Profile, win) -> None:
     fs.put("compute_active_pct", _pct(sum(comp) / max(1, len(busy)), win.length_ns), src)
     # the collectives in order, for cross-rank comparison (the last rank to arrive waits least)
     fs.tables["_nccl_sequence"] = nccl.sort("start_ns").select(pl.col("name").cast(pl.String), "dur_ns")
-    if nccl.height == 0:
-        fs.put("nccl_share_of_busy_pct", 0.0, src)
-        return
-    shares, overl, exposed = [], 0, 0
+    _shares, overl, exposed = [], 0, 0
     tot_nccl = 0
     for (dev,), part in k.partition_by("device_id", as_dict=True).items():
         iv = part.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), "cls")

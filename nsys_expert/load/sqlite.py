@@ -68,6 +68,12 @@ def _tid(col: str) -> pl.Expr:
 _SUMMARY = ["time_pct", "total_ns", "count", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns"]
 
 
+# The big tables (a million kernels, two million API calls) are read through ADBC's SQLite driver,
+# which hands Polars Arrow columns directly: about 3x faster than Python's sqlite3 row tuples. The
+# sqlite3 connection stays for the small metadata queries, and is the fallback for everything.
+_ADBC: dict[int, object] = {}
+
+
 def read_sqlite(path: str) -> Part:
     """-> Part (kind ``nsys-sqlite``). Raises InputError when the file is not a usable nsys export."""
     con = _connect(path)
@@ -77,6 +83,12 @@ def read_sqlite(path: str) -> Part:
         raise InputError(f"cannot read this SQLite file ({_first_line(e)}): it is damaged or cut short", path,
                          EXPORT_HINT) from None
     finally:
+        fast = _ADBC.pop(id(con), None)
+        if fast is not None:
+            try:
+                fast.close()
+            except Exception:  # noqa: BLE001 - closing a read-only handle cannot lose anything
+                pass
         con.close()
 
 
@@ -89,6 +101,12 @@ def _connect(path: str) -> sqlite3.Connection:
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as e:
         raise InputError(f"not a valid SQLite file ({_first_line(e)})", path, EXPORT_HINT) from None
+    try:
+        import adbc_driver_sqlite.dbapi as adbc  # same read-only, immutable URI
+
+        _ADBC[id(con)] = adbc.connect(uri)
+    except Exception:  # noqa: BLE001 - no ADBC driver, or it cannot open the file: sqlite3 does it all
+        pass
     return con
 
 
@@ -120,7 +138,7 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
     if missing:
         part.warnings.append(
             f"{base}: no " + ", ".join(f"{t} ({MEANING[t]})" for t in missing) + " table in this export; nsys writes "
-            f"a table only when it recorded something of its kind, so none of those are counted")
+            "a table only when it recorded something of its kind, so none of those are counted")
     gpus = _gpu_names(con, cols)
     if gpus:
         part.meta["gpus"] = [{"id": k, "name": v} for k, v in sorted(gpus.items())]
@@ -165,7 +183,16 @@ def _schema(con: sqlite3.Connection) -> dict[str, set[str]]:
 
 
 def _frame(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
-    """Run a query into a typed frame (the rows go to Polars as they come: faster than transposing them)."""
+    """Run a query into a typed frame: through ADBC (Arrow) when it is there, else sqlite3 rows."""
+    fast = _ADBC.get(id(con))
+    if fast is not None:
+        try:
+            df = pl.read_database(sql, fast)
+            if df.width == len(schema):
+                return df.rename(dict(zip(df.columns, schema))).select(
+                    [pl.col(k).cast(v, strict=False) for k, v in schema.items()])
+        except Exception:  # noqa: BLE001 - any driver trouble: the sqlite3 path below is the reference
+            pass
     rows = con.execute(sql).fetchall()
     if not rows:
         return pl.DataFrame(schema=schema)

@@ -17,7 +17,6 @@ from typing import Callable
 
 import jinja2
 
-from .. import facts, load
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
 from ..facts.series import series as make_series
 from . import LABELS, SEVERITY_ZH, _fmt
