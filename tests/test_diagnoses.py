@@ -126,3 +126,14 @@ def test_gpu_active_matches_plain_python(case):
     active = 100.0 * busy / (w["end_ns"] - w["start_ns"])
     assert abs(active - expected["facts"]["gpu_active_pct"]) < 0.01
     assert abs(run(case)["facts"]["gpu_active_pct"] - active) < 0.01
+
+
+@pytest.mark.parametrize("case", ["sync_bound", "healthy", "launch_bound_graphed"])
+def test_facts_are_deterministic(case):
+    """The fact groups run in threads: the same input must give the same facts every time."""
+    from nsys_expert import facts, load
+
+    prof = load.load_paths([str(FIXTURES / case / "input")])
+    first = facts.compute(prof).run
+    for _ in range(8):
+        assert facts.compute(prof).run == first

@@ -111,6 +111,9 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
     with ThreadPoolExecutor(max_workers=4) as pool:
         for fut in [pool.submit(j) for j in jobs]:
             fut.result()
+    # facts built from two groups' results come after the threads (no group reads another's output)
+    if timeline_ok and "kernel_count" in fs.run and fs.run.get("iter_count"):
+        fs.put("kernels_per_iter", fs.run["kernel_count"] / fs.run["iter_count"], prof.source_name("gpu_trace"))
     _summary_facts(fs, prof, win)   # after the trace facts: it only fills what they could not
     ncu.attach(fs, prof)            # Nsight Compute kernel facts, joined with the nsys kernels
     _absent(fs, prof)
@@ -559,8 +562,6 @@ def _iteration_facts(fs: FactSet, prof: Profile, win, timeline_ok: bool, graph_h
         fs.put("iter_max_over_median", max(steady) / med, src)
         if win.skipped >= 1:
             fs.put("first_iter_over_median", dur[0] / med, src)
-    if timeline_ok and "kernel_count" in fs.run:
-        fs.put("kernels_per_iter", fs.run["kernel_count"] / len(steady), prof.source_name("gpu_trace"))
     busy = fs.tables.get("_busy")
     b = busy[min(busy)] if busy and len(busy) == 1 else None
     iv = pl.DataFrame({"s": begin, "e": ends}, schema={"s": pl.Int64, "e": pl.Int64})
