@@ -462,4 +462,4 @@ def test_console_loses_to_csv_for_the_same_table(tmp_path):
     prof = load_paths([str(tmp_path)])
     assert prof.source_name("kern_sum") == "launch_bound_cuda_gpu_kern_sum.csv"
     assert prof.source_name("api_sum") == "stats_column.txt"
-    assert any("richer source" in w for w in prof.warnings)
+    assert any("richest source" in w for w in prof.warnings)

@@ -155,6 +155,23 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
             _add_part(loaded, part, prof)
     if pid is not None:
         _keep_process(loaded, pid, prof)
+    used = {e.path for e in loaded.values()}
+    for path, (ws, had_tables) in prof.meta.pop("_part_warnings", {}).items():
+        if path in used or not had_tables:   # a file that gave nothing still says why
+            prof.warnings += ws
+    superseded = prof.meta.pop("_superseded", [])
+    if superseded:  # one line per winning source: which tables it gave, and what was left unused
+        by_keep: dict[str, tuple[list, list]] = {}
+        for table, keep, drop in superseded:
+            tables, drops = by_keep.setdefault(keep, ([], []))
+            tables.append(table)
+            drops.append(os.path.basename(drop))
+        for keep, (tables, drops) in by_keep.items():
+            unused = sorted(set(drops) - {os.path.basename(p) for p in used})
+            prof.warnings.append(
+                f"{', '.join(dict.fromkeys(tables))}: read from {os.path.basename(keep)}, the richest source"
+                + (f"; not used: {', '.join(unused)}" if unused else "")
+                + (f"; also present in {', '.join(sorted(set(drops) - set(unused)))}" if set(drops) - set(unused) else ""))
     for e in loaded.values():
         prof.tables[e.table] = e.frame
         prof.sources[e.table] = e.path
@@ -197,7 +214,8 @@ def _read_other(path: str, sn) -> Part | None:
 
 
 def _add_part(loaded: dict, part: Part, prof: Profile) -> None:
-    prof.warnings += part.warnings
+    # the part's own warnings are said only if one of its tables is used (see load_files)
+    prof.meta.setdefault("_part_warnings", {})[part.path] = (list(part.warnings), bool(part.tables))
     for k, v in part.meta.items():
         prof.meta.setdefault(k, v)
     for table, frame in part.tables.items():
@@ -228,8 +246,7 @@ def _add(loaded: dict, item: _Entry, prof: Profile) -> None:
     if rp != ri:
         keep, drop = (prev, item) if rp > ri else (item, prev)
         loaded[item.table] = keep
-        prof.warnings.append(f"{item.table}: read from {os.path.basename(keep.path)} ({keep.kind}), the richer source; "
-                             f"{os.path.basename(drop.path)} ({drop.kind}) holds the same table and was not used for it")
+        prof.meta.setdefault("_superseded", []).append((item.table, keep.path, drop.path))
         return
     raise InputError(f"two different {item.table} reports in one input: {os.path.basename(prev.path)} and "
                      f"{os.path.basename(item.path)}", os.path.dirname(item.path) or ".",

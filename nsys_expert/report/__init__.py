@@ -169,7 +169,7 @@ def _md_text(s) -> str:
 
 def _md_safe(s) -> str:
     """Prose that may quote profile text (kernel names in a message): no raw HTML, no table breaks."""
-    return str(s).replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+    return str(s).replace("<", "&lt;").replace("\n", " ")   # a lone ">" cannot open a tag
 
 
 def _fmt(v, nd: int = 1) -> str:
