@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from . import engine, facts, load, report
+from . import facts, load
 from .facts import ranks as rank_facts
 from .load import ranks as rank_inputs
 
@@ -65,14 +65,28 @@ def diagnose(req: Request) -> dict:
 
 def run(req: Request) -> Result:
     req.lang = req.lang or "en"
-    packs = engine.load_packs(req.packs)           # rule errors first: they are cheap to find
-    rules = engine.select_rules(packs, req.select, req.ignore)
-    overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])
     opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations)
     per_path, skipped = load.list_inputs(req.paths)
     ranks, notes = rank_inputs.discover(per_path)
+    # one run: start reading it (Polars, off the GIL) while the rule packs load and validate
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(load.load_files, ranks[0].files, skipped, req.paths) if len(ranks) == 1 else None
+        try:
+            from . import engine, report  # imported while the input is read (durable, Jinja2, JSON Schema)
+
+            packs = engine.load_packs(req.packs)   # a rule error is reported before any input error
+            rules = engine.select_rules(packs, req.select, req.ignore)
+            overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])
+        except Exception:
+            if pending is not None:
+                pending.cancel()
+                try:
+                    pending.result()
+                except Exception:  # noqa: BLE001 - the rule error is the one to report
+                    pass
+            raise
+        prof = pending.result() if pending is not None else None
     if len(ranks) == 1:
-        prof = load.load_files(ranks[0].files, skipped, req.paths)  # (it warns about copies itself)
         pids = rank_inputs.processes_with_gpu_work(prof.tables.get("gpu_trace"))
         if len(pids) < 2:
             fs = facts.compute(prof, opts)
@@ -94,6 +108,8 @@ def _run_units(ranks, opts, jobs):
 
 
 def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
+    from . import engine, report
+
     results = _run_units(ranks, opts, req.jobs)
     labels = [r.label for r in results]
     cross = rank_facts.cross_rank(labels, [r.fs for r in results])
