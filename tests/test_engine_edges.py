@@ -105,3 +105,26 @@ def test_thousand_runs_flat_threads_and_memory():
     grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
     assert threading.active_count() == threads0
     assert grew_mb < 50, grew_mb
+
+
+def test_thousand_full_diagnoses_flat_threads_and_memory():
+    """Issue 9: 1,000 diagnoses in one process (load + facts + engine + report), no thread or memory growth.
+    Four in five use the summaries-only fixture, one in five a real trace (the thread-pool paths)."""
+    from conftest import FIXTURES
+    from nsys_expert import pipeline
+
+    small = str(FIXTURES / "launch_bound_summaries" / "input")
+    trace = str(FIXTURES / "memcpy_bound" / "input")
+    for p in (small, trace):
+        pipeline.diagnose(pipeline.Request([p]))
+    gc.collect()
+    threads0 = threading.active_count()
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for i in range(1000):
+        doc = pipeline.diagnose(pipeline.Request([trace if i % 5 == 0 else small]))
+        assert doc["findings"][0]["rule"] in ("memcpy-bound", "launch-bound")
+    gc.collect()
+    assert threading.active_count() == threads0
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
+    print(f"\n1,000 diagnoses: threads {threads0} -> {threading.active_count()}, peak RSS +{grew_mb:.1f} MB")
+    assert grew_mb < 50, grew_mb
