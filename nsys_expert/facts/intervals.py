@@ -75,7 +75,7 @@ def coverage(targets: pl.DataFrame, cover: pl.DataFrame) -> pl.Series:
     if targets.height == 0:
         return pl.Series("covered", [], pl.Int64)
     if cover.height == 0:
-        return pl.Series("covered", [0] * targets.height, pl.Int64)
+        return pl.repeat(0, targets.height, dtype=pl.Int64, eager=True).alias("covered")
     c = cover.sort("s").with_columns((pl.col("e") - pl.col("s")).cum_sum().alias("_cum"))
     c = c.with_columns((pl.col("_cum") - (pl.col("e") - pl.col("s"))).alias("_before"))
 
@@ -99,7 +99,7 @@ def containing(points: pl.Series, cover: pl.DataFrame, tolerance: int = 0) -> pl
     if points.len() == 0:
         return pl.Series("inside", [], pl.Boolean)
     if cover.height == 0:
-        return pl.Series("inside", [False] * points.len(), pl.Boolean)
+        return pl.repeat(False, points.len(), dtype=pl.Boolean, eager=True).alias("inside")
     t = pl.DataFrame({"t": points}).with_row_index("_i").sort("t")
     c = cover.sort("s").select(pl.col("s").alias("cs"), pl.col("e").alias("ce"))
     j = t.with_columns((pl.col("t") + tolerance).alias("tt")).join_asof(

@@ -44,6 +44,10 @@ def busy_by_device(ops: pl.DataFrame, start: int, end: int, kinds: tuple[str, ..
     if kinds is not None:
         ops = ops.filter(pl.col("kind").is_in(list(kinds)))
     out = {}
+    devs = ops["device_id"].unique()
+    if devs.len() == 1:  # one GPU: no need to split a million rows by device
+        out[int(devs[0])] = intervals.clip(intervals.merge(ops, keep_first=["corr_id"]), start, end)
+        return out
     for (dev,), part in ops.partition_by("device_id", as_dict=True, maintain_order=True).items():
         m = intervals.merge(part, keep_first=["corr_id"])
         out[int(dev)] = intervals.clip(m, start, end)

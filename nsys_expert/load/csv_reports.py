@@ -136,11 +136,18 @@ def read_report(sn: Sniff) -> Loaded:
         if spec.table == "gpu_trace" and "name" in [p[1] for p in plan_fast]:
             dtypes[next(p[0] for p in plan_fast if p[1] == "name")] = pl.Categorical
         try:
-            typed = pl.read_csv(source, schema_overrides=dtypes, columns=[p[0] for p in plan_fast], **opts)
-            if isinstance(source, io.BytesIO):
+            wanted = [p[0] for p in plan_fast]
+            exprs = [_scale(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast]
+            if isinstance(source, str):
+                # a lazy scan reads only the projected columns and scales them in the same pass
+                lazy = pl.scan_csv(source, schema_overrides=dtypes, **opts)
+                if [c for c in lazy.collect_schema().names() if c in dtypes] == wanted:
+                    frame = lazy.select(exprs).collect()
+            else:
+                typed = pl.read_csv(source, schema_overrides=dtypes, columns=wanted, **opts)
                 source.seek(0)
-            if list(typed.columns) == [p[0] for p in plan_fast]:
-                frame = typed.select([_scale(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast])
+                if list(typed.columns) == wanted:
+                    frame = typed.select(exprs)
         except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError,
                 pl.exceptions.SchemaError, pl.exceptions.InvalidOperationError):
             if isinstance(source, io.BytesIO):

@@ -246,9 +246,9 @@ REQUIRED = {
 }
 
 
-# Columns worth reading per table (None: all). The GPU trace is the one big file; its shared-memory,
-# throughput and context columns feed no fact (throughput is recomputed from bytes / duration).
+# Columns worth reading per table (None: all). The GPU trace is the one big file; its grid, block,
+# register, shared-memory, throughput and context columns feed no fact (launch configuration comes
+# from Nsight Compute; throughput is recomputed from bytes / duration).
 KEEP = {
-    "gpu_trace": {"start_ns", "dur_ns", "corr_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-                  "regs_per_thread", "bytes", "src_kind", "dst_kind", "device", "stream", "name"},
+    "gpu_trace": {"start_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device", "stream", "name"},
 }
