@@ -16,7 +16,6 @@ from importlib import resources
 from pathlib import Path
 
 import jinja2
-import jsonschema
 import yaml
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -122,9 +121,12 @@ def schema() -> dict:
     return _SCHEMA
 
 
-def validator() -> jsonschema.Draft202012Validator:
+def validator():
+    """The JSON Schema validator (imported on first use: a cached pack never needs it)."""
     global _VALIDATOR
     if _VALIDATOR is None:
+        import jsonschema
+
         _VALIDATOR = jsonschema.Draft202012Validator(schema())
     return _VALIDATOR
 

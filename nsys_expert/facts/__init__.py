@@ -175,7 +175,13 @@ def _busy_facts(fs: FactSet, prof: Profile, win) -> None:
     s, e, wlen = win.start_ns, win.end_ns, win.length_ns
     src = prof.source_name("gpu_trace")
     ops = timeline.ops_intervals(gpu)
-    busy = timeline.busy_by_device(ops, s, e)
+    if win.span_start_ns is not None and win.span_end_ns is not None and win.span_start_ns <= s and win.span_end_ns >= e:
+        # one union over the whole profile serves both the window (clipped) and the _span facts
+        whole = timeline.busy_by_device(ops, win.span_start_ns, win.span_end_ns)
+        fs.tables["_busy_span"] = whole
+        busy = {d: intervals.clip(m, s, e) for d, m in whole.items()}
+    else:
+        busy = timeline.busy_by_device(ops, s, e)
     in_win = ops.filter((pl.col("e") > s) & (pl.col("s") < e))
     if (~in_win["kind"].is_in(timeline.KERNEL_WORK)).any():
         kern = timeline.busy_by_device(in_win, s, e, timeline.KERNEL_WORK)
@@ -242,8 +248,9 @@ def _span_timeline(fs: FactSet, prof: Profile, win) -> None:
     s, e = win.span_start_ns, win.span_end_ns
     if s is None or e is None or e <= s:
         return
-    ops = timeline.ops_intervals(gpu)
-    busy = timeline.busy_by_device(ops, s, e)
+    busy = fs.tables.get("_busy_span")
+    if busy is None:
+        busy = timeline.busy_by_device(timeline.ops_intervals(gpu), s, e)
     act = [intervals.total(b) for b in busy.values()]
     if act:
         fs.put("gpu_active_pct_span", _pct(sum(act) / len(act), e - s), prof.source_name("gpu_trace"))
@@ -518,14 +525,15 @@ def _iteration_ends(prof: Profile, win) -> list[int]:
     api = prof.tables.get("api_trace")
     gend = [None] * len(starts)
     if gpu is not None and gpu.height:
-        marks = pl.DataFrame({"t": starts, "i": list(range(len(starts)))}).sort("t")
+        marks = pl.Series("t", starts, dtype=pl.Int64)   # iteration starts, sorted
         if api is not None and api.height and gpu["corr_id"].null_count() < gpu.height:
             ops = gpu.select("corr_id", "end_ns").join(api.select("corr_id", pl.col("start_ns").alias("t")).drop_nulls()
                                                        .unique("corr_id"), on="corr_id", how="inner")
         else:
             ops = gpu.select("end_ns", pl.col("start_ns").alias("t"))
-        ops = ops.sort("t").join_asof(marks, on="t", strategy="backward").drop_nulls("i")
-        for i, e in ops.group_by("i").agg(pl.col("end_ns").max()).iter_rows():
+        # the iteration each operation was launched in: the last start at or before its launch time
+        ops = ops.with_columns((marks.search_sorted(ops["t"], side="right").cast(pl.Int64) - 1).alias("i"))
+        for i, e in ops.filter(pl.col("i") >= 0).group_by("i").agg(pl.col("end_ns").max()).iter_rows():
             gend[int(i)] = int(e)
     ends, run = [], None
     for i in range(len(starts)):

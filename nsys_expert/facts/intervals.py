@@ -70,28 +70,30 @@ def gaps(busy: pl.DataFrame, start: int, end: int, carry: list[str] | None = Non
     return out
 
 
+def _block_index(starts: pl.Series, t: pl.Series) -> pl.Series:
+    """For each time t, the index of the last (sorted, disjoint) interval starting at or before t; -1 if none.
+    A binary search per value: no sort of the (possibly million-long) query side."""
+    return starts.search_sorted(t, side="right").cast(pl.Int64) - 1
+
+
 def coverage(targets: pl.DataFrame, cover: pl.DataFrame) -> pl.Series:
     """For each target interval, the ns of it covered by the (merged, disjoint) ``cover`` set."""
     if targets.height == 0:
         return pl.Series("covered", [], pl.Int64)
     if cover.height == 0:
         return pl.repeat(0, targets.height, dtype=pl.Int64, eager=True).alias("covered")
-    c = cover.sort("s").with_columns((pl.col("e") - pl.col("s")).cum_sum().alias("_cum"))
-    c = c.with_columns((pl.col("_cum") - (pl.col("e") - pl.col("s"))).alias("_before"))
+    c = cover.sort("s")
+    cs, ce = c["s"], c["e"]
+    before = ((ce - cs).cum_sum() - (ce - cs)).alias("before")   # covered time before each interval
 
-    def covered_before(col: str) -> pl.DataFrame:
-        t = targets.select(pl.col(col).alias("t")).with_row_index("_i").sort("t")
-        j = t.join_asof(c.select(pl.col("s").alias("cs"), pl.col("e").alias("ce"), "_before"),
-                        left_on="t", right_on="cs", strategy="backward")
-        j = j.with_columns(
-            pl.when(pl.col("cs").is_null()).then(0)
-            .otherwise(pl.col("_before") + (pl.min_horizontal(pl.col("t"), pl.col("ce")) - pl.col("cs")))
-            .alias("cb"))
-        return j.sort("_i").select("cb")
+    def covered_before(t: pl.Series) -> pl.Series:
+        idx = _block_index(cs, t)
+        gi = idx.clip(lower_bound=0)
+        df = pl.DataFrame({"t": t, "ok": idx >= 0, "s": cs.gather(gi), "e": ce.gather(gi), "b": before.gather(gi)})
+        return df.select(pl.when(pl.col("ok")).then(pl.col("b") + pl.min_horizontal("t", "e") - pl.col("s"))
+                         .otherwise(0)).to_series()
 
-    after = covered_before("e")["cb"]
-    before = covered_before("s")["cb"]
-    return (after - before).alias("covered")
+    return (covered_before(targets["e"]) - covered_before(targets["s"])).alias("covered")
 
 
 def containing(points: pl.Series, cover: pl.DataFrame, tolerance: int = 0) -> pl.Series:
@@ -100,9 +102,7 @@ def containing(points: pl.Series, cover: pl.DataFrame, tolerance: int = 0) -> pl
         return pl.Series("inside", [], pl.Boolean)
     if cover.height == 0:
         return pl.repeat(False, points.len(), dtype=pl.Boolean, eager=True).alias("inside")
-    t = pl.DataFrame({"t": points}).with_row_index("_i").sort("t")
-    c = cover.sort("s").select(pl.col("s").alias("cs"), pl.col("e").alias("ce"))
-    j = t.with_columns((pl.col("t") + tolerance).alias("tt")).join_asof(
-        c, left_on="tt", right_on="cs", strategy="backward")
-    j = j.with_columns((pl.col("ce").is_not_null() & (pl.col("ce") + tolerance >= pl.col("t"))).alias("inside"))
-    return j.sort("_i")["inside"]
+    c = cover.sort("s")
+    idx = _block_index(c["s"], points + tolerance)
+    ends = c["e"].gather(idx.clip(lower_bound=0))
+    return ((idx >= 0) & (ends + tolerance >= points)).alias("inside")

@@ -75,9 +75,9 @@ def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int)
 def _pageable_copy_corr_ids(gpu: pl.DataFrame) -> list[int]:
     if "src_kind" not in gpu.columns:
         return []
-    pg = gpu.filter((pl.col("kind") == "memcpy") & (
+    pg = gpu.filter(pl.col("kind") == "memcpy").filter(   # the few copy rows first, then the string tests
         pl.col("src_kind").str.to_lowercase().str.contains("pageable").fill_null(False)
-        | pl.col("dst_kind").str.to_lowercase().str.contains("pageable").fill_null(False)))
+        | pl.col("dst_kind").str.to_lowercase().str.contains("pageable").fill_null(False))
     return pg["corr_id"].drop_nulls().unique().to_list()
 
 
