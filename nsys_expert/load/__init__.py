@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -110,14 +111,20 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
     loaded: dict[str, _Entry] = {}
     ignored: list[str] = []
     stems = {os.path.splitext(f)[0] for f in files if f.endswith(".sqlite")}
+    sniffs = {path: csv_reports.sniff(path) for path in files}
+    # the CSV reports are parsed side by side (Polars releases the GIL); they are added in file order
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        parsed = {path: pool.submit(csv_reports.read_report, sn) for path, sn in sniffs.items()
+                  if sn.kind == "csv-report"}
+        parsed = {path: fut.result() for path, fut in parsed.items()}
     for path in files:
         base = os.path.basename(path)
         if path.endswith((".nsys-rep", ".qdrep")) and os.path.splitext(path)[0] in stems:
             prof.warnings.append(f"{base}: its SQLite export is beside it and was read instead (no nsys run needed)")
             continue
-        sn = csv_reports.sniff(path)
+        sn = sniffs[path]
         if sn.kind == "csv-report":
-            item = csv_reports.read_report(sn)
+            item = parsed[path]
             missing = normalize.check_required(item.table, item.frame, path)
             if missing:
                 raise InputError(f"this {item.table} report has no '{missing}' column", path,

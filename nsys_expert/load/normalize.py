@@ -46,6 +46,10 @@ def copy_kind_expr(name_col: str = "name") -> pl.Expr:
     return inner.replace_strict(_COPY_KINDS, default=None, return_dtype=pl.String)
 
 
+# an Enum: every "kind == ..." test over a million operations compares small integers, not strings
+OP_KINDS = pl.Enum(["kernel", "memcpy", "memset", "graph"])
+
+
 def gpu_op_kind_expr(name_col: str = "name") -> pl.Expr:
     n = pl.col(name_col).cast(pl.String)
     return (pl.when(~n.str.starts_with("[")).then(pl.lit("kernel"))
@@ -76,7 +80,7 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         # kernel names are long and few: keep them categorical, classify each distinct one once
         if frame.schema["name"] != pl.Categorical:
             frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
-        kinds = frame.select(pl.col("name").unique()).with_columns(gpu_op_kind_expr().alias("kind"))
+        kinds = frame.select(pl.col("name").unique()).with_columns(gpu_op_kind_expr().cast(OP_KINDS).alias("kind"))
         frame = frame.join(kinds, on="name", how="left", maintain_order="left")
         # derived columns are computed on the few copy rows / distinct devices and scattered back:
         # joining or concatenating a million rows of long kernel names costs more than the trace read
