@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..load import Profile
+from ..load.normalize import copy_kind_expr
 from . import intervals, ncu, registry, timeline, window as window_mod
 from .names import (GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, LIBRARY_DOMAINS, SYNC_APIS, SYNC_MEM_APIS, DATA_RANGE,
                     base_expr, kernel_class_expr, simt_gemm_expr)
@@ -470,17 +471,15 @@ def _summary_facts(fs: FactSet, prof: Profile, win) -> None:
         kt = float(ks["total_ns"].sum()) if ks is not None else None
         mt = float(ms.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
         if kt is not None:
-            from ..load.normalize import copy_kind_expr as _ck
             allm = kt + float(ms["total_ns"].sum())
             put("memcpy_share_of_busy_pct", _pct(mt, allm) or 0.0, "mem_time_sum")
-            ck = ms.with_columns(_ck().alias("ck"))
+            ck = ms.with_columns(copy_kind_expr().alias("ck"))
             put("memcpy_host_share_of_busy_pct",
                 _pct(float(ck.filter(pl.col("ck").is_in(["HtoD", "DtoH", "HtoH"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
             put("memcpy_dtod_share_of_busy_pct",
                 _pct(float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
         sz = prof.tables.get("mem_size_sum")
         for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
-            from ..load.normalize import copy_kind_expr
             t = ms.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
             tns = float(t["total_ns"].sum())
             if sz is not None:
