@@ -9,6 +9,7 @@ otherwise (then the window *is* the whole profile). Whole-profile numbers are al
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from ..load import Profile
 from ..load.normalize import copy_kind_expr
 from . import intervals, ncu, registry, timeline, window as window_mod
 from .names import (GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, LIBRARY_DOMAINS, SYNC_APIS, SYNC_MEM_APIS, DATA_RANGE,
-                    base_expr, kernel_class_expr, simt_gemm_expr)
+                    api_base, base_expr, kernel_class_expr, simt_gemm_expr)
 
 SMALL_KERNEL_NS = 10_000
 KERNEL_FACT_LIMIT = 50
@@ -79,6 +80,10 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
     fs = FactSet()
     gpu = prof.tables.get("gpu_trace")
     api = prof.tables.get("api_trace")
+    launched = timeline.with_launch_times(gpu, api)   # one correlation join serves every step below
+    if launched is not gpu:
+        prof = dataclasses.replace(prof, tables={**prof.tables, "gpu_trace": launched})
+        gpu = launched
     nvtx = prof.tables.get("nvtx_trace")
     src = prof.source_name
     win = window_mod.choose(gpu if gpu is not None and gpu.height else None, api, nvtx,
@@ -130,7 +135,7 @@ def _graph_check(fs: FactSet, prof: Profile, win) -> bool:
         in_win = api
         if win.start_ns is not None and win.source != "whole":
             in_win = api.filter((pl.col("start_ns") >= win.start_ns) & (pl.col("start_ns") < win.end_ns))
-        gl = in_win.filter(base_expr("name").is_in(sorted(GRAPH_LAUNCH_APIS)))
+        gl = in_win.filter(api_base(api).is_in(sorted(GRAPH_LAUNCH_APIS)))
         fs.put("graph_launch_count", gl.height, prof.source_name("api_trace"))
         if gl.height == 0:
             return False
@@ -189,7 +194,7 @@ def _busy_facts(fs: FactSet, prof: Profile, win) -> None:
     else:  # only kernel work (kernels, graph executions) in the window: its union is the busy union
         kern = busy
     copy = timeline.busy_by_device(in_win, s, e, ("memcpy",))
-    empty = intervals.merge(ops.head(0), keep_first=["corr_id"])
+    empty = intervals.merge(ops.head(0), keep_first=timeline.carried(ops))
     for d in ops["device_id"].unique().to_list():  # a device with no work in the window is idle, not absent
         busy.setdefault(int(d), empty)
     devs = sorted(busy)
@@ -214,17 +219,22 @@ def _gap_facts(fs: FactSet, prof: Profile, win) -> None:
     host = timeline.api_class_frames(api, gpu, s, e) if api is not None and api.height else None
     data = timeline.data_ranges(nvtx, s, e)
     for d in devs:
-        g = intervals.gaps(busy[d], s, e, carry=["corr_id"])
+        g = intervals.gaps(busy[d], s, e, carry=timeline.carried(busy[d]))
         if host is not None:
             g = timeline.attribute_gaps(g, api, host, data)
         per_dev_gaps.append(g.with_columns(pl.lit(d).alias("device_id"), (pl.col("e") - pl.col("s")).alias("len")))
     gaps = pl.concat(per_dev_gaps, how="diagonal") if per_dev_gaps else None
     n = max(1, len(devs))
     if gaps is not None and gaps.height:
-        fs.put("gpu_idle_gap_count", int((gaps["len"] >= timeline.GAP_COUNT_MIN_NS).sum()), src)
-        fs.put("gpu_longest_gap_ms", float(gaps["len"].max()) / 1e6, src)
-        fs.put("gpu_idle_short_gaps_pct", _pct(float(gaps.filter(pl.col("len") < timeline.SHORT_GAP_NS)["len"].sum()) / n, wlen), src)
-        fs.put("gpu_idle_long_gaps_pct", _pct(float(gaps.filter(pl.col("len") >= timeline.LONG_GAP_NS)["len"].sum()) / n, wlen), src)
+        ln = pl.col("len")
+        count, longest, short, long_ = gaps.select(
+            (ln >= timeline.GAP_COUNT_MIN_NS).sum().alias("n"), ln.max().alias("max"),
+            ln.filter(ln < timeline.SHORT_GAP_NS).sum().alias("short"),
+            ln.filter(ln >= timeline.LONG_GAP_NS).sum().alias("long")).row(0)
+        fs.put("gpu_idle_gap_count", int(count), src)
+        fs.put("gpu_longest_gap_ms", float(longest) / 1e6, src)
+        fs.put("gpu_idle_short_gaps_pct", _pct(float(short or 0) / n, wlen), src)
+        fs.put("gpu_idle_long_gaps_pct", _pct(float(long_ or 0) / n, wlen), src)
     else:
         for k in ("gpu_idle_gap_count", "gpu_longest_gap_ms", "gpu_idle_short_gaps_pct", "gpu_idle_long_gaps_pct"):
             fs.put(k, 0, src)
@@ -394,7 +404,7 @@ def _api_facts_trace(fs: FactSet, prof: Profile, win, timeline_ok: bool) -> None
     src = prof.source_name("api_trace")
     s, e, wlen = win.start_ns, win.end_ns, win.length_ns
     a = api.filter((pl.col("end_ns") > s) & (pl.col("start_ns") < e))
-    base = base_expr("name")
+    base = api_base(api)
 
     def union(expr):
         sel = a.filter(expr).select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
@@ -521,13 +531,11 @@ def _iteration_ends(prof: Profile, win) -> list[int]:
     starts = it["s"].to_list()
     host_end = it["e"].to_list()
     gpu = prof.tables.get("gpu_trace")
-    api = prof.tables.get("api_trace")
     gend = [None] * len(starts)
     if gpu is not None and gpu.height:
         marks = pl.Series("t", starts, dtype=pl.Int64)   # iteration starts, sorted
-        if api is not None and api.height and gpu["corr_id"].null_count() < gpu.height:
-            ops = gpu.select("corr_id", "end_ns").join(api.select("corr_id", pl.col("start_ns").alias("t")).drop_nulls()
-                                                       .unique("corr_id"), on="corr_id", how="inner")
+        if "launch_s" in gpu.columns:   # timeline.with_launch_times: when the host launched each one
+            ops = gpu.select("end_ns", pl.col("launch_s").alias("t")).drop_nulls("t")
         else:
             ops = gpu.select("end_ns", pl.col("start_ns").alias("t"))
         # the iteration each operation was launched in: the last start at or before its launch time

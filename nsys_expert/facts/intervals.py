@@ -42,8 +42,11 @@ def merge(df: pl.DataFrame, by: str | None = None, keep_first: list[str] | None 
 
 def clip(df: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
     """Keep the parts of intervals inside [start, end)."""
-    return (df.filter((pl.col("e") > start) & (pl.col("s") < end))
-              .with_columns(pl.col("s").clip(lower_bound=start), pl.col("e").clip(upper_bound=end)))
+    out = (df.filter((pl.col("e") > start) & (pl.col("s") < end))
+             .with_columns(pl.col("s").clip(lower_bound=start), pl.col("e").clip(upper_bound=end)))
+    if df.height and df["s"].flags["SORTED_ASC"]:   # clipping keeps the order: say so, later steps skip a sort
+        out = out.with_columns(pl.col("s").set_sorted())
+    return out
 
 
 def total(df: pl.DataFrame) -> int:
@@ -62,11 +65,11 @@ def gaps(busy: pl.DataFrame, start: int, end: int, carry: list[str] | None = Non
     if busy.height == 0:
         return pl.DataFrame({"s": [start], "e": [end], **{c: [None] for c in carry}},
                             schema={"s": pl.Int64, "e": pl.Int64, **{c: busy.schema.get(c, pl.Int64) for c in carry}})
-    b = busy.sort("s")
+    b = busy if busy["s"].is_sorted() else busy.sort("s")
     g = b.select(pl.col("e").shift(1).fill_null(start).alias("s"), pl.col("s").alias("e"), *carry)
     tail = pl.DataFrame({"s": [int(b["e"].max())], "e": [end], **{c: [None] for c in carry}},
                         schema=g.schema)
-    out = pl.concat([g, tail]).filter(pl.col("e") > pl.col("s"))
+    out = pl.concat([g, tail], rechunk=False).filter(pl.col("e") > pl.col("s"))
     return out
 
 
@@ -76,24 +79,39 @@ def _block_index(starts: pl.Series, t: pl.Series) -> pl.Series:
     return starts.search_sorted(t, side="right").cast(pl.Int64) - 1
 
 
+def _last_starting(c: pl.DataFrame, t: pl.Series) -> pl.DataFrame:
+    """For each time t, the row of ``c`` (sorted by ``_t``) whose ``_t`` is the last at or before t
+    (nulls where none is). Sorted times take one linear as-of merge; others a binary search each."""
+    if t.is_sorted():
+        return pl.DataFrame({"_t": t}).with_columns(pl.col("_t").set_sorted()) \
+                 .join_asof(c, on="_t", strategy="backward").drop("_t")
+    idx = _block_index(c["_t"], t)
+    picked = c.drop("_t")[idx.clip(lower_bound=0)]
+    return picked.select(pl.when(idx >= 0).then(pl.col(k)).alias(k) for k in picked.columns)
+
+
+def _prepared(cover: pl.DataFrame, **cols: pl.Expr) -> pl.DataFrame:
+    c = cover if cover["s"].is_sorted() else cover.sort("s")
+    return c.select(pl.col("s").alias("_t"), **cols).with_columns(pl.col("_t").set_sorted())
+
+
 def coverage(targets: pl.DataFrame, cover: pl.DataFrame) -> pl.Series:
     """For each target interval, the ns of it covered by the (merged, disjoint) ``cover`` set."""
     if targets.height == 0:
         return pl.Series("covered", [], pl.Int64)
     if cover.height == 0:
         return pl.repeat(0, targets.height, dtype=pl.Int64, eager=True).alias("covered")
-    c = cover.sort("s")
-    cs, ce = c["s"], c["e"]
-    before = ((ce - cs).cum_sum() - (ce - cs)).alias("before")   # covered time before each interval
+    length = pl.col("e") - pl.col("s")
+    c = _prepared(cover, _s=pl.col("s"), _e=pl.col("e"), _b=length.cum_sum() - length)  # _b: covered before it
 
     def covered_before(t: pl.Series) -> pl.Series:
-        idx = _block_index(cs, t)
-        gi = idx.clip(lower_bound=0)
-        df = pl.DataFrame({"t": t, "ok": idx >= 0, "s": cs.gather(gi), "e": ce.gather(gi), "b": before.gather(gi)})
-        return df.select(pl.when(pl.col("ok")).then(pl.col("b") + pl.min_horizontal("t", "e") - pl.col("s"))
-                         .otherwise(0)).to_series()
+        m = _last_starting(c, t)
+        return m.select((pl.col("_b") + pl.min_horizontal(t, pl.col("_e")) - pl.col("_s")).fill_null(0)).to_series()
 
     return (covered_before(targets["e"]) - covered_before(targets["s"])).alias("covered")
+
+
+SMALL_COVER = 8
 
 
 def containing(points: pl.Series, cover: pl.DataFrame, tolerance: int = 0) -> pl.Series:
@@ -102,7 +120,10 @@ def containing(points: pl.Series, cover: pl.DataFrame, tolerance: int = 0) -> pl
         return pl.Series("inside", [], pl.Boolean)
     if cover.height == 0:
         return pl.repeat(False, points.len(), dtype=pl.Boolean, eager=True).alias("inside")
-    c = cover.sort("s")
-    idx = _block_index(c["s"], points + tolerance)
-    ends = c["e"].gather(idx.clip(lower_bound=0))
-    return ((idx >= 0) & (ends + tolerance >= points)).alias("inside")
+    if cover.height <= SMALL_COVER:   # a few intervals (one long sync call): a range test each
+        p = pl.DataFrame({"p": points})
+        tests = [pl.col("p").is_between(s - tolerance, e + tolerance) for s, e in cover.select("s", "e").iter_rows()]
+        return p.select(pl.any_horizontal(tests).alias("inside")).to_series()
+    c = _prepared(cover, _e=pl.col("e"))
+    ends = _last_starting(c, points + tolerance)["_e"]
+    return (ends + tolerance >= points).fill_null(False).alias("inside")

@@ -44,6 +44,12 @@ def base_expr(col: str = "name") -> pl.Expr:
     return pl.col(col).str.replace(r"_v\d+$", "")
 
 
+def api_base(api: pl.DataFrame) -> pl.Expr:
+    """The API name without its ``_vNNNN`` suffix: the trace's ``base_name`` column (computed once when
+    loading) where it has one."""
+    return pl.col("base_name") if "base_name" in api.columns else base_expr("name")
+
+
 def is_in(col: str, names: set[str]) -> pl.Expr:
     return base_expr(col).is_in(sorted(names))
 

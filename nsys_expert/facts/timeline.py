@@ -19,9 +19,10 @@ from __future__ import annotations
 import polars as pl
 
 from . import intervals
-from .names import ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
+from .names import ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
 CAUSES = ("data", "other", "memcpy", "sync", "launch", "host")
+CAUSE = pl.Enum(CAUSES)   # a million gaps carry a small integer each, not a string
 LAUNCH_GAP_NS = 100_000
 SHORT_GAP_NS = 100_000
 LONG_GAP_NS = 1_000_000
@@ -33,9 +34,27 @@ GAP_COUNT_MIN_NS = 10_000
 KERNEL_WORK = ("kernel", "graph")
 
 
+def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None) -> pl.DataFrame | None:
+    """The GPU trace plus ``launch_s`` / ``launch_e``: start and end of the API call that submitted each
+    operation (joined once on the correlation id; the window, the iteration ends and the gap causes
+    all read it). Unchanged when there is no API trace or the GPU trace has no correlation ids."""
+    if (gpu is None or api is None or gpu.height == 0 or api.height == 0 or "launch_e" in gpu.columns
+            or gpu["corr_id"].null_count() == gpu.height):
+        return gpu
+    calls = (api.select("corr_id", pl.col("start_ns").alias("launch_s"), pl.col("end_ns").alias("launch_e"))
+                .drop_nulls("corr_id").unique("corr_id", keep="first"))
+    return gpu.join(calls, on="corr_id", how="left", maintain_order="left")
+
+
 def ops_intervals(gpu: pl.DataFrame) -> pl.DataFrame:
+    extra = ["launch_e"] if "launch_e" in gpu.columns else []
     return gpu.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), "device_id", "corr_id",
-                      "kind", "copy_kind")
+                      "kind", "copy_kind", *extra)
+
+
+def carried(ops: pl.DataFrame) -> list[str]:
+    """Columns a busy block keeps from the operation that starts it (which operation ended the gap)."""
+    return ["corr_id"] + (["launch_e"] if "launch_e" in ops.columns else [])
 
 
 def busy_by_device(ops: pl.DataFrame, start: int, end: int, kinds: tuple[str, ...] | None = None) -> dict[int, pl.DataFrame]:
@@ -44,12 +63,12 @@ def busy_by_device(ops: pl.DataFrame, start: int, end: int, kinds: tuple[str, ..
     if kinds is not None:
         ops = ops.filter(pl.col("kind").is_in(list(kinds)))
     out = {}
-    devs = ops["device_id"].unique()
-    if devs.len() == 1:  # one GPU: no need to split a million rows by device
-        out[int(devs[0])] = intervals.clip(intervals.merge(ops, keep_first=["corr_id"]), start, end)
+    lo, hi = ops.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
+    if lo is not None and lo == hi:  # one GPU: no need to split a million rows by device
+        out[int(lo)] = intervals.clip(intervals.merge(ops, keep_first=carried(ops)), start, end)
         return out
     for (dev,), part in ops.partition_by("device_id", as_dict=True, maintain_order=True).items():
-        m = intervals.merge(part, keep_first=["corr_id"])
+        m = intervals.merge(part, keep_first=carried(ops))
         out[int(dev)] = intervals.clip(m, start, end)
     return out
 
@@ -57,7 +76,7 @@ def busy_by_device(ops: pl.DataFrame, start: int, end: int, kinds: tuple[str, ..
 def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int) -> dict[str, pl.DataFrame]:
     """Merged host intervals per API class inside the window (all threads together)."""
     a = api.filter((pl.col("end_ns") > start) & (pl.col("start_ns") < end))
-    base = base_expr("name")
+    base = api_base(api)
     pageable_corr = _pageable_copy_corr_ids(gpu)
     is_pageable_async = base.is_in(sorted(ASYNC_MEM_APIS)) & pl.col("corr_id").is_in(pageable_corr)
     classes = {
@@ -93,23 +112,29 @@ def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.Dat
                    data: pl.DataFrame | None, launch_gap_ns: int = LAUNCH_GAP_NS) -> pl.DataFrame:
     """Add a ``cause`` column to the gaps (see the module docstring for the order of the checks)."""
     if gaps.height == 0:
-        return gaps.with_columns(pl.lit(None, pl.String).alias("cause"))
+        return gaps.with_columns(pl.lit(None, CAUSE).alias("cause"))
     g = gaps.with_columns((pl.col("e") - pl.col("s")).alias("len"))
-    launch = api.select(pl.col("corr_id"), pl.col("end_ns").alias("submit_ns")).drop_nulls("corr_id") \
-                .unique("corr_id", keep="first")
-    g = g.join(launch, on="corr_id", how="left") if "corr_id" in g.columns else g.with_columns(
-        pl.lit(None, pl.Int64).alias("submit_ns"))
+    if "launch_e" in g.columns:   # carried from the busy blocks (with_launch_times): no join needed
+        g = g.rename({"launch_e": "submit_ns"})
+    elif "corr_id" in g.columns:
+        launch = api.select(pl.col("corr_id"), pl.col("end_ns").alias("submit_ns")).drop_nulls("corr_id") \
+                    .unique("corr_id", keep="first")
+        g = g.join(launch, on="corr_id", how="left", maintain_order="left")
+    else:
+        g = g.with_columns(pl.lit(None, pl.Int64).alias("submit_ns"))
     g = g.with_columns(
         intervals.coverage(g, host["memcpy"]).alias("cov_memcpy"),
         intervals.coverage(g, data).alias("cov_data") if data is not None else pl.lit(0).alias("cov_data"),
         intervals.containing(g["s"], host["sync"], SYNC_TOLERANCE_NS).alias("drained_sync"),
         intervals.containing(g["s"], host["memcpy"], SYNC_TOLERANCE_NS).alias("drained_copy"),
     )
-    cause = (pl.when(pl.col("cov_data") * 2 >= pl.col("len")).then(pl.lit("data"))
-             .when(pl.col("submit_ns").is_not_null() & (pl.col("submit_ns") <= pl.col("s"))).then(pl.lit("other"))
-             .when(pl.col("cov_memcpy") * 2 >= pl.col("len")).then(pl.lit("memcpy"))
-             .when(pl.col("drained_sync")).then(pl.lit("sync"))
-             .when(pl.col("drained_copy")).then(pl.lit("memcpy"))
-             .when(pl.col("len") < launch_gap_ns).then(pl.lit("launch"))
-             .otherwise(pl.lit("host")))
+    def c(name):
+        return pl.lit(name, dtype=CAUSE)
+    cause = (pl.when(pl.col("cov_data") * 2 >= pl.col("len")).then(c("data"))
+             .when(pl.col("submit_ns").is_not_null() & (pl.col("submit_ns") <= pl.col("s"))).then(c("other"))
+             .when(pl.col("cov_memcpy") * 2 >= pl.col("len")).then(c("memcpy"))
+             .when(pl.col("drained_sync")).then(c("sync"))
+             .when(pl.col("drained_copy")).then(c("memcpy"))
+             .when(pl.col("len") < launch_gap_ns).then(c("launch"))
+             .otherwise(c("host")))
     return g.with_columns(cause.alias("cause"))

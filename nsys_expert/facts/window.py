@@ -91,6 +91,10 @@ def gpu_end_of_work(gpu: pl.DataFrame, api: pl.DataFrame | None, host_s: int, ho
     trace is there, otherwise the GPU work queued back to back after host_e)."""
     if gpu is None or gpu.height == 0:
         return None
+    if "launch_s" in gpu.columns:   # the launch time of each operation (timeline.with_launch_times)
+        end = gpu.select(pl.col("end_ns").filter((pl.col("start_ns") >= host_s) & (pl.col("launch_s") >= host_s)
+                                                 & (pl.col("launch_s") <= host_e)).max()).item()
+        return int(end) if end is not None else None
     if api is not None and api.height and "corr_id" in api.columns and gpu["corr_id"].null_count() < gpu.height:
         launched = api.filter((pl.col("start_ns") >= host_s) & (pl.col("start_ns") <= host_e)).select("corr_id")
         ops = gpu.filter(pl.col("start_ns") >= host_s).select("corr_id", "end_ns").join(launched, on="corr_id", how="semi")
