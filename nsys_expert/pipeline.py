@@ -46,7 +46,7 @@ def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options
     fs = facts.compute(prof, opts)
     tables = set(prof.tables)
     prof.tables = {}                                   # the frames stay in the worker
-    fs.tables = {k: v for k, v in fs.tables.items() if k not in ("_busy", "_busy_span")}
+    fs.tables = {k: v for k, v in fs.tables.items() if not k.startswith("_busy")}
     if fs.window is not None:
         fs.window.iterations = None
     return RankResult(label, prof, fs, tables)

@@ -206,6 +206,8 @@ def _busy_facts(fs: FactSet, prof: Profile, win) -> None:
     fs.put("kernel_active_pct", _pct(mean([intervals.total(kern.get(d, intervals.merge(ops.head(0)))) for d in devs]), wlen), src)
     fs.put("memcpy_active_pct", _pct(mean([intervals.total(copy[d]) if d in copy else 0 for d in devs]), wlen), src)
     fs.tables["_busy"] = busy  # used by later steps in this module, never reported
+    if len(busy) == 1:         # the one GPU's busy set, ready for the coverage of sync calls and iterations
+        fs.tables["_busy_cover"] = intervals.prepare(busy[devs[0]])
 
 
 def _gap_facts(fs: FactSet, prof: Profile, win) -> None:
@@ -428,7 +430,7 @@ def _api_facts_trace(fs: FactSet, prof: Profile, win, timeline_ok: bool) -> None
     if timeline_ok and "_busy" in fs.tables and sync.height:
         busy = fs.tables["_busy"]
         b = busy[min(busy)] if len(busy) == 1 else intervals.merge(pl.concat(list(busy.values())).select("s", "e"))
-        covered = int(intervals.coverage(sync, b).sum())
+        covered = int(intervals.coverage(sync, b, fs.tables.get("_busy_cover") if len(busy) == 1 else None).sum())
         fs.put("sync_gpu_busy_pct", _pct(covered, intervals.total(sync)), _srcs(src, prof.source_name("gpu_trace")))
     # API time table for the report (window)
     t = (a.filter(pl.col("start_ns") >= s).with_columns(base.alias("api"))
@@ -580,7 +582,7 @@ def _iteration_facts(fs: FactSet, prof: Profile, win, timeline_ok: bool, graph_h
     busy = fs.tables.get("_busy")
     b = busy[min(busy)] if busy and len(busy) == 1 else None
     iv = pl.DataFrame({"s": begin, "e": ends}, schema={"s": pl.Int64, "e": pl.Int64})
-    cov = intervals.coverage(iv, b).to_list() if b is not None else [None] * len(starts)
+    cov = intervals.coverage(iv, b, fs.tables.get("_busy_cover")).to_list() if b is not None else [None] * len(starts)
     fs.tables["iterations"] = [
         {"index": i + 1, "ms": dur[i] / 1e6, "gpu_busy_pct": _pct(cov[i], dur[i]) if cov[i] is not None else None,
          "warmup": i < win.skipped} for i in range(len(starts))]

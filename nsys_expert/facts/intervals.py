@@ -95,14 +95,21 @@ def _prepared(cover: pl.DataFrame, **cols: pl.Expr) -> pl.DataFrame:
     return c.select(pl.col("s").alias("_t"), **cols).with_columns(pl.col("_t").set_sorted())
 
 
-def coverage(targets: pl.DataFrame, cover: pl.DataFrame) -> pl.Series:
-    """For each target interval, the ns of it covered by the (merged, disjoint) ``cover`` set."""
+def prepare(cover: pl.DataFrame) -> pl.DataFrame:
+    """A merged, disjoint cover set made ready for :func:`coverage` (one pass; reuse it for several calls
+    against a big set, such as a million busy intervals)."""
+    length = pl.col("e") - pl.col("s")
+    return _prepared(cover, _s=pl.col("s"), _e=pl.col("e"), _b=length.cum_sum() - length)  # _b: covered before it
+
+
+def coverage(targets: pl.DataFrame, cover: pl.DataFrame, prepared: pl.DataFrame | None = None) -> pl.Series:
+    """For each target interval, the ns of it covered by the (merged, disjoint) ``cover`` set
+    (``prepared``: the same set already passed through :func:`prepare`)."""
     if targets.height == 0:
         return pl.Series("covered", [], pl.Int64)
     if cover.height == 0:
         return pl.repeat(0, targets.height, dtype=pl.Int64, eager=True).alias("covered")
-    length = pl.col("e") - pl.col("s")
-    c = _prepared(cover, _s=pl.col("s"), _e=pl.col("e"), _b=length.cum_sum() - length)  # _b: covered before it
+    c = prepared if prepared is not None else prepare(cover)
 
     def covered_before(t: pl.Series) -> pl.Series:
         m = _last_starting(c, t)

@@ -283,8 +283,13 @@ def _meta(prof: Profile) -> dict:
     meta: dict = {}
     g = prof.tables.get("gpu_trace")
     if g is not None and g.height and "device_name" in g.columns:
-        devs = g.select("device_id", "device_name").unique().sort("device_id")
-        meta["gpus"] = [{"id": int(r[0]), "name": r[1] or "unknown"} for r in devs.iter_rows()]
+        lo, hi = g.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
+        if lo == hi:   # one GPU (the usual case): no hashing of a million rows
+            name = g["device_name"].drop_nulls().head(1).to_list()
+            meta["gpus"] = [{"id": int(lo), "name": (name[0] if name else None) or "unknown"}]
+        else:
+            devs = g.select("device_id", "device_name").unique().sort("device_id")
+            meta["gpus"] = [{"id": int(r[0]), "name": r[1] or "unknown"} for r in devs.iter_rows()]
     eras = sorted({i["version"] for i in prof.inputs})
     meta["report_eras"] = eras
     return meta

@@ -133,8 +133,10 @@ def read_report(sn: Sniff) -> Loaded:
         keep = schema.KEEP.get(spec.table)
         plan_fast = [p for p in plan if keep is None or p[1] in keep]
         dtypes = {cell: _dtype(name, cls, factor) for cell, name, cls, factor in plan_fast}
-        if spec.table == "gpu_trace" and "name" in [p[1] for p in plan_fast]:
-            dtypes[next(p[0] for p in plan_fast if p[1] == "name")] = pl.Categorical
+        if spec.table == "gpu_trace":   # long, repeated texts: a dictionary code per row, not a string
+            for cell, name, _, _ in plan_fast:
+                if name in ("name", "device"):
+                    dtypes[cell] = pl.Categorical
         try:
             wanted = [p[0] for p in plan_fast]
             exprs = [_scale(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast]

@@ -93,12 +93,16 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
             if "device_name" not in frame.columns:
                 frame = frame.with_columns(pl.lit(None, pl.String).alias("device_name"))
         elif "device" in frame.columns:
-            devs = frame["device"].unique().drop_nulls().to_list()
+            devs = frame["device"].unique().drop_nulls().to_list()   # "NVIDIA H200 (0)": a few distinct ones
             ids = {d: int(m.group(1)) if (m := re.search(r"\((\d+)\)\s*$", d)) else 0 for d in devs}
             names = {d: re.sub(r"\s*\(\d+\)\s*$", "", d) for d in devs}
-            frame = frame.with_columns(
-                pl.col("device").replace_strict(ids, default=0, return_dtype=pl.Int64).alias("device_id"),
-                pl.col("device").replace_strict(names, default=None, return_dtype=pl.String).alias("device_name"))
+            if len(devs) == 1 and not frame["device"].null_count():   # one GPU: two constants
+                frame = frame.with_columns(pl.lit(ids[devs[0]], pl.Int64).alias("device_id"),
+                                           pl.lit(names[devs[0]], pl.String).alias("device_name"))
+            else:
+                frame = frame.with_columns(
+                    pl.col("device").replace_strict(ids, default=0, return_dtype=pl.Int64).alias("device_id"),
+                    pl.col("device").replace_strict(names, default=None, return_dtype=pl.String).alias("device_name"))
         else:
             frame = frame.with_columns(pl.lit(0, pl.Int64).alias("device_id"), pl.lit(None, pl.String).alias("device_name"))
         if not frame["start_ns"].is_sorted():
