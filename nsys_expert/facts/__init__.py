@@ -271,6 +271,11 @@ def _span_timeline(fs: FactSet, prof: Profile, win) -> None:
 
 
 def _in_window(df: pl.DataFrame, win) -> pl.DataFrame:
+    """Rows starting inside the window (the GPU trace is sorted by start: a slice, no copy)."""
+    st = df["start_ns"]
+    if st.is_sorted():
+        i0 = int(st.search_sorted(win.start_ns, side="left"))
+        return df.slice(i0, int(st.search_sorted(win.end_ns, side="left")) - i0)
     return df.filter((pl.col("start_ns") >= win.start_ns) & (pl.col("start_ns") < win.end_ns))
 
 

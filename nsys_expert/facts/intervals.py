@@ -42,6 +42,15 @@ def merge(df: pl.DataFrame, by: str | None = None, keep_first: list[str] | None 
 
 def clip(df: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
     """Keep the parts of intervals inside [start, end)."""
+    if df.height and df["s"].flags["SORTED_ASC"] and df["e"].is_sorted():
+        # a merged set (starts and ends both sorted): the intervals inside are one slice, found by two
+        # binary searches; only its first and last interval can stick out
+        i0 = int(df["e"].search_sorted(start, side="right"))
+        i1 = int(df["s"].search_sorted(end, side="left"))
+        out = df.slice(i0, max(0, i1 - i0))
+        if out.height and (out["s"][0] < start or out["e"][-1] > end):
+            out = out.with_columns(pl.col("s").clip(lower_bound=start), pl.col("e").clip(upper_bound=end))
+        return out.with_columns(pl.col("s").set_sorted())
     out = (df.filter((pl.col("e") > start) & (pl.col("s") < end))
              .with_columns(pl.col("s").clip(lower_bound=start), pl.col("e").clip(upper_bound=end)))
     if df.height and df["s"].flags["SORTED_ASC"]:   # clipping keeps the order: say so, later steps skip a sort
