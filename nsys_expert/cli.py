@@ -5,6 +5,7 @@ Exit codes: 0 ran (findings or not), 1 findings at or above ``--fail-on``, 2 bad
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 
@@ -38,7 +39,31 @@ def _parse_window(ctx, param, value):
     return (s, e)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The subcommands that live in their own modules are imported on first need (``--help``, or a
+    name that is not here): ``diagnose`` starts without them."""
+    _ext_loaded = False
+
+    def _load_ext(self) -> None:
+        if not self._ext_loaded:
+            self._ext_loaded = True
+            from . import cli_ext
+
+            cli_ext.register(self)
+
+    def get_command(self, ctx, cmd_name):
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and not self._ext_loaded:
+            self._load_ext()
+            cmd = super().get_command(ctx, cmd_name)
+        return cmd
+
+    def list_commands(self, ctx):
+        self._load_ext()
+        return super().list_commands(ctx)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nsys-expert")
 def main():
     """Diagnose GPU performance from Nsight Systems / Nsight Compute output."""
@@ -46,6 +71,18 @@ def main():
 
     if hasattr(signal, "SIGPIPE"):  # `nsys-expert rules | head` ends quietly, like any Unix tool
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def _no_progress(paths, lang):
+    yield lambda *a, **k: None
 
 
 @main.command()
@@ -68,22 +105,29 @@ def main():
 def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, fail_on,
              show_facts, config_path):
     """Diagnose a profile: a folder of nsys stats CSVs (or the files themselves)."""
-    from . import config, pipeline, report
+    from . import config, pipeline
 
     cfg = config.load(config_path)
     req = config.merge(cfg, pipeline.Request(list(paths), list(packs), list(select), list(ignore),
                                              list(overrides), window, skip_iterations, lang))
     fail_on = fail_on or cfg.get("fail-on")
     lang = req.lang
-    from .report import terminal
+    if fmt == "html" or _isatty(sys.stderr):
+        from .report import terminal
 
-    with terminal.progress(paths, lang) as step:   # a spinner on stderr, only at a terminal
+        progress = terminal.progress
+    else:   # piped, no spinner: the report modules load while the input is read (pipeline.run)
+        progress = _no_progress
+    with progress(paths, lang) as step:   # a spinner on stderr, only at a terminal
         if fmt == "html":
             from .report import html
 
             doc, series, zoom = html.diagnose(req, step)
         else:
             doc = pipeline.diagnose(req)
+    from . import report
+    from .report import terminal
+
     if fmt == "html":
         text = html.render_html(doc, series, req.lang or "en", zoom)
     else:
@@ -100,10 +144,6 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     if fail_on and any(SEVERITIES.index(f["severity"]) >= SEVERITIES.index(fail_on) for f in doc["findings"]):
         sys.exit(1)
 
-
-from . import cli_ext  # noqa: E402
-
-cli_ext.register(main)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -12,10 +12,16 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from . import facts, load
-from .facts import ranks as rank_facts
+from . import load
 from .load import ranks as rank_inputs
+
+if TYPE_CHECKING:
+    from . import facts
+
+# ``facts``, ``engine`` and ``report`` are imported inside ``run``, once the input is being read: a big
+# trace parses off the GIL while Python imports them (and the rule packs load)
 
 
 @dataclass
@@ -42,6 +48,8 @@ class RankResult:
 
 def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options) -> RankResult:
     """Load one rank's inputs and compute its facts (the unit a process pool or Dask runs)."""
+    from . import facts
+
     prof = load.load_files(files, pid=pid)
     fs = facts.compute(prof, opts)
     tables = set(prof.tables)
@@ -65,15 +73,15 @@ def diagnose(req: Request) -> dict:
 
 def run(req: Request) -> Result:
     req.lang = req.lang or "en"
-    opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations)
     per_path, skipped = load.list_inputs(req.paths)
     ranks, notes = rank_inputs.discover(per_path)
     # one run: start reading it (Polars, off the GIL) while the rule packs load and validate
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(load.load_files, ranks[0].files, skipped, req.paths) if len(ranks) == 1 else None
         try:
-            from . import engine, report  # imported while the input is read (durable, Jinja2, JSON Schema)
+            from . import engine, facts, report  # imported while the input is read (durable, Jinja2, JSON Schema)
 
+            opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations)
             packs = engine.load_packs(req.packs)   # a rule error is reported before any input error
             rules = engine.select_rules(packs, req.select, req.ignore)
             overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])
@@ -108,7 +116,8 @@ def _run_units(ranks, opts, jobs):
 
 
 def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
-    from . import engine, report
+    from . import engine, facts, report
+    from .facts import ranks as rank_facts
 
     results = _run_units(ranks, opts, req.jobs)
     labels = [r.label for r in results]
