@@ -1,13 +1,14 @@
 """Speed of `nsys-expert diagnose` on a large real trace, against Polars reading the same CSV.
 
-    python benchmarks/bench_diagnose.py [--factor 25] [--repeat 3]
+    python benchmarks/bench_diagnose.py [--factor 25] [--repeat 7]
 
 Builds a big case by tiling a real trace (the logic of ../shared/tools/check/make_big.py: the
 cuda_gpu_trace of fixtures/launch_bound tiled FACTOR times, shifted in time; factor 25 gives one
-million GPU operations), then prints, best of --repeat runs:
+million GPU operations), then prints:
   - polars: a fresh `python -c "polars.read_csv(trace)"` process (the reference),
   - diagnose: a fresh `nsys-expert diagnose BIG --format json -o FILE` process,
-  - the ratio diagnose / polars,
+    the two run alternately, best and median of --repeat runs each,
+  - the ratio diagnose / polars (of the bests, of the medians, and the range run by run),
   - in-process stage times (load, facts, engine, report) and the rule engine alone on the built-in pack.
 Numbers are printed, never asserted: speed is not a unit test.
 """
@@ -48,20 +49,33 @@ def tile(case_dir: str, factor: int, out: str) -> tuple[str, int]:
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def best(cmd: list[str], repeat: int) -> float:
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=ENV)   # warm-up: bytecode, page cache
-    times = []
+def timed(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=ENV)
+    return time.perf_counter() - t
+
+
+def interleaved(a: list[str], b: list[str], repeat: int) -> tuple[list[float], list[float]]:
+    """Run a and b alternately (after one warm-up each: bytecode, page cache), so that a busy spell
+    of a shared machine slows both sides, not one."""
+    timed(a)
+    timed(b)
+    ta, tb = [], []
     for _ in range(repeat):
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=ENV)
-        times.append(time.perf_counter() - t)
-    return min(times)
+        ta.append(timed(a))
+        tb.append(timed(b))
+    return ta, tb
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    return (s[(len(s) - 1) // 2] + s[len(s) // 2]) / 2
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--factor", type=int, default=25)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--case", default=os.path.join(ROOT, "fixtures", "launch_bound", "input"))
     a = ap.parse_args()
     nsx = shutil.which("nsys-expert") or os.path.join(os.path.dirname(sys.executable), "nsys-expert")
@@ -70,11 +84,15 @@ def main() -> None:
         trace, rows = tile(a.case, a.factor, big)
         mb = os.path.getsize(trace) / 1e6
         print(f"trace: {rows:,} rows, {mb:.0f} MB ({a.factor} x {os.path.basename(a.case.rstrip('/'))})")
-        ref = best([sys.executable, "-c", f"import polars; polars.read_csv({trace!r})"], a.repeat)
-        diag = best([nsx, "diagnose", big, "--format", "json", "-o", os.path.join(tmp, "r.json")], a.repeat)
-        print(f"polars read_csv process : {ref:6.2f} s")
-        print(f"nsys-expert diagnose    : {diag:6.2f} s")
-        print(f"ratio diagnose / polars : {diag / ref:6.2f}x")
+        refs, diags = interleaved([sys.executable, "-c", f"import polars; polars.read_csv({trace!r})"],
+                                  [nsx, "diagnose", big, "--format", "json", "-o", os.path.join(tmp, "r.json")],
+                                  a.repeat)
+        pairs = sorted(d / r for r, d in zip(refs, diags))
+        print(f"{a.repeat} interleaved runs each     best   median")
+        print(f"polars read_csv process : {min(refs):6.2f} s {median(refs):6.2f} s")
+        print(f"nsys-expert diagnose    : {min(diags):6.2f} s {median(diags):6.2f} s")
+        print(f"ratio diagnose / polars : {min(diags) / min(refs):6.2f}x {median(diags) / median(refs):6.2f}x"
+              f"   (run by run: {pairs[0]:.2f}x to {pairs[-1]:.2f}x)")
 
         from nsys_expert import engine, facts, load, report
         t0 = time.perf_counter(); pl.read_csv(trace); t_read = time.perf_counter() - t0  # noqa: E702
