@@ -217,38 +217,40 @@ def _gap_facts(fs: FactSet, prof: Profile, win) -> None:
     src = prof.source_name("gpu_trace")
     busy = fs.tables["_busy"]
     devs = sorted(busy)
-    per_dev_gaps = []
     host = timeline.api_class_frames(api, gpu, s, e) if api is not None and api.height else None
     data = timeline.data_ranges(nvtx, s, e)
+    # per device, added up: a million gaps are reduced where they are made, never concatenated
+    count, longest, short, long_ = 0, None, 0, 0
+    by = {c: 0 for c in timeline.CAUSES}
+    cnt = {c: 0 for c in timeline.CAUSES}
+    ln = pl.col("e") - pl.col("s")
     for d in devs:
         g = intervals.gaps(busy[d], s, e, carry=timeline.carried(busy[d]))
-        if host is not None:
-            g = timeline.attribute_gaps(g, api, host, data)
-        per_dev_gaps.append(g.with_columns(pl.lit(d).alias("device_id"), (pl.col("e") - pl.col("s")).alias("len")))
-    gaps = pl.concat(per_dev_gaps, how="diagonal") if per_dev_gaps else None
-    n = max(1, len(devs))
-    if gaps is not None and gaps.height:
-        ln = pl.col("len")
-        count, longest, short, long_ = gaps.select(
+        if g.height == 0:
+            continue
+        n_, max_, short_, lng = g.select(
             (ln >= timeline.GAP_COUNT_MIN_NS).sum().alias("n"), ln.max().alias("max"),
             ln.filter(ln < timeline.SHORT_GAP_NS).sum().alias("short"),
             ln.filter(ln >= timeline.LONG_GAP_NS).sum().alias("long")).row(0)
-        fs.put("gpu_idle_gap_count", int(count), src)
+        count, short, long_ = count + int(n_), short + int(short_ or 0), long_ + int(lng or 0)
+        longest = max_ if longest is None else max(longest, max_)
+        if host is not None:
+            agg = timeline.attribute_gaps(g, api, host, data).group_by("cause").agg(
+                pl.col("len").sum().alias("t"), pl.len().alias("n"))
+            for c, t, k in agg.iter_rows():
+                by[c] += t
+                cnt[c] += k
+    n = max(1, len(devs))
+    if longest is not None:
+        fs.put("gpu_idle_gap_count", count, src)
         fs.put("gpu_longest_gap_ms", float(longest) / 1e6, src)
-        fs.put("gpu_idle_short_gaps_pct", _pct(float(short or 0) / n, wlen), src)
-        fs.put("gpu_idle_long_gaps_pct", _pct(float(long_ or 0) / n, wlen), src)
+        fs.put("gpu_idle_short_gaps_pct", _pct(float(short) / n, wlen), src)
+        fs.put("gpu_idle_long_gaps_pct", _pct(float(long_) / n, wlen), src)
     else:
         for k in ("gpu_idle_gap_count", "gpu_longest_gap_ms", "gpu_idle_short_gaps_pct", "gpu_idle_long_gaps_pct"):
             fs.put(k, 0, src)
-    if host is not None and gaps is not None:
+    if host is not None and devs:
         both = _srcs(src, prof.source_name("api_trace"))
-        by = {c: 0 for c in timeline.CAUSES}
-        cnt = {c: 0 for c in timeline.CAUSES}
-        if gaps.height:
-            agg = gaps.group_by("cause").agg(pl.col("len").sum().alias("t"), pl.len().alias("n"))
-            for c, t, k in agg.iter_rows():
-                by[c] = t
-                cnt[c] = k
         for c in timeline.CAUSES:
             fs.put(f"gpu_idle_{c}_pct", _pct(by[c] / n, wlen), both)
         fs.tables["idle_breakdown"] = [

@@ -75,11 +75,19 @@ def gaps(busy: pl.DataFrame, start: int, end: int, carry: list[str] | None = Non
         return pl.DataFrame({"s": [start], "e": [end], **{c: [None] for c in carry}},
                             schema={"s": pl.Int64, "e": pl.Int64, **{c: busy.schema.get(c, pl.Int64) for c in carry}})
     b = busy if busy["s"].is_sorted() else busy.sort("s")
-    g = b.select(pl.col("e").shift(1).fill_null(start).alias("s"), pl.col("s").alias("e"), *carry)
-    tail = pl.DataFrame({"s": [int(b["e"].max())], "e": [end], **{c: [None] for c in carry}},
-                        schema=g.schema)
-    out = pl.concat([g, tail], rechunk=False).filter(pl.col("e") > pl.col("s"))
-    return out
+    g = b.select(pl.col("e").shift(1, fill_value=start).alias("s"), pl.col("s").alias("e"), *carry)
+    last = int(b["e"].max())
+    if b["s"].flags["SORTED_ASC"] and b["e"].is_sorted() and b["s"][0] >= start and last <= end:
+        # a merged, clipped set (merge, clip): the gaps between blocks are never empty; only the
+        # first (before the first block) and the trailing one can be
+        if b["s"][0] == start:
+            g = g.slice(1)
+        if end > last:
+            g = pl.concat([g, pl.DataFrame({"s": [last], "e": [end], **{c: [None] for c in carry}}, schema=g.schema)],
+                          rechunk=False)
+        return g
+    tail = pl.DataFrame({"s": [last], "e": [end], **{c: [None] for c in carry}}, schema=g.schema)
+    return pl.concat([g, tail], rechunk=False).filter(pl.col("e") > pl.col("s"))
 
 
 def _block_index(starts: pl.Series, t: pl.Series) -> pl.Series:

@@ -110,31 +110,37 @@ def data_ranges(nvtx: pl.DataFrame | None, start: int, end: int) -> pl.DataFrame
 
 def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.DataFrame],
                    data: pl.DataFrame | None, launch_gap_ns: int = LAUNCH_GAP_NS) -> pl.DataFrame:
-    """Add a ``cause`` column to the gaps (see the module docstring for the order of the checks)."""
+    """Add ``len`` and ``cause`` columns to the gaps (see the module docstring for the order of the checks).
+
+    A check whose host intervals are empty (no copy calls, no data ranges) drops out of the chain
+    instead of being evaluated as a column of zeros over a million gaps."""
     if gaps.height == 0:
-        return gaps.with_columns(pl.lit(None, CAUSE).alias("cause"))
-    g = gaps.with_columns((pl.col("e") - pl.col("s")).alias("len"))
+        return gaps.with_columns((pl.col("e") - pl.col("s")).alias("len"), pl.lit(None, CAUSE).alias("cause"))
+    g = gaps
     if "launch_e" in g.columns:   # carried from the busy blocks (with_launch_times): no join needed
-        g = g.rename({"launch_e": "submit_ns"})
+        submit = pl.col("launch_e")
     elif "corr_id" in g.columns:
-        launch = api.select(pl.col("corr_id"), pl.col("end_ns").alias("submit_ns")).drop_nulls("corr_id") \
+        launch = api.select(pl.col("corr_id"), pl.col("end_ns").alias("_submit")).drop_nulls("corr_id") \
                     .unique("corr_id", keep="first")
         g = g.join(launch, on="corr_id", how="left", maintain_order="left")
+        submit = pl.col("_submit")
     else:
-        g = g.with_columns(pl.lit(None, pl.Int64).alias("submit_ns"))
-    g = g.with_columns(
-        intervals.coverage(g, host["memcpy"]).alias("cov_memcpy"),
-        intervals.coverage(g, data).alias("cov_data") if data is not None else pl.lit(0).alias("cov_data"),
-        intervals.containing(g["s"], host["sync"], SYNC_TOLERANCE_NS).alias("drained_sync"),
-        intervals.containing(g["s"], host["memcpy"], SYNC_TOLERANCE_NS).alias("drained_copy"),
-    )
-    def c(name):
-        return pl.lit(name, dtype=CAUSE)
-    cause = (pl.when(pl.col("cov_data") * 2 >= pl.col("len")).then(c("data"))
-             .when(pl.col("submit_ns").is_not_null() & (pl.col("submit_ns") <= pl.col("s"))).then(c("other"))
-             .when(pl.col("cov_memcpy") * 2 >= pl.col("len")).then(c("memcpy"))
-             .when(pl.col("drained_sync")).then(c("sync"))
-             .when(pl.col("drained_copy")).then(c("memcpy"))
-             .when(pl.col("len") < launch_gap_ns).then(c("launch"))
-             .otherwise(c("host")))
-    return g.with_columns(cause.alias("cause"))
+        submit = pl.lit(None, pl.Int64)
+    length = pl.col("e") - pl.col("s")
+    memcpy, sync = host["memcpy"], host["sync"]
+    checks: list[tuple[pl.Expr, str]] = []
+    if data is not None and data.height:
+        checks.append((pl.lit(intervals.coverage(g, data)) * 2 >= length, "data"))
+    checks.append((submit.is_not_null() & (submit <= pl.col("s")), "other"))
+    if memcpy.height:
+        checks.append((pl.lit(intervals.coverage(g, memcpy)) * 2 >= length, "memcpy"))
+    if sync.height:
+        checks.append((pl.lit(intervals.containing(g["s"], sync, SYNC_TOLERANCE_NS)), "sync"))
+    if memcpy.height:
+        checks.append((pl.lit(intervals.containing(g["s"], memcpy, SYNC_TOLERANCE_NS)), "memcpy"))
+    checks.append((length < launch_gap_ns, "launch"))
+    chain = pl
+    for cond, cause in checks:
+        chain = chain.when(cond).then(pl.lit(cause, dtype=CAUSE))
+    out = g.with_columns(length.alias("len"), chain.otherwise(pl.lit("host", dtype=CAUSE)).alias("cause"))
+    return out.drop("_submit") if "_submit" in out.columns else out
