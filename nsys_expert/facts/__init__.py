@@ -80,14 +80,16 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
     fs = FactSet()
     gpu = prof.tables.get("gpu_trace")
     api = prof.tables.get("api_trace")
-    launched = timeline.with_launch_times(gpu, api)   # one correlation join serves every step below
+    nvtx = prof.tables.get("nvtx_trace")
+    found = window_mod.find_iterations(nvtx) if nvtx is not None else (None, None)
+    # one correlation join serves every step below (window end, iteration ends, gap causes)
+    launched = timeline.with_launch_times(gpu, api, found[1]["s"] if found[1] is not None else None)
     if launched is not gpu:
         prof = dataclasses.replace(prof, tables={**prof.tables, "gpu_trace": launched})
         gpu = launched
-    nvtx = prof.tables.get("nvtx_trace")
     src = prof.source_name
     win = window_mod.choose(gpu if gpu is not None and gpu.height else None, api, nvtx,
-                            opts.user_window, opts.skip_iterations)
+                            opts.user_window, opts.skip_iterations, found)
     fs.window = win
     fs.warnings += win.notes
     if win.start_ns is not None and win.end_ns is not None and win.end_ns <= win.start_ns:
@@ -543,12 +545,12 @@ def _iteration_ends(prof: Profile, win) -> list[int]:
     gend = [None] * len(starts)
     if gpu is not None and gpu.height:
         marks = pl.Series("t", starts, dtype=pl.Int64)   # iteration starts, sorted
-        if "launch_s" in gpu.columns:   # timeline.with_launch_times: when the host launched each one
-            ops = gpu.select("end_ns", pl.col("launch_s").alias("t")).drop_nulls("t")
-        else:
-            ops = gpu.select("end_ns", pl.col("start_ns").alias("t"))
         # the iteration each operation was launched in: the last start at or before its launch time
-        ops = ops.with_columns((marks.search_sorted(ops["t"], side="right").cast(pl.Int64) - 1).alias("i"))
+        if "launch_iter" in gpu.columns:   # timeline.with_launch_times found it on the API side
+            ops = gpu.select("end_ns", pl.col("launch_iter").alias("i"))
+        else:
+            t = gpu["launch_s"] if "launch_s" in gpu.columns else gpu["start_ns"]
+            ops = pl.DataFrame({"end_ns": gpu["end_ns"], "i": timeline._iteration_of(t, marks)})
         for i, e in ops.filter(pl.col("i") >= 0).group_by("i").agg(pl.col("end_ns").max()).iter_rows():
             gend[int(i)] = int(e)
     ends, run = [], None

@@ -34,16 +34,32 @@ GAP_COUNT_MIN_NS = 10_000
 KERNEL_WORK = ("kernel", "graph")
 
 
-def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None) -> pl.DataFrame | None:
+def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None,
+                      iter_starts: pl.Series | None = None) -> pl.DataFrame | None:
     """The GPU trace plus ``launch_s`` / ``launch_e``: start and end of the API call that submitted each
     operation (joined once on the correlation id; the window, the iteration ends and the gap causes
-    all read it). Unchanged when there is no API trace or the GPU trace has no correlation ids."""
+    all read it), and with ``iter_starts`` (sorted) ``launch_iter``: the iteration the call was made
+    in (the last start at or before it; -1 before the first). Unchanged when there is no API trace
+    or the GPU trace has no correlation ids."""
     if (gpu is None or api is None or gpu.height == 0 or api.height == 0 or "launch_e" in gpu.columns
             or gpu["corr_id"].null_count() == gpu.height):
         return gpu
-    calls = (api.select("corr_id", pl.col("start_ns").alias("launch_s"), pl.col("end_ns").alias("launch_e"))
-                .drop_nulls("corr_id").unique("corr_id", keep="first"))
+    calls = api.select("corr_id", pl.col("start_ns").alias("launch_s"), pl.col("end_ns").alias("launch_e"))
+    if iter_starts is not None and iter_starts.len():
+        # the iteration of each call, found on the API side (sorted by start: one as-of merge)
+        calls = calls.with_columns(_iteration_of(calls["launch_s"], iter_starts).alias("launch_iter"))
+    calls = calls.drop_nulls("corr_id").unique("corr_id", keep="first")
     return gpu.join(calls, on="corr_id", how="left", maintain_order="left")
+
+
+def _iteration_of(t: pl.Series, starts: pl.Series) -> pl.Series:
+    """For each time, the index of the last iteration start at or before it (-1: before the first)."""
+    marks = pl.DataFrame({"_t": starts.cast(pl.Int64), "_i": pl.int_range(starts.len(), eager=True, dtype=pl.Int64)})
+    if t.is_sorted() and t.null_count() == 0:
+        left = pl.DataFrame({"_t": t}).with_columns(pl.col("_t").set_sorted())
+        return left.join_asof(marks.with_columns(pl.col("_t").set_sorted()), on="_t", strategy="backward")["_i"] \
+                   .fill_null(-1)
+    return (starts.search_sorted(t, side="right").cast(pl.Int64) - 1).set(t.is_null(), None)
 
 
 def ops_intervals(gpu: pl.DataFrame) -> pl.DataFrame:

@@ -12,7 +12,6 @@ Without any timeline the window is the whole profile (source ``whole``) and only
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -53,10 +52,6 @@ class Window:
                 "span_start_ns": self.span_start_ns, "span_end_ns": self.span_end_ns}
 
 
-def _group_name(name: str) -> str:
-    return re.sub(r"[\s#_\-:]*\d+$", "", name).strip() or name
-
-
 def find_iterations(nvtx: pl.DataFrame) -> tuple[str | None, pl.DataFrame | None]:
     """The repeated top-level NVTX range that marks iterations, and its instances (s, e) sorted."""
     if nvtx is None or nvtx.height == 0:
@@ -71,7 +66,9 @@ def find_iterations(nvtx: pl.DataFrame) -> tuple[str | None, pl.DataFrame | None
     top = top.filter(~pl.col("name").str.contains(OPERATOR_RANGE))
     if top.height == 0:
         return None, None
-    top = top.with_columns(pl.col("name").map_elements(_group_name, return_dtype=pl.String).alias("group"))
+    # names compared without a trailing number ("ProfilerStep#12", "step 3" -> "ProfilerStep", "step")
+    grouped = pl.col("name").str.replace(r"[\s#_\-:]*\d+\n?$", "").str.strip_chars()
+    top = top.with_columns(pl.when(grouped == "").then(pl.col("name")).otherwise(grouped).alias("group"))
     tid = "tid" if "tid" in top.columns else None
     keys = ["group"] + ([tid] if tid else [])
     counts = (top.group_by(keys).agg(pl.len().alias("n"), (pl.col("end_ns") - pl.col("start_ns")).sum().alias("t"))
@@ -137,7 +134,9 @@ def dense_start(gpu: pl.DataFrame) -> tuple[int, str]:
 
 
 def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFrame | None,
-           user_window: tuple[int, int] | None = None, skip_iterations: int | None = None) -> Window:
+           user_window: tuple[int, int] | None = None, skip_iterations: int | None = None,
+           found: tuple[str | None, pl.DataFrame | None] | None = None) -> Window:
+    """The analysis window (``found``: what :func:`find_iterations` already returned for ``nvtx``)."""
     starts, ends = [], []
     for t in (gpu, api, nvtx):
         if t is not None and t.height:
@@ -145,7 +144,7 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
             ends.append(int(t["end_ns"].max()))
     span_s = min(starts) if starts else None
     span_e = max(ends) if ends else None
-    name, iters = find_iterations(nvtx) if nvtx is not None else (None, None)
+    name, iters = found if found is not None else (find_iterations(nvtx) if nvtx is not None else (None, None))
     if iters is not None:
         # each iteration's GPU end: the work it launched (for the report's per-iteration numbers)
         iters = iters.with_columns(pl.col("s").alias("host_s"), pl.col("e").alias("host_e"))
