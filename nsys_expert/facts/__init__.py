@@ -190,22 +190,30 @@ def _busy_facts(fs: FactSet, prof: Profile, win) -> None:
         busy = {d: intervals.clip(m, s, e) for d, m in whole.items()}
     else:
         busy = timeline.busy_by_device(ops, s, e)
-    in_win = ops.filter((pl.col("e") > s) & (pl.col("s") < e))
-    if (~in_win["kind"].is_in(timeline.KERNEL_WORK)).any():
-        kern = timeline.busy_by_device(in_win, s, e, timeline.KERNEL_WORK)
-    else:  # only kernel work (kernels, graph executions) in the window: its union is the busy union
+    # copies and memsets are few: find them once, then every test below runs on those few rows
+    other = ops.filter(~pl.col("kind").is_in(timeline.KERNEL_WORK))
+    other = other.filter((pl.col("e") > s) & (pl.col("s") < e))
+    only_kernels = other.height == 0
+    if only_kernels:   # only kernel work (kernels, graph executions) in the window: its union is the busy union
         kern = busy
-    copy = timeline.busy_by_device(in_win, s, e, ("memcpy",))
+    else:
+        kern = timeline.busy_by_device(ops.filter((pl.col("e") > s) & (pl.col("s") < e)), s, e, timeline.KERNEL_WORK)
+    copy = timeline.busy_by_device(other, s, e, ("memcpy",))
     empty = intervals.merge(ops.head(0), keep_first=timeline.carried(ops))
-    for d in ops["device_id"].unique().to_list():  # a device with no work in the window is idle, not absent
-        busy.setdefault(int(d), empty)
+    lo, hi = ops.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
+    all_devs = [lo] if lo == hi else ops["device_id"].unique().to_list()
+    for d in all_devs:  # a device with no work in the window is idle, not absent
+        if d is not None:
+            busy.setdefault(int(d), empty)
     devs = sorted(busy)
     fs.put("gpu_count", len(devs), src)
     act = [intervals.total(busy[d]) for d in devs]
+    fs.tables["_busy_total"] = sum(act)
     mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
     fs.put("gpu_active_pct", _pct(mean(act), wlen), src)
     fs.put("gpu_idle_pct", 100.0 - _pct(mean(act), wlen), src)
-    fs.put("kernel_active_pct", _pct(mean([intervals.total(kern.get(d, intervals.merge(ops.head(0)))) for d in devs]), wlen), src)
+    kact = act if only_kernels else [intervals.total(kern[d]) if d in kern else 0 for d in devs]
+    fs.put("kernel_active_pct", _pct(mean(kact), wlen), src)
     fs.put("memcpy_active_pct", _pct(mean([intervals.total(copy[d]) if d in copy else 0 for d in devs]), wlen), src)
     fs.tables["_busy"] = busy  # used by later steps in this module, never reported
     if len(busy) == 1:         # the one GPU's busy set, ready for the coverage of sync calls and iterations
@@ -283,14 +291,22 @@ def _in_window(df: pl.DataFrame, win) -> pl.DataFrame:
     return df.filter((pl.col("start_ns") >= win.start_ns) & (pl.col("start_ns") < win.end_ns))
 
 
+def _of_kinds(df: pl.DataFrame, kinds: tuple[str, ...]) -> pl.DataFrame:
+    """The rows of these operation kinds (no copy when every row is one: the usual trace of kernels)."""
+    wanted = pl.col("kind").is_in(list(kinds))
+    if df.height == 0 or df.select(wanted.all()).item():
+        return df
+    return df.filter(wanted)
+
+
 def _kernel_facts_trace(fs: FactSet, prof: Profile, win) -> None:
     src = prof.source_name("gpu_trace")
-    w = _in_window(prof.tables["gpu_trace"], win)
-    k = w.filter(pl.col("kind") == "kernel")
+    w = _in_window(prof.tables["gpu_trace"], win).select("name", "dur_ns", "kind")
+    k = _of_kinds(w, ("kernel",))
     fs.put("kernel_count", k.height, src)
     # the small-launch share counts a CUDA graph execution as one launch (its kernels are not
     # itemized); graphs never enter the kernel count, the median or the kernel table
-    units = w.filter(pl.col("kind").is_in(timeline.KERNEL_WORK)) if k.height < w.height else k
+    units = _of_kinds(w, timeline.KERNEL_WORK) if k.height < w.height else k
     if units.height:
         fs.put("kernel_small_share_pct", _pct(float((units["dur_ns"] < SMALL_KERNEL_NS).sum()), units.height), src)
     if k.height == 0:
@@ -329,16 +345,17 @@ def _memcpy_facts_trace(fs: FactSet, prof: Profile, win) -> None:
     src = prof.source_name("gpu_trace")
     gpu = prof.tables["gpu_trace"]
     busy = fs.tables["_busy"]
-    ops = timeline.ops_intervals(gpu)
+    copies = gpu.filter(pl.col("kind") == "memcpy")   # one pass over the trace; the rest works on the copies
+    ops = timeline.ops_intervals(copies)
     copy = timeline.busy_by_device(ops, win.start_ns, win.end_ns, ("memcpy",))
-    tot_busy = sum(intervals.total(b) for b in busy.values())
+    tot_busy = fs.tables["_busy_total"]
     tot_copy = sum(intervals.total(b) for b in copy.values())
     fs.put("memcpy_share_of_busy_pct", _pct(tot_copy, tot_busy) if tot_busy else 0.0, src)
     for fact, kinds in (("memcpy_host_share_of_busy_pct", ["HtoD", "DtoH", "HtoH"]), ("memcpy_dtod_share_of_busy_pct", ["DtoD", "PtoP"])):
-        sel = ops.filter((pl.col("kind") == "memcpy") & pl.col("copy_kind").is_in(kinds))
+        sel = ops.filter(pl.col("copy_kind").is_in(kinds))
         part = sum(intervals.total(b) for b in timeline.busy_by_device(sel, win.start_ns, win.end_ns).values())
         fs.put(fact, _pct(part, tot_busy) if tot_busy else 0.0, src)
-    m = _in_window(gpu, win).filter(pl.col("kind") == "memcpy")
+    m = _in_window(copies, win)
     rows = []
     for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
         d = m.filter(pl.col("copy_kind") == direction)
@@ -369,9 +386,10 @@ def _memcpy_facts_trace(fs: FactSet, prof: Profile, win) -> None:
 def _nccl_facts_trace(fs: FactSet, prof: Profile, win) -> None:
     src = prof.source_name("gpu_trace")
     # graph executions are compute that NCCL kernels can overlap with (never NCCL kernels themselves)
-    kin = _in_window(prof.tables["gpu_trace"], win).filter(pl.col("kind").is_in(timeline.KERNEL_WORK))
+    kin = _of_kinds(_in_window(prof.tables["gpu_trace"], win).select("name", "start_ns", "end_ns", "dur_ns",
+                                                                       "device_id", "kind"), timeline.KERNEL_WORK)
     busy = fs.tables["_busy"]
-    tot_busy = sum(intervals.total(b) for b in busy.values())
+    tot_busy = fs.tables["_busy_total"]
     classes = with_kernel_classes(kin.select(pl.col("name").unique()))
     nccl_names = classes.filter(pl.col("kernel_class") == "nccl")["name"]
     if nccl_names.len() == 0:  # the common single-GPU case: no communication, compute is all kernel work

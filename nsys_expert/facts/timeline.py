@@ -75,9 +75,11 @@ def carried(ops: pl.DataFrame) -> list[str]:
 
 def busy_by_device(ops: pl.DataFrame, start: int, end: int, kinds: tuple[str, ...] | None = None) -> dict[int, pl.DataFrame]:
     """Merged busy intervals per device inside [start, end) (only operations overlapping it are merged)."""
-    ops = ops.filter((pl.col("e") > start) & (pl.col("s") < end))
     if kinds is not None:
         ops = ops.filter(pl.col("kind").is_in(list(kinds)))
+    s_min, e_max = ops.select(pl.col("s").min().alias("s"), pl.col("e").max().alias("e")).row(0)
+    if s_min is not None and (s_min < start or e_max > end):   # (all inside, as over the whole span: no copy)
+        ops = ops.filter((pl.col("e") > start) & (pl.col("s") < end))
     out = {}
     lo, hi = ops.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
     if lo is not None and lo == hi:  # one GPU: no need to split a million rows by device
