@@ -49,7 +49,9 @@ def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None,
         # the iteration of each call, found on the API side (sorted by start: one as-of merge)
         calls = calls.with_columns(_iteration_of(calls["launch_s"], iter_starts).alias("launch_iter"))
     calls = calls.drop_nulls("corr_id").unique("corr_id", keep="first")
-    return gpu.join(calls, on="corr_id", how="left", maintain_order="left")
+    # the join gathers only the new columns; the trace's own columns are shared, not copied
+    found = gpu.select("corr_id").join(calls, on="corr_id", how="left", maintain_order="left")
+    return gpu.with_columns(found.drop("corr_id"))
 
 
 def _iteration_of(t: pl.Series, starts: pl.Series) -> pl.Series:
