@@ -6,8 +6,8 @@ Builds a big case by tiling a real trace (the logic of ../shared/tools/check/mak
 cuda_gpu_trace of fixtures/launch_bound tiled FACTOR times, shifted in time; factor 25 gives one
 million GPU operations), then prints:
   - polars: a fresh `python -c "polars.read_csv(trace)"` process (the reference),
-  - diagnose: a fresh `nsys-expert diagnose BIG --format json -o FILE` process,
-    the two run alternately, best and median of --repeat runs each,
+  - diagnose: a fresh `nsys-expert diagnose BIG -o FILE` process (Markdown, the default; then
+    `--format json`), each run alternately with the reference, best and median of --repeat runs,
   - the ratio diagnose / polars (of the bests, of the medians, and the range run by run),
   - in-process stage times (load, facts, engine, report) and the rule engine alone on the built-in pack.
 Numbers are printed, never asserted: speed is not a unit test.
@@ -84,15 +84,16 @@ def main() -> None:
         trace, rows = tile(a.case, a.factor, big)
         mb = os.path.getsize(trace) / 1e6
         print(f"trace: {rows:,} rows, {mb:.0f} MB ({a.factor} x {os.path.basename(a.case.rstrip('/'))})")
-        refs, diags = interleaved([sys.executable, "-c", f"import polars; polars.read_csv({trace!r})"],
-                                  [nsx, "diagnose", big, "--format", "json", "-o", os.path.join(tmp, "r.json")],
-                                  a.repeat)
-        pairs = sorted(d / r for r, d in zip(refs, diags))
-        print(f"{a.repeat} interleaved runs each     best   median")
-        print(f"polars read_csv process : {min(refs):6.2f} s {median(refs):6.2f} s")
-        print(f"nsys-expert diagnose    : {min(diags):6.2f} s {median(diags):6.2f} s")
-        print(f"ratio diagnose / polars : {min(diags) / min(refs):6.2f}x {median(diags) / median(refs):6.2f}x"
-              f"   (run by run: {pairs[0]:.2f}x to {pairs[-1]:.2f}x)")
+        ref_cmd = [sys.executable, "-c", f"import polars; polars.read_csv({trace!r})"]
+        print(f"{a.repeat} interleaved runs each           best   median")
+        for label, fmt in (("diagnose (Markdown)", "md"), ("diagnose --format json", "json")):
+            refs, diags = interleaved(ref_cmd, [nsx, "diagnose", big, "--format", fmt, "-o", os.path.join(tmp, "r." + fmt)],
+                                      a.repeat)
+            pairs = sorted(d / r for r, d in zip(refs, diags))
+            print(f"  polars read_csv process     : {min(refs):6.2f} s {median(refs):6.2f} s")
+            print(f"  nsys-expert {label:<16}: {min(diags):6.2f} s {median(diags):6.2f} s")
+            print(f"  ratio                       : {min(diags) / min(refs):6.2f}x {median(diags) / median(refs):6.2f}x"
+                  f"   (run by run: {pairs[0]:.2f}x to {pairs[-1]:.2f}x)")
 
         from nsys_expert import engine, facts, load, report
         t0 = time.perf_counter(); pl.read_csv(trace); t_read = time.perf_counter() - t0  # noqa: E702

@@ -6,9 +6,11 @@ rule file; the words around them come from ``LABELS`` (en / zh).
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import tempfile
 
 import jinja2
 
@@ -188,10 +190,28 @@ def _fmt(v, nd: int = 1) -> str:
     return str(v)
 
 
+@functools.lru_cache(maxsize=None)
+def template_env(autoescape: bool) -> jinja2.Environment:
+    """The Jinja2 environment of the report templates, made once per process. Compiled templates are
+    kept beside the rule-pack cache (``$TMPDIR/nsys-expert-cache``, off with ``NSX_NO_CACHE=1``):
+    compiling the report template costs more than rendering it."""
+    cache = None
+    if not os.environ.get("NSX_NO_CACHE"):
+        folder = os.path.join(tempfile.gettempdir(), "nsys-expert-cache", "templates")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            cache = jinja2.FileSystemBytecodeCache(folder)
+        except OSError:   # no writable temp folder: compile each time
+            cache = None
+    kw = {} if autoescape else {"keep_trailing_newline": True}
+    return jinja2.Environment(loader=jinja2.PackageLoader("nsys_expert.report", "templates"),
+                              autoescape=autoescape, trim_blocks=True, lstrip_blocks=True,
+                              undefined=jinja2.Undefined, bytecode_cache=cache, **kw)
+
+
+@functools.lru_cache(maxsize=None)
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("nsys_expert.report", "templates"),
-                             autoescape=False, trim_blocks=True, lstrip_blocks=True,
-                             undefined=jinja2.Undefined, keep_trailing_newline=True)
+    env = template_env(False)
     env.filters["code"] = _md_code
     env.filters["mdtext"] = _md_text
     env.filters["mdsafe"] = _md_safe

@@ -12,6 +12,7 @@ elements with class ``series`` (the browser test counts them).
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -19,7 +20,7 @@ import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
 from ..facts.series import series as make_series
-from . import LABELS, SEVERITY_ZH, _fmt
+from . import LABELS, SEVERITY_ZH, _fmt, template_env
 
 # ------------------------------------------------------------------------------------------ colours
 SEVERITY_COLORS = {"info": "#6b7280", "low": "#2563eb", "medium": "#d97706", "high": "#dc2626", "critical": "#7f1d1d"}
@@ -422,9 +423,9 @@ def charts(doc: dict, ser: dict | None, zoom: dict | None, lang: str) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=None)
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("nsys_expert.report", "templates"),
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=jinja2.Undefined)
+    env = template_env(True)
     env.filters["fmt"] = _fmt
     env.filters["short"] = short_kernel_name
     return env
