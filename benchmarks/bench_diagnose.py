@@ -85,14 +85,14 @@ def main() -> None:
         mb = os.path.getsize(trace) / 1e6
         print(f"trace: {rows:,} rows, {mb:.0f} MB ({a.factor} x {os.path.basename(a.case.rstrip('/'))})")
         ref_cmd = [sys.executable, "-c", f"import polars; polars.read_csv({trace!r})"]
-        print(f"{a.repeat} interleaved runs each           best   median")
+        print(f"{a.repeat} interleaved runs each                 best   median")
         for label, fmt in (("diagnose (Markdown)", "md"), ("diagnose --format json", "json")):
             refs, diags = interleaved(ref_cmd, [nsx, "diagnose", big, "--format", fmt, "-o", os.path.join(tmp, "r." + fmt)],
                                       a.repeat)
             pairs = sorted(d / r for r, d in zip(refs, diags))
-            print(f"  polars read_csv process     : {min(refs):6.2f} s {median(refs):6.2f} s")
-            print(f"  nsys-expert {label:<16}: {min(diags):6.2f} s {median(diags):6.2f} s")
-            print(f"  ratio                       : {min(diags) / min(refs):6.2f}x {median(diags) / median(refs):6.2f}x"
+            print(f"  polars read_csv process           : {min(refs):6.2f} s {median(refs):6.2f} s")
+            print(f"  nsys-expert {label:<22}: {min(diags):6.2f} s {median(diags):6.2f} s")
+            print(f"  ratio                             : {min(diags) / min(refs):6.2f}x {median(diags) / median(refs):6.2f}x"
                   f"   (run by run: {pairs[0]:.2f}x to {pairs[-1]:.2f}x)")
 
         from nsys_expert import engine, facts, load, report
