@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from nsys_expert import engine, facts, load
 from nsys_expert.errors import InputError, RuleError
 from nsys_expert.facts import intervals
-from nsys_expert.facts import registry
+from nsys_expert.facts import registry, timeline
 
 BUDGET = {"merge": 3500, "gaps": 2500, "coverage": 2000, "containing": 1500, "pipeline": 300,
-          "garbage": 300, "rules": 800}
+          "garbage": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800}
 def FAST(n):
     return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                     derandomize=True, max_examples=n, database=None)
@@ -195,6 +195,59 @@ def test_generated_rules_never_crash(data, fvals):
         for f in ev.findings:
             assert isinstance(f["message"], str)
             assert f["estimated_gain_pct"] is None or 0 <= f["estimated_gain_pct"] <= 100
+
+
+# The fast paths (speed work, see benchmarks/) against plain definitions: sorted queries take an
+# as-of merge, few cover intervals a range test each, merged sets a slice, correlation ids a table.
+@FAST(BUDGET["sorted_queries"])
+@given(ivs, ivs, st.integers(0, 50))
+def test_sorted_queries_match_brute_force(targets, cover, tol):
+    c = intervals.merge(cover)
+    t = targets.sort("s", "e")
+    cells = {x for a, b in naive_union(cover) for x in range(a, b)}
+    want = [sum(1 for x in range(a, b) if x in cells) for a, b in zip(t["s"].to_list(), t["e"].to_list())]
+    assert intervals.coverage(t, c).to_list() == want
+    assert intervals.coverage(t, c, intervals.prepare(c)).to_list() == want
+    pts = t["s"]
+    inside = [any(a <= p + tol and p <= b + tol for a, b in naive_union(cover)) for p in pts.to_list()]
+    assert intervals.containing(pts, c, tol).to_list() == inside
+
+
+@FAST(BUDGET["clip"])
+@given(ivs, st.integers(-100, 10_600), st.integers(0, 11_000), st.booleans())
+def test_clip_matches_brute_force(df, start, length, merged):
+    end = start + length
+    src = intervals.merge(df) if merged else df
+    got = intervals.clip(src, start, end)
+    want = [(max(a, start), min(b, end)) for a, b in zip(src["s"].to_list(), src["e"].to_list()) if b > start and a < end]
+    assert list(zip(got["s"].to_list(), got["e"].to_list())) == want
+    if merged:
+        g = intervals.gaps(got, start, end) if length else None
+        if g is not None:
+            assert intervals.total(got) + intervals.total(g) == end - start
+
+
+ids = st.one_of(st.none(), st.integers(-3, 40), st.sampled_from([10**6, 3 * 10**9]))
+
+
+@FAST(BUDGET["launch_lookup"])
+@given(st.lists(ids, min_size=1, max_size=60), st.lists(ids, min_size=1, max_size=40), st.booleans())
+def test_launch_lookup_matches_the_join(api_ids, gpu_ids, sparse):
+    api = pl.DataFrame({"corr_id": api_ids, "start_ns": range(len(api_ids)), "end_ns": range(5, 5 + len(api_ids))},
+                       schema={"corr_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64})
+    gpu = pl.DataFrame({"corr_id": gpu_ids, "start_ns": [0] * len(gpu_ids)}, schema={"corr_id": pl.Int64, "start_ns": pl.Int64})
+    if api["corr_id"].null_count() == api.height or gpu["corr_id"].null_count() == gpu.height:
+        return
+    calls = (api.select("corr_id", pl.col("start_ns").alias("launch_s"), pl.col("end_ns").alias("launch_e"))
+                .drop_nulls("corr_id").unique("corr_id", keep="first", maintain_order=True))
+    want = gpu.join(calls, on="corr_id", how="left", maintain_order="left")
+    old = timeline.LOOKUP_MAX_SLOTS
+    timeline.LOOKUP_MAX_SLOTS = 4 if sparse else old    # sparse: the join path
+    try:
+        got = timeline.with_launch_times(gpu, api)
+    finally:
+        timeline.LOOKUP_MAX_SLOTS = old
+    assert got.equals(want)
 
 
 def test_case_budget():

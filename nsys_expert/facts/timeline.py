@@ -48,10 +48,39 @@ def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None,
     if iter_starts is not None and iter_starts.len():
         # the iteration of each call, found on the API side (sorted by start: one as-of merge)
         calls = calls.with_columns(_iteration_of(calls["launch_s"], iter_starts).alias("launch_iter"))
-    calls = calls.drop_nulls("corr_id").unique("corr_id", keep="first")
-    # the join gathers only the new columns; the trace's own columns are shared, not copied
-    found = gpu.select("corr_id").join(calls, on="corr_id", how="left", maintain_order="left")
-    return gpu.with_columns(found.drop("corr_id"))
+    calls = calls.drop_nulls("corr_id")
+    found = _lookup(gpu["corr_id"], calls)
+    if found is None:   # sparse ids: a join, which gathers only the new columns (the trace's are shared)
+        if calls["corr_id"].n_unique() != calls.height:   # a correlation id used twice: the first call counts
+            calls = calls.unique("corr_id", keep="first", maintain_order=True)
+        found = gpu.select("corr_id").join(calls, on="corr_id", how="left", maintain_order="left").drop("corr_id")
+    return gpu.with_columns(found)
+
+
+LOOKUP_MAX_SLOTS = 1 << 25   # 32 M correlation ids: a 128 MB table at most
+
+
+def _lookup(keys: pl.Series, calls: pl.DataFrame) -> pl.DataFrame | None:
+    """The row of ``calls`` (the first one of an id) for each key, nulls where none: through a table
+    indexed by the correlation id, which counts up from a small number in every nsys trace. A hash
+    join of millions of API calls costs several times more. None when the ids are too sparse."""
+    ids = calls["corr_id"]
+    lo, hi = ids.min(), ids.max()
+    if lo is None:
+        return None
+    size = int(hi) - int(lo) + 1
+    if size > min(LOOKUP_MAX_SLOTS, max(16 * ids.len(), 1 << 20)):
+        return None
+    n = calls.height
+    row = pl.repeat(n, size + 1, dtype=pl.UInt32, eager=True)   # slot ``size``, and unused ids: row n, all nulls
+    # written last to first, so that of two calls with one id the first one stays (as in the join)
+    row = row.scatter((ids - lo).cast(pl.UInt32).reverse(), pl.int_range(n, eager=True, dtype=pl.UInt32).reverse())
+    k = pl.col("k")
+    slot = pl.DataFrame({"k": keys - lo}).select(
+        pl.when(k.is_between(0, size - 1)).then(k).otherwise(size).cast(pl.UInt32)).to_series()
+    values = calls.drop("corr_id")
+    values = pl.concat([values, pl.DataFrame([pl.Series(c, [None], dtype=t) for c, t in values.schema.items()])])
+    return values[row.gather(slot)]
 
 
 def _iteration_of(t: pl.Series, starts: pl.Series) -> pl.Series:
