@@ -344,7 +344,6 @@ def _kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str =
 def _memcpy_facts_trace(fs: FactSet, prof: Profile, win) -> None:
     src = prof.source_name("gpu_trace")
     gpu = prof.tables["gpu_trace"]
-    busy = fs.tables["_busy"]
     copies = gpu.filter(pl.col("kind") == "memcpy")   # one pass over the trace; the rest works on the copies
     ops = timeline.ops_intervals(copies)
     copy = timeline.busy_by_device(ops, win.start_ns, win.end_ns, ("memcpy",))
@@ -432,24 +431,26 @@ def _api_facts_trace(fs: FactSet, prof: Profile, win, timeline_ok: bool) -> None
     gpu = prof.tables.get("gpu_trace")
     src = prof.source_name("api_trace")
     s, e, wlen = win.start_ns, win.end_ns, win.length_ns
-    a = api.filter((pl.col("end_ns") > s) & (pl.col("start_ns") < e))
-    base = api_base(api)
+    a, n_before = timeline.api_in_window(api, s, e)   # calls begun before the window come first
+    masks = a.select(launch=pl.col("api").is_in(sorted(KERNEL_LAUNCH_APIS)),
+                     sync=pl.col("api").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS)))
+    inside = a.slice(n_before)                         # the calls that begin inside the window
+    m_in = masks.slice(n_before)
 
-    def union(expr):
-        sel = a.filter(expr).select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
+    def union(mask):
+        sel = a.filter(mask).select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
         return intervals.clip(intervals.merge(sel), s, e)
 
-    launch = union(base.is_in(sorted(KERNEL_LAUNCH_APIS)))
-    sync_expr = base.is_in(sorted(SYNC_APIS | SYNC_MEM_APIS))
-    sync = union(sync_expr)
+    launch = union(masks["launch"])
+    sync = union(masks["sync"])
     fs.put("launch_api_share_pct", _pct(intervals.total(launch), wlen), src)
     if timeline_ok:
-        kt = _in_window(gpu, win).filter(pl.col("kind").is_in(timeline.KERNEL_WORK))["dur_ns"].sum()
-        lt = a.filter(base.is_in(sorted(KERNEL_LAUNCH_APIS)) & (pl.col("start_ns") >= s))["dur_ns"].sum()
+        kt = _of_kinds(_in_window(gpu, win).select("dur_ns", "kind"), timeline.KERNEL_WORK)["dur_ns"].sum()
+        lt = inside.filter(m_in["launch"])["dur_ns"].sum()
         if kt:
             fs.put("launch_to_kernel_time_ratio", float(lt) / float(kt), _srcs(src, prof.source_name("gpu_trace")))
     fs.put("sync_api_share_pct", _pct(intervals.total(sync), wlen), src)
-    n_sync = a.filter(sync_expr & (pl.col("start_ns") >= s)).height
+    n_sync = int(m_in["sync"].sum())
     if fs.window and fs.window.iterations is not None:
         n_iter = fs.window.iterations.height - fs.window.skipped
         if n_iter > 0:
@@ -460,8 +461,7 @@ def _api_facts_trace(fs: FactSet, prof: Profile, win, timeline_ok: bool) -> None
         covered = int(intervals.coverage(sync, b, fs.tables.get("_busy_cover") if len(busy) == 1 else None).sum())
         fs.put("sync_gpu_busy_pct", _pct(covered, intervals.total(sync)), _srcs(src, prof.source_name("gpu_trace")))
     # API time table for the report (window)
-    t = (a.filter(pl.col("start_ns") >= s).with_columns(base.alias("api"))
-          .group_by("api").agg(pl.col("dur_ns").sum().alias("ns"), pl.len().alias("count"), pl.col("dur_ns").median().alias("med"))
+    t = (inside.group_by("api").agg(pl.col("dur_ns").sum().alias("ns"), pl.len().alias("count"), pl.col("dur_ns").median().alias("med"))
           .sort("ns", descending=True))
     tot = float(t["ns"].sum()) or 1.0
     fs.tables["api"] = [{"name": r["api"], "ms": r["ns"] / 1e6, "count": r["count"], "share_pct": r["ns"] / tot * 100,

@@ -122,20 +122,34 @@ def busy_by_device(ops: pl.DataFrame, start: int, end: int, kinds: tuple[str, ..
     return out
 
 
+def api_in_window(api: pl.DataFrame, start: int, end: int) -> tuple[pl.DataFrame, int]:
+    """The API calls overlapping [start, end): ``start_ns``, ``end_ns``, ``dur_ns``, ``corr_id`` and
+    ``api`` (the name without ``_vNNNN``), and how many of them, first in the frame, began before
+    ``start``. The trace is sorted by start: the calls that begin inside are one slice (no copy)."""
+    a = api.select("start_ns", "end_ns", "dur_ns", "corr_id", api_base(api).alias("api"))
+    st = a["start_ns"]
+    if not st.is_sorted():
+        a = a.filter((pl.col("end_ns") > start) & (pl.col("start_ns") < end)).sort("start_ns", maintain_order=True)
+        return a, int((a["start_ns"] < start).sum())
+    i0 = int(st.search_sorted(start, side="left"))
+    i1 = int(st.search_sorted(end, side="left"))
+    head = a.slice(0, i0).filter(pl.col("end_ns") > start)   # begun before the window, still running in it
+    return (pl.concat([head, a.slice(i0, max(0, i1 - i0))], rechunk=False) if head.height else a.slice(i0, max(0, i1 - i0))), head.height
+
+
 def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int) -> dict[str, pl.DataFrame]:
     """Merged host intervals per API class inside the window (all threads together)."""
-    a = api.filter((pl.col("end_ns") > start) & (pl.col("start_ns") < end))
-    base = api_base(api)
+    a, _ = api_in_window(api, start, end)
+    base = pl.col("api")
     pageable_corr = _pageable_copy_corr_ids(gpu)
-    is_pageable_async = base.is_in(sorted(ASYNC_MEM_APIS)) & pl.col("corr_id").is_in(pageable_corr)
-    classes = {
-        "sync": base.is_in(sorted(SYNC_APIS)),
-        "memcpy": base.is_in(sorted(SYNC_MEM_APIS)) | is_pageable_async,
-        "launch": base.is_in(sorted(KERNEL_LAUNCH_APIS)),
-    }
+    memcpy = base.is_in(sorted(SYNC_MEM_APIS))
+    if pageable_corr:
+        memcpy = memcpy | (base.is_in(sorted(ASYNC_MEM_APIS)) & pl.col("corr_id").is_in(pageable_corr))
+    classes = {"sync": base.is_in(sorted(SYNC_APIS)), "memcpy": memcpy, "launch": base.is_in(sorted(KERNEL_LAUNCH_APIS))}
+    masks = a.select(**classes)   # one pass for the three classes
     out = {}
-    for k, expr in classes.items():
-        sel = a.filter(expr).select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
+    for k in classes:
+        sel = a.filter(masks[k]).select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
         out[k] = intervals.clip(intervals.merge(sel), start, end)
     return out
 

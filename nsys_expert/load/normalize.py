@@ -63,6 +63,14 @@ def gpu_op_kind_expr(name_col: str = "name") -> pl.Expr:
             .otherwise(pl.lit("kernel")))
 
 
+def _base_name(frame: pl.DataFrame) -> pl.Expr:
+    """The API name without its ``_vNNNN`` suffix, as a category: worked out once per distinct name
+    (a few hundred), not per call (millions)."""
+    names = frame["name"].unique().drop_nulls().to_list()
+    return pl.col("name").replace_strict({n: re.sub(r"_v\d+$", "", n) for n in names}, default=None,
+                                         return_dtype=pl.Categorical)
+
+
 def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame, list[str]]:
     warnings: list[str] = []
     base = os.path.basename(path)
@@ -114,7 +122,7 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
             if col not in frame.columns:
                 frame = frame.with_columns(pl.lit(None, pl.String).alias(col))
     if table == "api_trace":
-        frame = frame.with_columns(pl.col("name").str.replace(r"_v\d+$", "").alias("base_name"))
+        frame = frame.with_columns(_base_name(frame).alias("base_name"))
         for col in ("corr_id", "tid", "pid"):
             if col not in frame.columns:
                 frame = frame.with_columns(pl.lit(None, pl.Int64).alias(col))
@@ -132,7 +140,7 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
     if table in ("nvtx_sum", "nvtx_pushpop_sum", "nvtx_gpu_proj_sum"):
         frame = frame.with_columns(pl.col("name").fill_null("").str.replace(r"^:", "").alias("name"))
     if table in ("api_sum",):
-        frame = frame.with_columns(pl.col("name").str.replace(r"_v\d+$", "").alias("base_name"))
+        frame = frame.with_columns(_base_name(frame).alias("base_name"))
     if table in ("kern_sum", "api_sum", "osrt_sum", "gpu_sum", "mem_time_sum", "nvtx_sum", "nvtx_pushpop_sum"):
         bad = frame.filter(pl.col("total_ns").is_null() | (pl.col("total_ns") < 0))
         if bad.height:
