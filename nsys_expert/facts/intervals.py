@@ -30,14 +30,19 @@ def merge(df: pl.DataFrame, by: str | None = None, keep_first: list[str] | None 
         cm = d["e"].cum_max()
         new = (d["s"] > cm.shift(1)).fill_null(True)
         last = new.shift(-1).fill_null(True)
-        out = pl.DataFrame({"s": d["s"].filter(new), "e": cm.filter(last),
-                            **{k: d[k].filter(new) for k in keep_first}})
-        return out.with_columns(pl.col("s").set_sorted())
+        return pl.DataFrame({"s": d["s"].filter(new).set_sorted(), "e": cm.filter(last),
+                             **{k: d[k].filter(new) for k in keep_first}})
     prev_max = pl.col("e").cum_max().shift(1).over(by)
     d = d.with_columns(prev_max.alias("_pm"))
     d = d.with_columns(((pl.col("s") > pl.col("_pm")) | pl.col("_pm").is_null()).cum_sum().alias("_g"))
     aggs = [pl.col("s").first(), pl.col("e").max()] + [pl.col(k).first() for k in keep_first]
     return d.group_by(keys + ["_g"], maintain_order=True).agg(aggs).drop("_g")
+
+
+def flag_sorted(df: pl.DataFrame, col: str) -> pl.DataFrame:
+    """``df`` with ``col`` flagged sorted (its Series flagged in place of the column: flagging through an
+    expression costs a pass over a million rows)."""
+    return pl.DataFrame([df[c].set_sorted() if c == col else df[c] for c in df.columns])
 
 
 def clip(df: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
@@ -50,11 +55,11 @@ def clip(df: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
         out = df.slice(i0, max(0, i1 - i0))
         if out.height and (out["s"][0] < start or out["e"][-1] > end):
             out = out.with_columns(pl.col("s").clip(lower_bound=start), pl.col("e").clip(upper_bound=end))
-        return out.with_columns(pl.col("s").set_sorted())
+        return flag_sorted(out, "s")
     out = (df.filter((pl.col("e") > start) & (pl.col("s") < end))
              .with_columns(pl.col("s").clip(lower_bound=start), pl.col("e").clip(upper_bound=end)))
     if df.height and df["s"].flags["SORTED_ASC"]:   # clipping keeps the order: say so, later steps skip a sort
-        out = out.with_columns(pl.col("s").set_sorted())
+        out = flag_sorted(out, "s")
     return out
 
 
@@ -100,7 +105,7 @@ def _last_starting(c: pl.DataFrame, t: pl.Series) -> pl.DataFrame:
     """For each time t, the row of ``c`` (sorted by ``_t``) whose ``_t`` is the last at or before t
     (nulls where none is). Sorted times take one linear as-of merge; others a binary search each."""
     if t.is_sorted():
-        return pl.DataFrame({"_t": t}).with_columns(pl.col("_t").set_sorted()) \
+        return pl.DataFrame({"_t": t.set_sorted()}) \
                  .join_asof(c, on="_t", strategy="backward").drop("_t")
     idx = _block_index(c["_t"], t)
     picked = c.drop("_t")[idx.clip(lower_bound=0)]
@@ -109,7 +114,7 @@ def _last_starting(c: pl.DataFrame, t: pl.Series) -> pl.DataFrame:
 
 def _prepared(cover: pl.DataFrame, **cols: pl.Expr) -> pl.DataFrame:
     c = cover if cover["s"].is_sorted() else cover.sort("s")
-    return c.select(pl.col("s").alias("_t"), **cols).with_columns(pl.col("_t").set_sorted())
+    return flag_sorted(c.select(pl.col("s").alias("_t"), **cols), "_t")
 
 
 def prepare(cover: pl.DataFrame) -> pl.DataFrame:

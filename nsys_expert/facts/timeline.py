@@ -87,8 +87,8 @@ def _iteration_of(t: pl.Series, starts: pl.Series) -> pl.Series:
     """For each time, the index of the last iteration start at or before it (-1: before the first)."""
     marks = pl.DataFrame({"_t": starts.cast(pl.Int64), "_i": pl.int_range(starts.len(), eager=True, dtype=pl.Int64)})
     if t.is_sorted() and t.null_count() == 0:
-        left = pl.DataFrame({"_t": t}).with_columns(pl.col("_t").set_sorted())
-        return left.join_asof(marks.with_columns(pl.col("_t").set_sorted()), on="_t", strategy="backward")["_i"] \
+        left = pl.DataFrame({"_t": t.set_sorted()})
+        return left.join_asof(intervals.flag_sorted(marks, "_t"), on="_t", strategy="backward")["_i"] \
                    .fill_null(-1)
     return (starts.search_sorted(t, side="right").cast(pl.Int64) - 1).set(t.is_null(), None)
 
