@@ -89,7 +89,8 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         if frame.schema["name"] != pl.Categorical:
             frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
         kinds = frame.select(pl.col("name").unique()).with_columns(gpu_op_kind_expr().cast(OP_KINDS).alias("kind"))
-        frame = frame.join(kinds, on="name", how="left", maintain_order="left")
+        frame = frame.with_columns(pl.col("name").replace_strict(dict(kinds.iter_rows()), default=None,
+                                                                 return_dtype=OP_KINDS).alias("kind"))
         # derived columns are computed on the few copy rows / distinct devices and scattered back:
         # joining or concatenating a million rows of long kernel names costs more than the trace read
         idx = frame.select(pl.arg_where(pl.col("kind") == "memcpy")).to_series()
