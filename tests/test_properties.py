@@ -19,7 +19,7 @@ from nsys_expert.facts import intervals
 from nsys_expert.facts import registry, timeline
 
 BUDGET = {"merge": 3500, "gaps": 2500, "coverage": 2000, "containing": 1500, "pipeline": 300,
-          "garbage": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800}
+          "garbage": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800, "iteration_of": 500}
 def FAST(n):
     return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                     derandomize=True, max_examples=n, database=None)
@@ -248,6 +248,18 @@ def test_launch_lookup_matches_the_join(api_ids, gpu_ids, sparse):
     finally:
         timeline.LOOKUP_MAX_SLOTS = old
     assert got.equals(want)
+
+
+@FAST(BUDGET["iteration_of"])
+@given(st.lists(st.integers(0, 1000), min_size=1, max_size=20, unique=True),
+       st.lists(st.one_of(st.none(), st.integers(-10, 1100)), max_size=50), st.booleans())
+def test_iteration_of_matches_brute_force(starts, times, sort):
+    starts = sorted(starts)
+    if sort:
+        times = sorted(t for t in times if t is not None)
+    got = timeline.iteration_of(pl.Series(times, dtype=pl.Int64), pl.Series(starts, dtype=pl.Int64)).to_list()
+    want = [None if t is None else max((i for i, s in enumerate(starts) if s <= t), default=-1) for t in times]
+    assert got == want
 
 
 def test_case_budget():

@@ -568,7 +568,7 @@ def _iteration_ends(prof: Profile, win) -> list[int]:
             ops = gpu.select("end_ns", pl.col("launch_iter").alias("i"))
         else:
             t = gpu["launch_s"] if "launch_s" in gpu.columns else gpu["start_ns"]
-            ops = pl.DataFrame({"end_ns": gpu["end_ns"], "i": timeline._iteration_of(t, marks)})
+            ops = pl.DataFrame({"end_ns": gpu["end_ns"], "i": timeline.iteration_of(t, marks)})
         for i, e in ops.filter(pl.col("i") >= 0).group_by("i").agg(pl.col("end_ns").max()).iter_rows():
             gend[int(i)] = int(e)
     ends, run = [], None

@@ -47,7 +47,7 @@ def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None,
     calls = api.select("corr_id", pl.col("start_ns").alias("launch_s"), pl.col("end_ns").alias("launch_e"))
     if iter_starts is not None and iter_starts.len():
         # the iteration of each call, found on the API side (sorted by start: one as-of merge)
-        calls = calls.with_columns(_iteration_of(calls["launch_s"], iter_starts).alias("launch_iter"))
+        calls = calls.with_columns(iteration_of(calls["launch_s"], iter_starts).alias("launch_iter"))
     calls = calls.drop_nulls("corr_id")
     found = _lookup(gpu["corr_id"], calls)
     if found is None:   # sparse ids: a join, which gathers only the new columns (the trace's are shared)
@@ -83,7 +83,7 @@ def _lookup(keys: pl.Series, calls: pl.DataFrame) -> pl.DataFrame | None:
     return values[row.gather(slot)]
 
 
-def _iteration_of(t: pl.Series, starts: pl.Series) -> pl.Series:
+def iteration_of(t: pl.Series, starts: pl.Series) -> pl.Series:
     """For each time, the index of the last iteration start at or before it (-1: before the first)."""
     marks = pl.DataFrame({"_t": starts.cast(pl.Int64), "_i": pl.int_range(starts.len(), eager=True, dtype=pl.Int64)})
     if t.is_sorted() and t.null_count() == 0:
