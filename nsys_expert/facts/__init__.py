@@ -87,6 +87,7 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
     if launched is not gpu:
         prof = dataclasses.replace(prof, tables={**prof.tables, "gpu_trace": launched})
         gpu = launched
+        fs.tables["_gpu"] = gpu   # the chart series (facts.series) read the launch times too
     src = prof.source_name
     win = window_mod.choose(gpu if gpu is not None and gpu.height else None, api, nvtx,
                             opts.user_window, opts.skip_iterations, found)

@@ -40,7 +40,8 @@ def _per_bin(bins: pl.DataFrame, sets: list[pl.DataFrame]) -> list[float]:
     tot = pl.Series("t", [0] * bins.height, pl.Int64)
     for iv in sets:
         if iv is not None and iv.height:
-            tot = tot + intervals.coverage(bins, iv.select("s", "e").sort("s"))
+            c = iv.select("s", "e")
+            tot = tot + intervals.coverage(bins, c if c["s"].is_sorted() else c.sort("s"))
     return tot.to_list()
 
 
@@ -58,7 +59,7 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
     Shares are percentages of each bin (0..100), rounded to 0.01.
     """
     win = fs.window
-    gpu = prof.tables.get("gpu_trace")
+    gpu = fs.tables.get("_gpu", prof.tables.get("gpu_trace"))   # with launch times when the facts joined them
     out: dict = {"available": False, "reason": None, "iterations": _iterations(fs), "causes": list(timeline.CAUSES)}
     if win is None or win.span_start_ns is None or win.span_end_ns is None or win.span_end_ns <= win.span_start_ns:
         out["reason"] = "no timeline (summary reports only)"
@@ -80,7 +81,7 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
     kern = timeline.busy_by_device(ops, s0, s1, KERNEL_KINDS)
     # NCCL kernels, classified once per distinct name (as the facts do)
     kgpu = gpu.filter(pl.col("kind").is_in(list(KERNEL_KINDS)))
-    names = kgpu.select(pl.col("name").cast(pl.String).unique())
+    names = kgpu.select(pl.col("name").unique().cast(pl.String))   # the distinct names, then as text
     nccl_names = names.filter(kernel_class_expr("name") == "nccl")["name"]
     has_nccl = nccl_names.len() > 0
     if has_nccl:
@@ -115,13 +116,14 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
         if su_e > su_s:   # start-up: the profile before the window, where it is in range
             out["startup"] = {"start_ns": su_s, "end_ns": su_e}
         if not out["graph_hidden"]:
-            _idle_causes(out, prof, b, width, nd, ws, we)
+            _idle_causes(out, prof, gpu, b, width, nd, ws, we)
     return out
 
 
-def _idle_causes(out: dict, prof: Profile, b: pl.DataFrame, width: list[int], nd: int, ws: int, we: int) -> None:
+def _idle_causes(out: dict, prof: Profile, gpu: pl.DataFrame, b: pl.DataFrame, width: list[int], nd: int, ws: int,
+                 we: int) -> None:
     """Idle gaps of the window attributed to causes (timeline.attribute_gaps), binned."""
-    gpu, api, nvtx = prof.tables["gpu_trace"], prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
+    api, nvtx = prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
     if api is None or api.height == 0:
         return
     ops = timeline.ops_intervals(gpu)
@@ -130,7 +132,7 @@ def _idle_causes(out: dict, prof: Profile, b: pl.DataFrame, width: list[int], nd
     data = timeline.data_ranges(nvtx, ws, we)
     per_dev = []
     for d in sorted(busy_w):
-        g = intervals.gaps(busy_w[d], ws, we, carry=["corr_id"])
+        g = intervals.gaps(busy_w[d], ws, we, carry=timeline.carried(busy_w[d]))
         per_dev.append(timeline.attribute_gaps(g, api, host, data).select("s", "e", "cause"))
     if not per_dev:
         return
