@@ -76,9 +76,11 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
     b = _bins(s0, s1, bins)
     width = (b["e"] - b["s"]).to_list()
     ops = timeline.ops_intervals(gpu)
-    busy = timeline.busy_by_device(ops, s0, s1)
+    whole = fs.tables.get("_busy_span")   # the facts' union over the whole span, when that is the range
+    busy = whole if whole is not None and between is None else timeline.busy_by_device(ops, s0, s1)
     nd = max(1, gpu["device_id"].drop_nulls().n_unique())
-    kern = timeline.busy_by_device(ops, s0, s1, KERNEL_KINDS)
+    only_kernels = gpu.select(pl.col("kind").is_in(list(KERNEL_KINDS)).all()).item()
+    kern = busy if only_kernels else timeline.busy_by_device(ops, s0, s1, KERNEL_KINDS)
     # NCCL kernels, classified once per distinct name (as the facts do)
     kgpu = gpu.filter(pl.col("kind").is_in(list(KERNEL_KINDS)))
     names = kgpu.select(pl.col("name").unique().cast(pl.String))   # the distinct names, then as text
@@ -116,18 +118,19 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
         if su_e > su_s:   # start-up: the profile before the window, where it is in range
             out["startup"] = {"start_ns": su_s, "end_ns": su_e}
         if not out["graph_hidden"]:
-            _idle_causes(out, prof, gpu, b, width, nd, ws, we)
+            _idle_causes(out, prof, gpu, b, width, nd, ws, we, fs.tables.get("_busy"))
     return out
 
 
 def _idle_causes(out: dict, prof: Profile, gpu: pl.DataFrame, b: pl.DataFrame, width: list[int], nd: int, ws: int,
-                 we: int) -> None:
-    """Idle gaps of the window attributed to causes (timeline.attribute_gaps), binned."""
+                 we: int, busy_w: dict | None = None) -> None:
+    """Idle gaps of the window attributed to causes (timeline.attribute_gaps), binned (``busy_w``: the
+    facts' busy union over this window, when they kept it)."""
     api, nvtx = prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
     if api is None or api.height == 0:
         return
-    ops = timeline.ops_intervals(gpu)
-    busy_w = timeline.busy_by_device(ops, ws, we)
+    if busy_w is None:
+        busy_w = timeline.busy_by_device(timeline.ops_intervals(gpu), ws, we)
     host = timeline.api_class_frames(api, gpu, ws, we)
     data = timeline.data_ranges(nvtx, ws, we)
     per_dev = []
