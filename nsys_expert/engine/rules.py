@@ -343,7 +343,7 @@ def load_pack(folder: str) -> Pack:
     return pack
 
 
-# A pack that validated once is kept, pickled, in a temporary folder, keyed by the content of every
+# A pack that validated once is kept, pickled, in the user's cache folder (nsys_expert.cache), keyed by the content of every
 # file of the pack and the tool's version: validating 30 rules (JSON Schema, templates) costs a
 # few hundred ms, which a diagnosis should not pay each time. Any change to a file misses the cache.
 def _cache_key(folder: str, meta_path: str, paths: list[str]) -> str | None:
@@ -365,20 +365,22 @@ def _cache_key(folder: str, meta_path: str, paths: list[str]) -> str | None:
     return h.hexdigest()
 
 
-def _cache_file(key: str) -> str:
-    import tempfile
+def _cache_file(key: str) -> str | None:
+    from .. import cache
 
-    return os.path.join(tempfile.gettempdir(), "nsys-expert-cache", f"pack-{key[:32]}.pickle")
+    d = cache.folder("packs")
+    return os.path.join(d, f"pack-{key[:32]}.pickle") if d else None
 
 
 def _cache_get(folder: str, meta_path: str, paths: list[str]) -> Pack | None:
     import pickle
 
     key = _cache_key(folder, meta_path, paths)
-    if key is None or os.environ.get("NSX_NO_CACHE"):
+    path = _cache_file(key) if key is not None else None
+    if path is None:
         return None
     try:
-        with open(_cache_file(key), "rb") as fh:
+        with open(path, "rb") as fh:
             pack = pickle.load(fh)
         return pack if isinstance(pack, Pack) else None
     except Exception:  # noqa: BLE001 - a missing or stale cache only costs a validation
@@ -389,11 +391,10 @@ def _cache_put(folder: str, meta_path: str, paths: list[str], pack: Pack) -> Non
     import pickle
 
     key = _cache_key(folder, meta_path, paths)
-    if key is None or os.environ.get("NSX_NO_CACHE"):
+    path = _cache_file(key) if key is not None else None
+    if path is None:
         return
-    path = _cache_file(key)
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "wb") as fh:
             pickle.dump(pack, fh)

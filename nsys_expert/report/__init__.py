@@ -10,11 +10,10 @@ import functools
 import json
 import math
 import os
-import tempfile
 
 import jinja2
 
-from .. import __version__
+from .. import __version__, cache
 from ..engine.rules import SEVERITIES
 from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
@@ -193,20 +192,14 @@ def _fmt(v, nd: int = 1) -> str:
 @functools.lru_cache(maxsize=None)
 def template_env(autoescape: bool) -> jinja2.Environment:
     """The Jinja2 environment of the report templates, made once per process. Compiled templates are
-    kept beside the rule-pack cache (``$TMPDIR/nsys-expert-cache``, off with ``NSX_NO_CACHE=1``):
+    kept beside the validated rule packs (``nsys_expert.cache``, off with ``NSX_NO_CACHE=1``):
     compiling the report template costs more than rendering it."""
-    cache = None
-    if not os.environ.get("NSX_NO_CACHE"):
-        folder = os.path.join(tempfile.gettempdir(), "nsys-expert-cache", "templates")
-        try:
-            os.makedirs(folder, exist_ok=True)
-            cache = jinja2.FileSystemBytecodeCache(folder)
-        except OSError:   # no writable temp folder: compile each time
-            cache = None
+    folder = cache.folder("templates")
     kw = {} if autoescape else {"keep_trailing_newline": True}
     return jinja2.Environment(loader=jinja2.PackageLoader("nsys_expert.report", "templates"),
                               autoescape=autoescape, trim_blocks=True, lstrip_blocks=True,
-                              undefined=jinja2.Undefined, bytecode_cache=cache, **kw)
+                              undefined=jinja2.Undefined,
+                              bytecode_cache=jinja2.FileSystemBytecodeCache(folder) if folder else None, **kw)
 
 
 @functools.lru_cache(maxsize=None)
