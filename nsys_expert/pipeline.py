@@ -54,7 +54,7 @@ def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options
     fs = facts.compute(prof, opts)
     tables = set(prof.tables)
     prof.tables = {}                                   # the frames stay in the worker
-    fs.tables = {k: v for k, v in fs.tables.items() if not k.startswith(("_busy", "_gpu"))}
+    fs.tables = {k: v for k, v in fs.tables.items() if k not in facts.PRIVATE_TABLES}
     if fs.window is not None:
         fs.window.iterations = None
     return RankResult(label, prof, fs, tables)

@@ -56,6 +56,12 @@ class FactSet:
             self.sources[name] = source
 
 
+# frames and numbers kept in ``FactSet.tables`` for the steps of one process (never reported, never
+# sent between processes): busy unions, their total and coverage-ready form, the GPU trace with launch
+# times, the host's API intervals
+PRIVATE_TABLES = ("_busy", "_busy_span", "_busy_cover", "_busy_total", "_gpu", "_host")
+
+
 def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
     """Add ``kernel_class`` and ``simt`` columns, classifying each distinct name once (the regexes are
     costly on a million long demangled names; a run has a few dozen distinct ones)."""
@@ -103,6 +109,10 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
 
     graph_hidden = _graph_check(fs, prof, win)
     timeline_ok = gpu is not None and gpu.height > 0 and wlen > 0 and not graph_hidden
+    if api is not None and api.height and wlen > 0:
+        # what the host did in the window (sync, copy and launch calls, merged): the gap causes, the
+        # launch share and the chart series all read it
+        fs.tables["_host"] = timeline.api_class_frames(api, gpu, win.start_ns, win.end_ns)
     # independent groups of facts run side by side: Polars releases the GIL, and several of the
     # steps below (as-of joins, cumulative maxima) use one core each
     jobs = []
@@ -192,8 +202,7 @@ def _busy_facts(fs: FactSet, prof: Profile, win) -> None:
     else:
         busy = timeline.busy_by_device(ops, s, e)
     # copies and memsets are few: find them once, then every test below runs on those few rows
-    other = ops.filter(~pl.col("kind").is_in(timeline.KERNEL_WORK))
-    other = other.filter((pl.col("e") > s) & (pl.col("s") < e))
+    other = ops.filter(~pl.col("kind").is_in(timeline.KERNEL_WORK) & (pl.col("e") > s) & (pl.col("s") < e))
     only_kernels = other.height == 0
     if only_kernels:   # only kernel work (kernels, graph executions) in the window: its union is the busy union
         kern = busy
@@ -201,11 +210,8 @@ def _busy_facts(fs: FactSet, prof: Profile, win) -> None:
         kern = timeline.busy_by_device(ops.filter((pl.col("e") > s) & (pl.col("s") < e)), s, e, timeline.KERNEL_WORK)
     copy = timeline.busy_by_device(other, s, e, ("memcpy",))
     empty = intervals.merge(ops.head(0), keep_first=timeline.carried(ops))
-    lo, hi = ops.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
-    all_devs = [lo] if lo == hi else ops["device_id"].unique().to_list()
-    for d in all_devs:  # a device with no work in the window is idle, not absent
-        if d is not None:
-            busy.setdefault(int(d), empty)
+    for d in timeline.device_ids(ops):  # a device with no work in the window is idle, not absent
+        busy.setdefault(d, empty)
     devs = sorted(busy)
     fs.put("gpu_count", len(devs), src)
     act = [intervals.total(busy[d]) for d in devs]
@@ -223,12 +229,12 @@ def _busy_facts(fs: FactSet, prof: Profile, win) -> None:
 
 def _gap_facts(fs: FactSet, prof: Profile, win) -> None:
     """Idle gaps inside the window and, with the API trace, what the host did during each."""
-    gpu, api, nvtx = prof.tables["gpu_trace"], prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
+    api, nvtx = prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
     s, e, wlen = win.start_ns, win.end_ns, win.length_ns
     src = prof.source_name("gpu_trace")
     busy = fs.tables["_busy"]
     devs = sorted(busy)
-    host = timeline.api_class_frames(api, gpu, s, e) if api is not None and api.height else None
+    host = fs.tables.get("_host")
     data = timeline.data_ranges(nvtx, s, e)
     # per device, added up: a million gaps are reduced where they are made, never concatenated
     count, longest, short, long_ = 0, None, 0, 0
@@ -284,12 +290,7 @@ def _span_timeline(fs: FactSet, prof: Profile, win) -> None:
 
 
 def _in_window(df: pl.DataFrame, win) -> pl.DataFrame:
-    """Rows starting inside the window (the GPU trace is sorted by start: a slice, no copy)."""
-    st = df["start_ns"]
-    if st.is_sorted():
-        i0 = int(st.search_sorted(win.start_ns, side="left"))
-        return df.slice(i0, int(st.search_sorted(win.end_ns, side="left")) - i0)
-    return df.filter((pl.col("start_ns") >= win.start_ns) & (pl.col("start_ns") < win.end_ns))
+    return timeline.starting_in(df, win.start_ns, win.end_ns)
 
 
 def _of_kinds(df: pl.DataFrame, kinds: tuple[str, ...]) -> pl.DataFrame:
@@ -437,13 +438,10 @@ def _api_facts_trace(fs: FactSet, prof: Profile, win, timeline_ok: bool) -> None
                      sync=pl.col("api").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS)))
     inside = a.slice(n_before)                         # the calls that begin inside the window
     m_in = masks.slice(n_before)
-
-    def union(mask):
-        sel = a.filter(mask).select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
-        return intervals.clip(intervals.merge(sel), s, e)
-
-    launch = union(masks["launch"])
-    sync = union(masks["sync"])
+    launch = fs.tables["_host"]["launch"]              # merged once for every user (compute)
+    # blocking calls of both kinds: synchronisations and synchronous copies
+    sync = intervals.clip(intervals.merge(a.filter(masks["sync"]).select(pl.col("start_ns").alias("s"),
+                                                                         pl.col("end_ns").alias("e"))), s, e)
     fs.put("launch_api_share_pct", _pct(intervals.total(launch), wlen), src)
     if timeline_ok:
         kt = _of_kinds(_in_window(gpu, win).select("dur_ns", "kind"), timeline.KERNEL_WORK)["dur_ns"].sum()

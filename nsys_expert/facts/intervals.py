@@ -82,17 +82,14 @@ def gaps(busy: pl.DataFrame, start: int, end: int, carry: list[str] | None = Non
     b = busy if busy["s"].is_sorted() else busy.sort("s")
     g = b.select(pl.col("e").shift(1, fill_value=start).alias("s"), pl.col("s").alias("e"), *carry)
     last = int(b["e"].max())
+    tail = pl.DataFrame({"s": [last], "e": [end], **{c: [None] for c in carry}}, schema=g.schema)
     if (b["s"].flags["SORTED_ASC"] and b["e"].is_sorted() and b["s"][0] >= start and last <= end
             and g.slice(1).select((pl.col("e") > pl.col("s")).all()).item()):
         # a merged, clipped set (merge, clip): the gaps between blocks are never empty; only the
         # first (before the first block) and the trailing one can be
         if b["s"][0] == start:
             g = g.slice(1)
-        if end > last:
-            g = pl.concat([g, pl.DataFrame({"s": [last], "e": [end], **{c: [None] for c in carry}}, schema=g.schema)],
-                          rechunk=False)
-        return g
-    tail = pl.DataFrame({"s": [last], "e": [end], **{c: [None] for c in carry}}, schema=g.schema)
+        return pl.concat([g, tail], rechunk=False) if end > last else g
     return pl.concat([g, tail], rechunk=False).filter(pl.col("e") > pl.col("s"))
 
 

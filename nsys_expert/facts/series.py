@@ -118,20 +118,21 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
         if su_e > su_s:   # start-up: the profile before the window, where it is in range
             out["startup"] = {"start_ns": su_s, "end_ns": su_e}
         if not out["graph_hidden"]:
-            _idle_causes(out, prof, gpu, b, width, nd, ws, we, fs.tables.get("_busy"))
+            _idle_causes(out, prof, gpu, b, width, nd, ws, we, fs.tables.get("_busy"), fs.tables.get("_host"))
     return out
 
 
 def _idle_causes(out: dict, prof: Profile, gpu: pl.DataFrame, b: pl.DataFrame, width: list[int], nd: int, ws: int,
-                 we: int, busy_w: dict | None = None) -> None:
-    """Idle gaps of the window attributed to causes (timeline.attribute_gaps), binned (``busy_w``: the
-    facts' busy union over this window, when they kept it)."""
+                 we: int, busy_w: dict | None = None, host: dict | None = None) -> None:
+    """Idle gaps of the window attributed to causes (timeline.attribute_gaps), binned (``busy_w``,
+    ``host``: the facts' busy union and host intervals over this window, when they kept them)."""
     api, nvtx = prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
     if api is None or api.height == 0:
         return
     if busy_w is None:
         busy_w = timeline.busy_by_device(timeline.ops_intervals(gpu), ws, we)
-    host = timeline.api_class_frames(api, gpu, ws, we)
+    if host is None:
+        host = timeline.api_class_frames(api, gpu, ws, we)
     data = timeline.data_ranges(nvtx, ws, we)
     per_dev = []
     for d in sorted(busy_w):

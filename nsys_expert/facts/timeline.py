@@ -111,15 +111,28 @@ def busy_by_device(ops: pl.DataFrame, start: int, end: int, kinds: tuple[str, ..
     s_min, e_max = ops.select(pl.col("s").min().alias("s"), pl.col("e").max().alias("e")).row(0)
     if s_min is not None and (s_min < start or e_max > end):   # (all inside, as over the whole span: no copy)
         ops = ops.filter((pl.col("e") > start) & (pl.col("s") < end))
-    out = {}
+    devs = device_ids(ops)
+    if len(devs) == 1:  # one GPU: no need to split a million rows by device
+        return {devs[0]: intervals.clip(intervals.merge(ops, keep_first=carried(ops)), start, end)}
+    return {int(dev): intervals.clip(intervals.merge(part, keep_first=carried(ops)), start, end)
+            for (dev,), part in ops.partition_by("device_id", as_dict=True, maintain_order=True).items()}
+
+
+def starting_in(df: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
+    """Rows whose ``start_ns`` lies in [start, end). Traces are sorted by start: then a slice, no copy."""
+    st = df["start_ns"]
+    if st.is_sorted():
+        i0 = int(st.search_sorted(start, side="left"))
+        return df.slice(i0, max(0, int(st.search_sorted(end, side="left")) - i0))
+    return df.filter((pl.col("start_ns") >= start) & (pl.col("start_ns") < end))
+
+
+def device_ids(ops: pl.DataFrame) -> list[int]:
+    """The devices of these operations (one GPU, the usual case, without hashing a million rows)."""
     lo, hi = ops.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
-    if lo is not None and lo == hi:  # one GPU: no need to split a million rows by device
-        out[int(lo)] = intervals.clip(intervals.merge(ops, keep_first=carried(ops)), start, end)
-        return out
-    for (dev,), part in ops.partition_by("device_id", as_dict=True, maintain_order=True).items():
-        m = intervals.merge(part, keep_first=carried(ops))
-        out[int(dev)] = intervals.clip(m, start, end)
-    return out
+    if lo is None:
+        return []
+    return [int(lo)] if lo == hi else sorted(int(d) for d in ops["device_id"].drop_nulls().unique())
 
 
 def api_in_window(api: pl.DataFrame, start: int, end: int) -> tuple[pl.DataFrame, int]:
@@ -131,10 +144,9 @@ def api_in_window(api: pl.DataFrame, start: int, end: int) -> tuple[pl.DataFrame
     if not st.is_sorted():
         a = a.filter((pl.col("end_ns") > start) & (pl.col("start_ns") < end)).sort("start_ns", maintain_order=True)
         return a, int((a["start_ns"] < start).sum())
-    i0 = int(st.search_sorted(start, side="left"))
-    i1 = int(st.search_sorted(end, side="left"))
-    head = a.slice(0, i0).filter(pl.col("end_ns") > start)   # begun before the window, still running in it
-    return (pl.concat([head, a.slice(i0, max(0, i1 - i0))], rechunk=False) if head.height else a.slice(i0, max(0, i1 - i0))), head.height
+    head = a.slice(0, int(st.search_sorted(start, side="left"))).filter(pl.col("end_ns") > start)  # still running
+    body = starting_in(a, start, end)
+    return (pl.concat([head, body], rechunk=False) if head.height else body), head.height
 
 
 def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int) -> dict[str, pl.DataFrame]:
@@ -154,8 +166,8 @@ def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int)
     return out
 
 
-def _pageable_copy_corr_ids(gpu: pl.DataFrame) -> list[int]:
-    if "src_kind" not in gpu.columns:
+def _pageable_copy_corr_ids(gpu: pl.DataFrame | None) -> list[int]:
+    if gpu is None or "src_kind" not in gpu.columns:
         return []
     pg = gpu.filter(pl.col("kind") == "memcpy").filter(   # the few copy rows first, then the string tests
         pl.col("src_kind").str.to_lowercase().str.contains("pageable").fill_null(False)
@@ -179,16 +191,9 @@ def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.Dat
     instead of being evaluated as a column of zeros over a million gaps."""
     if gaps.height == 0:
         return gaps.with_columns((pl.col("e") - pl.col("s")).alias("len"), pl.lit(None, CAUSE).alias("cause"))
-    g = gaps
-    if "launch_e" in g.columns:   # carried from the busy blocks (with_launch_times): no join needed
-        submit = pl.col("launch_e")
-    elif "corr_id" in g.columns:
-        launch = api.select(pl.col("corr_id"), pl.col("end_ns").alias("_submit")).drop_nulls("corr_id") \
-                    .unique("corr_id", keep="first")
-        g = g.join(launch, on="corr_id", how="left", maintain_order="left")
-        submit = pl.col("_submit")
-    else:
-        submit = pl.lit(None, pl.Int64)
+    # the launch time of the operation that ends each gap: carried from the busy blocks, or looked up
+    g = gaps if "launch_e" in gaps.columns or "corr_id" not in gaps.columns else with_launch_times(gaps, api)
+    submit = pl.col("launch_e") if "launch_e" in g.columns else pl.lit(None, pl.Int64)
     length = pl.col("e") - pl.col("s")
     memcpy, sync = host["memcpy"], host["sync"]
     checks: list[tuple[pl.Expr, str]] = []
@@ -206,4 +211,4 @@ def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.Dat
     for cond, cause in checks:
         chain = chain.when(cond).then(pl.lit(cause, dtype=CAUSE))
     out = g.with_columns(length.alias("len"), chain.otherwise(pl.lit("host", dtype=CAUSE)).alias("cause"))
-    return out.drop("_submit") if "_submit" in out.columns else out
+    return out.select(*gaps.columns, "len", "cause")
