@@ -340,7 +340,7 @@ def _rule_facts(k: dict, rules: list[dict]) -> list[dict]:
 def _nsys_kernels(fs, prof: Profile) -> list[dict]:
     """The nsys kernel facts to join with: ``fs.kernels`` (the top kernels of the window), plus the
     kernels past its cut-off from the same source, or the whole-profile summary when it is empty."""
-    from . import KERNEL_FACT_LIMIT
+    from .base import KERNEL_FACT_LIMIT
     rows = list(fs.kernels)
     if rows and len(rows) < KERNEL_FACT_LIMIT:
         return rows
@@ -574,3 +574,8 @@ def _without_ncu(fs, prof: Profile) -> None:
         fs.absent.setdefault(f, why)
     if cmd:
         fs.tables["ncu_command"] = cmd
+
+
+def compute(ctx) -> None:
+    """The fact-group entry point (``facts.GROUPS``)."""
+    attach(ctx.fs, ctx.prof)

@@ -1,0 +1,49 @@
+"""CUDA API calls over the window: launch and sync shares, sync calls per iteration, the API time table."""
+from __future__ import annotations
+
+import polars as pl
+
+from . import intervals, timeline
+from .base import Context, in_window, of_kinds, pct, srcs
+from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS
+
+
+def compute(ctx: Context) -> None:
+    fs, prof, win, timeline_ok = ctx.fs, ctx.prof, ctx.win, ctx.timeline_ok
+    api = prof.tables["api_trace"]
+    gpu = prof.tables.get("gpu_trace")
+    src = prof.source_name("api_trace")
+    s, e, wlen = win.start_ns, win.end_ns, win.length_ns
+    a, n_before = timeline.api_in_window(api, s, e)   # calls begun before the window come first
+    masks = a.select(launch=pl.col("api").is_in(sorted(KERNEL_LAUNCH_APIS)),
+                     sync=pl.col("api").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS)))
+    inside = a.slice(n_before)                         # the calls that begin inside the window
+    m_in = masks.slice(n_before)
+    launch = fs.tables["_host"]["launch"]              # merged once for every user (compute)
+    # blocking calls of both kinds: synchronisations and synchronous copies
+    sync = intervals.clip(intervals.merge(a.filter(masks["sync"]).select(pl.col("start_ns").alias("s"),
+                                                                         pl.col("end_ns").alias("e"))), s, e)
+    fs.put("launch_api_share_pct", pct(intervals.total(launch), wlen), src)
+    if timeline_ok:
+        kt = of_kinds(in_window(gpu, win).select("dur_ns", "kind"), timeline.KERNEL_WORK)["dur_ns"].sum()
+        lt = inside.filter(m_in["launch"])["dur_ns"].sum()
+        if kt:
+            fs.put("launch_to_kernel_time_ratio", float(lt) / float(kt), srcs(src, prof.source_name("gpu_trace")))
+    fs.put("sync_api_share_pct", pct(intervals.total(sync), wlen), src)
+    n_sync = int(m_in["sync"].sum())
+    if fs.window and fs.window.iterations is not None:
+        n_iter = fs.window.iterations.height - fs.window.skipped
+        if n_iter > 0:
+            fs.put("sync_calls_per_iter", n_sync / n_iter, src)
+    if timeline_ok and "_busy" in fs.tables and sync.height:
+        busy = fs.tables["_busy"]
+        b = busy[min(busy)] if len(busy) == 1 else intervals.merge(pl.concat(list(busy.values())).select("s", "e"))
+        covered = int(intervals.coverage(sync, b, fs.tables.get("_busy_cover") if len(busy) == 1 else None).sum())
+        fs.put("sync_gpu_busy_pct", pct(covered, intervals.total(sync)), srcs(src, prof.source_name("gpu_trace")))
+    # API time table for the report (window)
+    t = (inside.group_by("api").agg(pl.col("dur_ns").sum().alias("ns"), pl.len().alias("count"), pl.col("dur_ns").median().alias("med"))
+          .sort("ns", descending=True))
+    tot = float(t["ns"].sum()) or 1.0
+    fs.tables["api"] = [{"name": r["api"], "ms": r["ns"] / 1e6, "count": r["count"], "share_pct": r["ns"] / tot * 100,
+                         "median_us": (r["med"] or 0) / 1e3} for r in t.head(10).iter_rows(named=True)]
+    fs.tables["api_source"] = src

@@ -1,0 +1,56 @@
+"""Idle gaps inside the window and, with the API trace, what the host did during each (their cause)."""
+from __future__ import annotations
+
+import polars as pl
+
+from . import intervals, timeline
+from .base import Context, pct, srcs
+
+
+def compute(ctx: Context) -> None:
+    """Idle gaps inside the window and, with the API trace, what the host did during each."""
+    fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    api, nvtx = prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
+    s, e, wlen = win.start_ns, win.end_ns, win.length_ns
+    src = prof.source_name("gpu_trace")
+    busy = fs.tables["_busy"]
+    devs = sorted(busy)
+    host = fs.tables.get("_host")
+    data = timeline.data_ranges(nvtx, s, e)
+    # per device, added up: a million gaps are reduced where they are made, never concatenated
+    count, longest, short, long_ = 0, None, 0, 0
+    by = {c: 0 for c in timeline.CAUSES}
+    cnt = {c: 0 for c in timeline.CAUSES}
+    ln = pl.col("e") - pl.col("s")
+    for d in devs:
+        g = intervals.gaps(busy[d], s, e, carry=timeline.carried(busy[d]))
+        if g.height == 0:
+            continue
+        n_, max_, short_, lng = g.select(
+            (ln >= timeline.GAP_COUNT_MIN_NS).sum().alias("n"), ln.max().alias("max"),
+            ln.filter(ln < timeline.SHORT_GAP_NS).sum().alias("short"),
+            ln.filter(ln >= timeline.LONG_GAP_NS).sum().alias("long")).row(0)
+        count, short, long_ = count + int(n_), short + int(short_ or 0), long_ + int(lng or 0)
+        longest = max_ if longest is None else max(longest, max_)
+        if host is not None:
+            agg = timeline.attribute_gaps(g, api, host, data).group_by("cause").agg(
+                pl.col("len").sum().alias("t"), pl.len().alias("n"))
+            for c, t, k in agg.iter_rows():
+                by[c] += t
+                cnt[c] += k
+    n = max(1, len(devs))
+    if longest is not None:
+        fs.put("gpu_idle_gap_count", count, src)
+        fs.put("gpu_longest_gap_ms", float(longest) / 1e6, src)
+        fs.put("gpu_idle_short_gaps_pct", pct(float(short) / n, wlen), src)
+        fs.put("gpu_idle_long_gaps_pct", pct(float(long_) / n, wlen), src)
+    else:
+        for k in ("gpu_idle_gap_count", "gpu_longest_gap_ms", "gpu_idle_short_gaps_pct", "gpu_idle_long_gaps_pct"):
+            fs.put(k, 0, src)
+    if host is not None and devs:
+        both = srcs(src, prof.source_name("api_trace"))
+        for c in timeline.CAUSES:
+            fs.put(f"gpu_idle_{c}_pct", pct(by[c] / n, wlen), both)
+        fs.tables["idle_breakdown"] = [
+            {"cause": c, "ms": by[c] / n / 1e6, "pct": pct(by[c] / n, wlen), "gaps": cnt[c]}
+            for c in sorted(timeline.CAUSES, key=lambda c: -by[c]) if by[c] > 0]

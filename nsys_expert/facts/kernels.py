@@ -1,0 +1,65 @@
+"""Kernels over the window: count, median, small-kernel share, kernel classes and the top-kernel table."""
+from __future__ import annotations
+
+import polars as pl
+
+from . import timeline
+from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, in_window, of_kinds, pct
+from .names import kernel_class_expr, simt_gemm_expr
+
+
+def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
+    """Add ``kernel_class`` and ``simt`` columns, classifying each distinct name once (the regexes are
+    costly on a million long demangled names; a run has a few dozen distinct ones)."""
+    uniq = df.select(pl.col("name").unique()).with_columns(kernel_class_expr("name").alias("kernel_class"),
+                                                           simt_gemm_expr("name").alias("simt"))
+    return df.join(uniq, on="name", how="left", maintain_order="left")
+
+def compute(ctx: Context) -> None:
+    fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    src = prof.source_name("gpu_trace")
+    w = in_window(prof.tables["gpu_trace"], win).select("name", "dur_ns", "kind")
+    k = of_kinds(w, ("kernel",))
+    fs.put("kernel_count", k.height, src)
+    # the small-launch share counts a CUDA graph execution as one launch (its kernels are not
+    # itemized); graphs never enter the kernel count, the median or the kernel table
+    units = of_kinds(w, timeline.KERNEL_WORK) if k.height < w.height else k
+    if units.height:
+        fs.put("kernel_small_share_pct", pct(float((units["dur_ns"] < SMALL_KERNEL_NS).sum()), units.height), src)
+    if k.height == 0:
+        return
+    fs.put("kernel_median_us", float(k["dur_ns"].median()) / 1e3, src)
+    per = (k.group_by("name").agg(pl.col("dur_ns").sum().alias("total_ns"), pl.len().alias("count"),
+                                  pl.col("dur_ns").median().alias("med_ns"), pl.col("dur_ns").mean().alias("avg_ns"))
+             .sort("total_ns", descending=True))
+    kernel_table(fs, per, src)
+
+
+def kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str = "") -> None:
+    """Kernel-class shares, kernel-scope facts and the report's top-kernel table from a per-name frame."""
+    per = with_kernel_classes(per)
+    tot = float(per["total_ns"].sum()) or 1.0
+    shares = per.group_by("kernel_class").agg(pl.col("total_ns").sum())
+    share = {c: float(t) / tot * 100 for c, t in shares.iter_rows()}
+    fs.put("matmul_share_of_kernel_pct" + suffix, share.get("matmul", 0.0), src)
+    fs.put("elementwise_share_of_kernel_pct" + suffix, share.get("elementwise", 0.0), src)
+    fs.put("simt_gemm_share_of_kernel_pct" + suffix,
+           float(per.filter(pl.col("simt"))["total_ns"].sum()) / tot * 100, src)
+    if suffix:
+        return
+    rows = []
+    for i, r in enumerate(per.head(KERNEL_FACT_LIMIT).iter_rows(named=True)):
+        rows.append({"name": r["name"], "kernel_class": r["kernel_class"],
+                     "time_share_pct": round(r["total_ns"] / tot * 100, 4), "total_ms": r["total_ns"] / 1e6,
+                     "count": int(r["count"]), "median_us": (r["med_ns"] or 0) / 1e3,
+                     "avg_us": (r["avg_ns"] or 0) / 1e3, "rank": i + 1})
+    fs.kernels = rows
+    fs.tables["top_kernels"] = rows[:10]
+    fs.tables["top_kernels_source"] = src
+
+
+def compute_per_iteration(ctx: Context) -> None:
+    """Facts built from two groups' results (kernels and iterations), after both ran."""
+    fs = ctx.fs
+    if "kernel_count" in fs.run and fs.run.get("iter_count"):
+        fs.put("kernels_per_iter", fs.run["kernel_count"] / fs.run["iter_count"], ctx.prof.source_name("gpu_trace"))

@@ -1,0 +1,49 @@
+"""Copies over the window: share of busy time, direction, bytes, bandwidth, pageable share."""
+from __future__ import annotations
+
+import polars as pl
+
+from . import intervals, timeline
+from .base import Context, in_window, pct
+
+
+def compute(ctx: Context) -> None:
+    fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    src = prof.source_name("gpu_trace")
+    gpu = prof.tables["gpu_trace"]
+    copies = gpu.filter(pl.col("kind") == "memcpy")   # one pass over the trace; the rest works on the copies
+    ops = timeline.ops_intervals(copies)
+    copy = timeline.busy_by_device(ops, win.start_ns, win.end_ns, ("memcpy",))
+    tot_busy = fs.tables["_busy_total"]
+    tot_copy = sum(intervals.total(b) for b in copy.values())
+    fs.put("memcpy_share_of_busy_pct", pct(tot_copy, tot_busy) if tot_busy else 0.0, src)
+    for fact, kinds in (("memcpy_host_share_of_busy_pct", ["HtoD", "DtoH", "HtoH"]), ("memcpy_dtod_share_of_busy_pct", ["DtoD", "PtoP"])):
+        sel = ops.filter(pl.col("copy_kind").is_in(kinds))
+        part = sum(intervals.total(b) for b in timeline.busy_by_device(sel, win.start_ns, win.end_ns).values())
+        fs.put(fact, pct(part, tot_busy) if tot_busy else 0.0, src)
+    m = in_window(copies, win)
+    rows = []
+    for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
+        d = m.filter(pl.col("copy_kind") == direction)
+        b = float(d["bytes"].fill_null(0).sum())
+        t = float(d["dur_ns"].sum())
+        fs.put(f"memcpy_{key}_mb", b / 1e6, src)
+        if t > 0 and b > 0:
+            fs.put(f"memcpy_{key}_gbps", b / t, src)  # bytes/ns == GB/s
+    hd = m.filter(pl.col("copy_kind").is_in(["HtoD", "DtoH"]))
+    if hd.height:
+        pageable = hd.filter(pl.col("src_kind").str.to_lowercase().str.contains("pageable").fill_null(False)
+                             | pl.col("dst_kind").str.to_lowercase().str.contains("pageable").fill_null(False))
+        fs.put("memcpy_pageable_share_pct", pct(float(pageable["dur_ns"].sum()), float(hd["dur_ns"].sum())), src)
+    else:  # no host-device copies in the window: none of them is pageable
+        fs.put("memcpy_pageable_share_pct", 0.0, src)
+    if m.height:
+        agg = (m.with_columns(pl.col("copy_kind").fill_null("other"),
+                              (pl.col("src_kind").fill_null("") + "→" + pl.col("dst_kind").fill_null("")).alias("kinds"))
+                .group_by("copy_kind").agg(pl.len().alias("count"), pl.col("bytes").fill_null(0).sum().alias("bytes"),
+                                           pl.col("dur_ns").sum().alias("ns"), pl.col("kinds").mode().first().alias("kinds"))
+                .sort("ns", descending=True))
+        for r in agg.iter_rows(named=True):
+            rows.append({"direction": r["copy_kind"], "count": r["count"], "mb": r["bytes"] / 1e6, "ms": r["ns"] / 1e6,
+                         "gbps": (r["bytes"] / r["ns"]) if r["ns"] else None, "memory": r["kinds"]})
+    fs.tables["memcpy"] = rows

@@ -1,0 +1,52 @@
+"""NCCL kernels over the window: share of busy time, overlap with compute, exposed time, their sequence."""
+from __future__ import annotations
+
+import polars as pl
+
+from . import intervals, timeline
+from .base import Context, in_window, of_kinds, pct
+from .kernels import with_kernel_classes
+
+
+def compute(ctx: Context) -> None:
+    fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    src = prof.source_name("gpu_trace")
+    # graph executions are compute that NCCL kernels can overlap with (never NCCL kernels themselves)
+    kin = of_kinds(in_window(prof.tables["gpu_trace"], win).select("name", "start_ns", "end_ns", "dur_ns",
+                                                                       "device_id", "kind"), timeline.KERNEL_WORK)
+    busy = fs.tables["_busy"]
+    tot_busy = fs.tables["_busy_total"]
+    classes = with_kernel_classes(kin.select(pl.col("name").unique()))
+    nccl_names = classes.filter(pl.col("kernel_class") == "nccl")["name"]
+    if nccl_names.len() == 0:  # the common single-GPU case: no communication, compute is all kernel work
+        fs.put("nccl_kernel_count", 0, src)
+        fs.put("nccl_share_of_busy_pct", 0.0, src)
+        if "kernel_active_pct" in fs.run:
+            fs.put("compute_active_pct", fs.run["kernel_active_pct"], src)
+        fs.tables["_nccl_sequence"] = pl.DataFrame(schema={"name": pl.String, "dur_ns": pl.Int64})
+        return
+    k = kin.with_columns(pl.when(pl.col("name").is_in(nccl_names.implode())).then(pl.lit("nccl"))
+                         .otherwise(pl.lit("other")).alias("cls"))
+    nccl = k.filter(pl.col("cls") == "nccl")
+    fs.put("nccl_kernel_count", nccl.height, src)
+    # compute = kernel work that is not communication (what a straggler has more of)
+    comp = [intervals.total(intervals.clip(intervals.merge(part.select(pl.col("start_ns").alias("s"),
+                                                                      pl.col("end_ns").alias("e"))), win.start_ns, win.end_ns))
+            for (_,), part in k.filter(pl.col("cls") != "nccl").partition_by("device_id", as_dict=True).items()]
+    fs.put("compute_active_pct", pct(sum(comp) / max(1, len(busy)), win.length_ns), src)
+    # the collectives in order, for cross-rank comparison (the last rank to arrive waits least)
+    fs.tables["_nccl_sequence"] = nccl.sort("start_ns").select(pl.col("name").cast(pl.String), "dur_ns")
+    overl, exposed = 0, 0
+    tot_nccl = 0
+    for (dev,), part in k.partition_by("device_id", as_dict=True).items():
+        iv = part.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), "cls")
+        n_iv = intervals.clip(intervals.merge(iv.filter(pl.col("cls") == "nccl")), win.start_ns, win.end_ns)
+        c_iv = intervals.clip(intervals.merge(iv.filter(pl.col("cls") != "nccl")), win.start_ns, win.end_ns)
+        nt = intervals.total(n_iv)
+        cov = int(intervals.coverage(n_iv, c_iv).sum()) if n_iv.height else 0
+        tot_nccl += nt
+        overl += cov
+        exposed += nt - cov
+    fs.put("nccl_share_of_busy_pct", pct(tot_nccl, tot_busy), src)
+    fs.put("nccl_overlap_pct", pct(overl, tot_nccl), src)
+    fs.put("nccl_exposed_pct", pct(exposed / max(1, len(busy)), win.length_ns), src)

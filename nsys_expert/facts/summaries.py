@@ -1,0 +1,92 @@
+"""Whole-profile facts from the summary reports (``_span``); they are the window facts when the window is whole."""
+from __future__ import annotations
+
+import polars as pl
+
+from ..load.normalize import copy_kind_expr
+from .base import SMALL_KERNEL_NS, Context, pct
+from .kernels import kernel_table
+from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
+
+
+def compute(ctx: Context) -> None:
+    """Whole-profile facts from the summary reports; they are the window facts when the window is whole."""
+    fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    whole = win.source == "whole"
+    span_ns = (win.span_end_ns - win.span_start_ns) if win.span_start_ns is not None and win.span_end_ns else None
+
+    def put(name, value, table):
+        fs.put(f"{name}_span", value, prof.source_name(table))
+        if whole and name not in fs.run:
+            fs.put(name, value, prof.source_name(table))
+
+    ks = prof.tables.get("kern_sum")
+    if ks is not None and ks.height:
+        n = int(ks["count"].sum())
+        put("kernel_count", n, "kern_sum")
+        med_col = "med_ns" if "med_ns" in ks.columns else "avg_ns"
+        small = int(ks.filter(pl.col(med_col) < SMALL_KERNEL_NS)["count"].sum())
+        put("kernel_small_share_pct", pct(small, n), "kern_sum")
+        w = ks.sort(med_col)
+        cum = w["count"].cum_sum()
+        idx = int((cum >= n / 2).arg_max())
+        put("kernel_median_us", float(w[med_col][idx]) / 1e3, "kern_sum")
+        per = ks.select("name", "total_ns", "count", pl.col(med_col).alias("med_ns"), pl.col("avg_ns"))
+        if whole or "top_kernels" not in fs.tables:
+            if whole:
+                kernel_table(fs, per, prof.source_name("kern_sum"))
+            else:
+                fs.tables["top_kernels_span"] = [
+                    {"name": r["name"], "total_ms": r["total_ns"] / 1e6, "count": r["count"], "avg_us": (r["avg_ns"] or 0) / 1e3}
+                    for r in per.sort("total_ns", descending=True).head(10).iter_rows(named=True)]
+        kernel_table(fs, per, prof.source_name("kern_sum"), suffix="_span")
+        nccl = ks.filter(pl.col("name").str.contains(r"(?i)^(void\s+)?nccl"))
+        put("nccl_kernel_count", int(nccl["count"].sum()), "kern_sum")
+        ms = prof.tables.get("mem_time_sum")
+        busy_sum = float(ks["total_ns"].sum()) + (float(ms["total_ns"].sum()) if ms is not None else 0.0)
+        put("nccl_share_of_busy_pct", pct(float(nccl["total_ns"].sum()), busy_sum), "kern_sum")
+    ms = prof.tables.get("mem_time_sum")
+    if ms is not None:
+        kt = float(ks["total_ns"].sum()) if ks is not None else None
+        mt = float(ms.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
+        if kt is not None:
+            allm = kt + float(ms["total_ns"].sum())
+            put("memcpy_share_of_busy_pct", pct(mt, allm) or 0.0, "mem_time_sum")
+            ck = ms.with_columns(copy_kind_expr().alias("ck"))
+            put("memcpy_host_share_of_busy_pct",
+                pct(float(ck.filter(pl.col("ck").is_in(["HtoD", "DtoH", "HtoH"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
+            put("memcpy_dtod_share_of_busy_pct",
+                pct(float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
+        sz = prof.tables.get("mem_size_sum")
+        for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
+            t = ms.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
+            tns = float(t["total_ns"].sum())
+            if sz is not None:
+                b = sz.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
+                bb = float(b["total_bytes"].sum())
+                put(f"memcpy_{key}_mb", bb / 1e6, "mem_size_sum")
+                if tns > 0 and bb > 0:
+                    put(f"memcpy_{key}_gbps", bb / tns, "mem_size_sum")
+    s = prof.tables.get("api_sum")
+    if s is not None and s.height:
+        launch = float(s.filter(base_expr("name").is_in(sorted(KERNEL_LAUNCH_APIS)))["total_ns"].sum())
+        if ks is not None and ks.height and float(ks["total_ns"].sum()) > 0:
+            put("launch_to_kernel_time_ratio", launch / float(ks["total_ns"].sum()), "api_sum")
+        sync = s.filter(base_expr("name").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS)))
+        if span_ns:
+            put("launch_api_share_pct", min(100.0, pct(launch, span_ns)), "api_sum")
+            put("sync_api_share_pct", min(100.0, pct(float(sync["total_ns"].sum()), span_ns)), "api_sum")
+        it = win.iterations
+        if "sync_calls_per_iter" not in fs.run and it is not None and it.height >= 2 and "api_trace" not in prof.tables:
+            # no API trace: whole-profile sync calls over all iterations (warm-up included), an approximation
+            fs.put("sync_calls_per_iter", int(sync["count"].sum()) / it.height,
+                   f"{prof.source_name('api_sum')} (whole profile) / {prof.source_name('nvtx_trace')} iterations")
+        if "api" not in fs.tables:
+            tot = float(s["total_ns"].sum()) or 1.0
+            fs.tables["api"] = [{"name": r["base_name"], "ms": r["total_ns"] / 1e6, "count": r["count"],
+                                 "share_pct": r["total_ns"] / tot * 100, "median_us": (r.get("med_ns") or r.get("avg_ns") or 0) / 1e3}
+                                for r in s.sort("total_ns", descending=True).head(10).iter_rows(named=True)]
+            fs.tables["api_source"] = prof.source_name("api_sum") + " (whole profile)"
+    if "top_kernels" not in fs.tables and "top_kernels_span" in fs.tables:
+        fs.tables["top_kernels"] = fs.tables.pop("top_kernels_span")
+        fs.tables["top_kernels_source"] = f"{prof.source_name('kern_sum')} (whole profile)"
