@@ -134,7 +134,7 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
     rep = results[order[len(order) // 2]]
     job = facts.FactSet(run=dict(rep.fs.run), kernels=rep.fs.kernels, window=rep.fs.window,
                         sources=dict(rep.fs.sources), absent=dict(rep.fs.absent), tables=dict(rep.fs.tables),
-                        warnings=list(rep.fs.warnings))
+                        warnings=list(rep.fs.warnings), tiers=dict(rep.fs.tiers))
     for k, v in cross["job"].items():
         job.put(k, v, "cross-rank")
     for k in list(job.absent):

@@ -125,6 +125,24 @@ def _estimate(rule: Rule, ctx: dict) -> float | None:
     return round(max(0.0, min(100.0, float(v))), 1)
 
 
+def _positive_facts(cond: dict) -> set[str]:
+    """Facts a condition tests for a value (not under ``not``, not mere ``exists`` checks)."""
+    if "fact" in cond:
+        out = set() if cond["op"] == "exists" else {cond["fact"]}
+        if isinstance(cond.get("value"), dict):
+            out.add(cond["value"]["fact"])
+        return out
+    if "not" in cond:
+        return set()
+    return set().union(*(_positive_facts(c) for c in cond.get("all", cond.get("any", []))))
+
+
+def confidence(cond: dict, fs: FactSet, bound: dict) -> str:
+    """``likely`` when the branch that fired rests on a summary-tier fact, else ``measured``."""
+    tiers = fs.tiers if bound is fs.run else {}
+    return "likely" if any(tiers.get(f) == "summary" for f in _positive_facts(cond)) else "measured"
+
+
 def _threshold(cond: dict, fact: str, params: dict):
     for c in walk_conditions(cond):
         if c["fact"] == fact:
@@ -155,7 +173,7 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
         missing_inputs = [i for i in r.requires if i not in tables]
         if missing or missing_inputs:
             ev.not_evaluated.append({
-                "rule": r.id, "category": r.category,
+                "rule": r.id, "category": r.category, "scope": r.scope,
                 "missing": [f"needs {registry.INPUTS[i]}" for i in missing_inputs] + _needs_text(missing, fs, r.scope),
                 "facts": sorted(missing)})
             continue
@@ -205,6 +223,7 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
             "evidence": evidence,
             "advice": [_render(a, ctx) for a in (rule.advice.get(lang) or rule.advice.get("en") or [])],
             "estimated_gain_pct": _estimate(rule, ctx),
+            "confidence": confidence(matched, fs, bound),
             "scope": {"kernel": bound.get("name")} if rule.scope == "kernel" else {},
             "pack": rule.pack,
             "references": rule.references,

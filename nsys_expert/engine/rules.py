@@ -24,7 +24,7 @@ from ..facts import registry
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
 CATEGORIES = ["compute-bound", "memory-bound", "launch-bound", "data-io-bound", "comm-bound", "sync-bound",
-              "memcpy-bound"]
+              "memcpy-bound", "gpu-idle"]
 NUMERIC_OPS = {"lt", "lte", "gt", "gte"}
 ALL_OPS = NUMERIC_OPS | {"eq", "neq", "in", "not_in", "contains", "icontains", "startswith", "endswith",
                          "matches", "exists"}

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, api, busy, gaps, graph, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
-               summaries, timeline, window as window_mod)
+from . import (absent, api, busy, estimates, gaps, graph, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
+               starved, summaries, timeline, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
 
@@ -73,6 +73,8 @@ GROUPS: list[Group] = [
     Group("osrt", osrt.compute, _always),
     Group("per_iteration", kernels.compute_per_iteration, _timeline, "last"),
     Group("summaries", summaries.compute, _always, "last"),   # after the trace facts: it only fills what they could not
+    Group("estimates", estimates.compute, _always, "last"),   # the summary tier: per-iteration estimates without a trace
+    Group("starved", starved.compute, _always, "last"),       # idle time the cause facts leave unexplained
     Group("ncu", ncu.compute, _always, "last"),                # Nsight Compute kernel facts, joined with the nsys kernels
     Group("absent", absent.compute, _always, "last"),
 ]

@@ -33,6 +33,14 @@ KERNEL_LAUNCH_APIS = {
     "cudaGraphLaunch", "cuGraphLaunch",
 }
 GRAPH_LAUNCH_APIS = {"cudaGraphLaunch", "cuGraphLaunch"}
+# Device and pinned-host allocator calls (cudaFree waits for the device; the caching allocators of
+# PyTorch, JAX, ... keep them out of the steady state).
+ALLOC_APIS = {
+    "cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync", "cudaMallocManaged", "cudaMallocPitch",
+    "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "cudaMalloc3D",
+    "cuMemAlloc", "cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocManaged", "cuMemAllocPitch",
+    "cuMemAllocHost", "cuMemFreeHost", "cuMemHostAlloc",
+}
 
 
 def _base(name: str) -> str:
@@ -66,7 +74,8 @@ TENSOR_CORE_HINT = r"(?i)tf32|1688|16816|884|xmma|tensorop|wgmma|hmma|nvjet|bf16
 
 # NVTX ranges that mark host-side input work (design.md: data / load / batch / dataloader / input)
 DATA_RANGE = r"(?i)(^|[^a-z])(data|dataload|dataloader|load|loading|batch|input|inputs|prefetch|fetch|collate|read|preprocess)([^a-z]|$)|dataloader|data_?load"
-LIBRARY_DOMAINS = ("NCCL:", "cuBLAS:", "cuDNN:", "cuBLASLt:", "CUDA:", "nvtx:", "NVTX:")
+LIBRARY_DOMAINS = ("NCCL:", "cuBLAS:", "cuDNN:", "cuBLASLt:", "CUDA:", "nvtx:", "NVTX:", "CCCL:", "cub::", "thrust::",
+                   "DALI:", "cuFFT:", "cuSPARSE:", "cuSOLVER:", "NVSHMEM:")
 
 
 def kernel_class_expr(col: str = "name") -> pl.Expr:

@@ -21,6 +21,8 @@ INPUTS = {
     "nvtx_sum": "the nvtx_sum report (nsys stats -r nvtx_sum)",
     "osrt_sum": "the osrt_sum report (nsys stats -r osrt_sum; profile with --trace=osrt)",
     "kern_exec_sum": "the cuda_kern_exec_sum report (nsys stats -r cuda_kern_exec_sum)",
+    "nvtx_gpu_proj_sum": "the nvtx_gpu_proj_sum report (nsys stats -r nvtx_gpu_proj_sum)",
+    "gpu_sum": "the cuda_gpu_sum report (nsys stats -r cuda_gpu_sum)",
     "ranks": "several ranks of one job (per-rank CSV sets or SQLite files, or one export with several processes)",
     "ncu": "an Nsight Compute CSV of the hot kernels (ncu --set full ... then ncu -i X.ncu-rep --csv --page details)",
 }
@@ -93,6 +95,29 @@ _RUN = [
     _f("data_range_share_pct", "%", "share of the window inside NVTX ranges named like input work", ("nvtx_trace", "nvtx_sum")),
     _f("osrt_wait_share_pct", "%", "OS runtime blocking time (poll, waits, sleeps) over the whole profile as a share of the profile span, summed over threads", ("osrt_sum",)),
     _f("osrt_io_ms", "ms", "OS runtime time in file I/O calls (read, pread, fread, open, ...) over the whole profile", ("osrt_sum",)),
+]
+# the summary tier (facts/estimates.py): per-iteration estimates from the summary reports, no trace
+_NV = ("nvtx_sum", "nvtx_gpu_proj_sum")
+_RUN += [
+    _f("iter_est_count", "", "instances of the iteration range in the NVTX summary (whole profile)", _NV),
+    _f("iter_est_median_ms", "ms", "time per iteration: the larger of the step range's median and its GPU projection's median", _NV),
+    _f("gpu_work_per_iter_ms", "ms", "kernel + copy + memset time over the iterations (capped by the projection median): an upper bound", _NV),
+    _f("gpu_active_est_pct", "%", "GPU work per iteration / time per iteration, from the summaries (an upper bound)", _NV),
+    _f("gpu_idle_est_pct", "%", "100 - gpu_active_est_pct: the GPU is idle at least this share of each iteration", _NV),
+    _f("kernel_active_est_pct", "%", "kernel time per iteration / time per iteration, from the summaries", _NV),
+    _f("memcpy_active_est_pct", "%", "copy time / iteration time, from the summaries", _NV),
+    _f("kernels_per_iter_est", "", "kernels per iteration (whole-profile kernel count / iterations)", _NV),
+    _f("sync_calls_per_iter_est", "", "blocking sync calls per iteration (whole profile / iterations)", _NV),
+    _f("sync_wait_share_est_pct", "%", "host time in blocking sync calls / iteration time, from the summaries", _NV),
+    _f("launch_api_share_est_pct", "%", "host time in kernel-launch calls / iteration time, from the summaries", _NV),
+    _f("alloc_calls_per_iter_est", "", "cudaMalloc / cudaFree (and driver, pinned-host) calls per iteration, from the summaries", _NV),
+    _f("data_range_share_est_pct", "%", "time in NVTX ranges named like input work / iteration time, from the summaries", _NV),
+    _f("launches_per_sync", "", "kernel launch calls per blocking sync call (whole profile)", ("api_sum", "api_trace")),
+    _f("sync_calls", "", "blocking sync calls (whole profile)", ("api_sum", "api_trace")),
+    _f("alloc_calls", "", "allocator calls: cudaMalloc / cudaFree and their driver and pinned-host forms", ("api_sum", "api_trace")),
+    _f("alloc_api_ms", "ms", "host time in allocator calls", ("api_sum", "api_trace")),
+    _f("gpu_idle_attributed_pct", "%", "idle share of the window that the gap causes attribute (launch, sync, memcpy, data, host)", ("gpu_trace", "nvtx_sum")),
+    _f("gpu_idle_unexplained_pct", "%", "idle share of the window no cause attributes (all of it without cuda_api_trace)", ("gpu_trace", "nvtx_sum")),
 ]
 _RUN += [
     _f("rank_count", "", "ranks (processes with GPU work) in this job", ("ranks",)),

@@ -12,6 +12,13 @@ from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
 def compute(ctx: Context) -> None:
     """Whole-profile facts from the summary reports; they are the window facts when the window is whole."""
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    before = set(fs.run)
+    _compute(fs, prof, win)
+    for k in set(fs.run) - before:   # every fact from a summary report rests on the whole profile
+        fs.tiers[k] = "summary"
+
+
+def _compute(fs, prof, win) -> None:
     whole = win.source == "whole"
     span_ns = (win.span_end_ns - win.span_start_ns) if win.span_start_ns is not None and win.span_end_ns else None
 

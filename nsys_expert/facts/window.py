@@ -83,6 +83,27 @@ def find_iterations(nvtx: pl.DataFrame) -> tuple[str | None, pl.DataFrame | None
     return best["group"], iters
 
 
+def iteration_from_summary(df: pl.DataFrame) -> tuple[str, int, float, float | None] | None:
+    """The iteration range of a summary report (``nvtx_sum``, ``nvtx_pushpop_sum``,
+    ``nvtx_gpu_proj_sum``: one row per range name, no timestamps), chosen as for the trace: the most
+    frequent repeated range (3 or more instances), top level when the report gives levels, library
+    domains and operator ranges left out. Returns (name, instances, total ns, median ns or None)."""
+    if df is None or df.height == 0:
+        return None
+    top = df.filter(pl.col("count") >= 3)
+    for dom in LIBRARY_DOMAINS:   # summaries print the domain first: "NCCL:ncclAllReduce", ":step"
+        top = top.filter(~pl.col("name").str.strip_chars_start(":").str.starts_with(dom))
+    top = top.filter(~pl.col("name").str.strip_chars_start(":").str.contains(OPERATOR_RANGE))
+    if "avg_range_level" in top.columns and top["avg_range_level"].null_count() < top.height:
+        top = top.filter(pl.col("avg_range_level").fill_null(0) < 0.5)
+    if top.height == 0:
+        return None
+    med = pl.col("med_ns") if "med_ns" in top.columns else pl.lit(None, pl.Float64)
+    best = top.select("name", "count", "total_ns", med.alias("med")).sort(["count", "total_ns"], descending=True).row(0)
+    name, n, total, m = best
+    return name, int(n), float(total), (float(m) if m is not None else None)
+
+
 def gpu_end_of_work(gpu: pl.DataFrame, api: pl.DataFrame | None, host_s: int, host_e: int) -> int | None:
     """End of the GPU work launched from inside [host_s, host_e] (by correlation id when the API
     trace is there, otherwise the GPU work queued back to back after host_e)."""

@@ -18,6 +18,7 @@ from ..engine.rules import SEVERITIES
 from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
 from ..load import Profile
+from . import verdict
 
 SCHEMA_VERSION = 1
 
@@ -48,11 +49,11 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
     for f in findings:
         ordered.append({"rule": f["rule"], "category": f["category"], "severity": f["severity"], "rank": f["rank"],
                         "title": f["title"], "message": f["message"], "evidence": f["evidence"],
-                        "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"], "scope": f["scope"],
+                        "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"],
+                        "confidence": f.get("confidence", "measured"), "scope": f["scope"],
                         "pack": f.get("pack"), "references": f.get("references", [])})
     w = fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
     tables = {k: v for k, v in fs.tables.items() if not k.startswith("_")}
-    primary = next((f for f in ordered if SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium")), None)
     doc = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "nsys-expert", "version": __version__},
@@ -62,8 +63,6 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
         "findings": ordered,
         "not_evaluated": evaluation.not_evaluated,
         "warnings": prof.warnings + fs.warnings,
-        "verdict": {"category": primary["category"], "rule": primary["rule"], "severity": primary["severity"]}
-        if primary else {"category": None, "rule": None, "severity": None},
         "fact_sources": fs.sources,
         "facts_absent": {k: v for k, v in sorted(fs.absent.items())},
         "environment": {"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),
@@ -72,6 +71,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
         "lang": lang,
     }
     doc["next_steps"] = _next_steps(doc)
+    doc["verdict"] = verdict.decide(ordered, evaluation.not_evaluated, doc["facts"], doc["next_steps"])
     return doc
 
 
@@ -126,6 +126,13 @@ LABELS = {
         "direction": "Direction", "memory": "Memory", "facts_from": "Numbers from", "no_findings_advice": "Nothing to do at the system level.",
         "whole": "whole profile", "ranks_title": "Ranks", "representative": "facts above from",
         "iter_ms": "iteration (ms)", "unknown_gpu": "GPU model not recorded", "compute_per_iter": "compute / iteration (ms)", "last_arrival": "last arrival",
+        "verdict_likely": "Verdict (likely, from summary reports)", "verdict_undetermined": "Verdict: undetermined",
+        "confirm": "To confirm", "export_next": "To decide", "likely": "likely, from summary reports",
+        "reason_utilization_unknown": "the GPU utilization is unknown: there is no GPU trace, and no NVTX step ranges in the summary reports to estimate it from",
+        "reason_idle_unexplained": "the GPU is active only {active} % of the window and no rule names a cause",
+        "reason_no_finding_partial": "no system-level bottleneck found by the rules that could run; the GPU is busy {active} % of the time ({basis})",
+        "basis_measured": "measured on the GPU trace", "basis_estimated": "estimated from the summary reports",
+        "not_checked": "not evaluated",
     },
     "zh": {
         "title": "Nsight Systems 性能分析报告", "environment": "采集环境", "window": "分析窗口",
@@ -150,6 +157,13 @@ LABELS = {
         "direction": "方向", "memory": "内存", "facts_from": "数据来源", "no_findings_advice": "系统层面无需优化。",
         "whole": "整个采集", "ranks_title": "各 rank", "representative": "上文数据来自",
         "iter_ms": "迭代 (ms)", "unknown_gpu": "未记录 GPU 型号", "compute_per_iter": "每次迭代计算 (ms)", "last_arrival": "最后到达",
+        "verdict_likely": "结论（可能，基于汇总报告）", "verdict_undetermined": "结论：无法判定",
+        "confirm": "确认方法", "export_next": "判定所需", "likely": "可能，基于汇总报告",
+        "reason_utilization_unknown": "GPU 利用率未知：没有 GPU trace，汇总报告中也没有可用于估计的 NVTX 步骤区间",
+        "reason_idle_unexplained": "GPU 仅 {active} % 的时间活跃，且没有规则指出原因",
+        "reason_no_finding_partial": "可运行的规则未发现系统级瓶颈；GPU 忙碌 {active} %（{basis}）",
+        "basis_measured": "由 GPU trace 测得", "basis_estimated": "由汇总报告估计",
+        "not_checked": "未评估",
     },
 }
 SEVERITY_ZH = {"info": "提示", "low": "低", "medium": "中", "high": "高", "critical": "严重"}

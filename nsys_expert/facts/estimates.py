@@ -1,0 +1,162 @@
+"""The summary evidence tier: what the trace facts measure, estimated from the summary reports.
+
+Most users have what ``nsys stats`` prints by default (``cuda_gpu_kern_sum``, ``cuda_api_sum``,
+``cuda_gpu_mem_time_sum``, ``nvtx_sum``, ``osrt_sum``, maybe ``nvtx_gpu_proj_sum``) and no trace.
+These facts estimate, per iteration, what the window facts measure on a trace, so that the same rules
+can decide from either (a rule's summary branch uses them; a finding resting on them is ``likely``):
+
+- the iteration: the repeated top-level NVTX range (library domains and operator ranges left out, as
+  for the trace); its time per instance is the larger of the host range's median and the median of its
+  GPU projection (``nvtx_gpu_proj_sum``: from the first to the last GPU operation it launched), since
+  an asynchronous loop's host range ends before its GPU work does;
+- GPU work per iteration: kernel + copy + memset time over the whole profile divided by the
+  iterations, capped by the projection's median (the GPU work launched inside one range cannot be longer
+  than the span it projects to). Start-up work outside the iterations makes it an upper bound: a GPU
+  called idle from these numbers is at least that idle;
+- blocking sync calls and their time per iteration, kernel launches per sync, launch-call time per
+  iteration, copy time per iteration, allocator calls per iteration, data-loading NVTX ranges.
+
+Every fact written here has tier ``summary`` (``FactSet.tiers``). Runs whose GPU work is in CUDA
+graphs that the summaries leave out (``cudaGraphLaunch`` with the default ``--cuda-graph-trace=graph``)
+get no GPU-work estimate: their idle time would be invented.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from .base import Context, pct
+from .names import ALLOC_APIS, DATA_RANGE, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
+from .window import iteration_from_summary
+
+TIER = "summary"
+# facts of this tier that need the iteration estimate (the reason they are absent otherwise)
+_PER_ITER = ("gpu_active_est_pct", "gpu_idle_est_pct", "kernel_active_est_pct", "memcpy_active_est_pct",
+             "sync_wait_share_est_pct", "launch_api_share_est_pct", "gpu_work_per_iter_ms", "iter_est_median_ms",
+             "iter_est_count", "sync_calls_per_iter_est", "alloc_calls_per_iter_est", "kernels_per_iter_est")
+
+
+def compute(ctx: Context) -> None:
+    fs, prof = ctx.fs, ctx.prof
+    if "gpu_active_pct" in fs.run or ctx.graph_hidden:   # a trace measured it: no estimate needed
+        return
+    t = prof.tables
+
+    def put(name, value, *tables):
+        fs.put(name, value, " + ".join(prof.source_name(x) for x in tables if prof.source_name(x)), TIER)
+
+    api = t.get("api_sum")
+    api = api if api is not None and api.height else None
+    ks = t.get("kern_sum")
+    ms = t.get("mem_time_sum")
+    gs = t.get("gpu_sum")
+    kern_ns = float(ks["total_ns"].sum()) if ks is not None and ks.height else None
+    copy_ns = memset_ns = None
+    if ms is not None:
+        copy_ns = float(ms.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
+        memset_ns = float(ms["total_ns"].sum()) - copy_ns
+    if gs is not None and gs.height and (kern_ns is None or copy_ns is None):
+        kern_ns = float(gs.filter(pl.col("category").str.contains("(?i)kernel"))["total_ns"].sum()) if kern_ns is None else kern_ns
+        if copy_ns is None:
+            mem = gs.filter(~pl.col("category").str.contains("(?i)kernel"))
+            copy_ns = float(mem.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
+            memset_ns = float(mem["total_ns"].sum()) - copy_ns
+    gpu_tabs = [x for x in ("kern_sum", "mem_time_sum", "gpu_sum") if x in t]
+
+    counts = {}
+    if api is not None:
+        def calls(names):
+            sel = api.filter(base_expr("name").is_in(sorted(names)))
+            return int(sel["count"].sum()), float(sel["total_ns"].sum())
+        counts = {"sync": calls(SYNC_APIS | SYNC_MEM_APIS), "launch": calls(KERNEL_LAUNCH_APIS),
+                  "alloc": calls(ALLOC_APIS), "graph": calls(GRAPH_LAUNCH_APIS)}
+        n_sync, _ = counts["sync"]
+        n_launch, _ = counts["launch"]
+        if n_sync:
+            put("launches_per_sync", n_launch / n_sync, "api_sum")
+        put("sync_calls", n_sync, "api_sum")
+        put("alloc_calls", counts["alloc"][0], "api_sum")
+        put("alloc_api_ms", counts["alloc"][1] / 1e6, "api_sum")
+    graphs = counts.get("graph", (0, 0))[0]
+    if graphs and "gpu_trace" not in t:
+        fs.absent.update({k: (f"{graphs} CUDA graph launches: the summary reports leave the graphs' kernels out "
+                              f"(--cuda-graph-trace=graph), so GPU work per iteration is unknown")
+                          for k in ("gpu_active_est_pct", "gpu_idle_est_pct", "kernel_active_est_pct", "gpu_work_per_iter_ms")})
+
+    it = _iteration(prof)
+    if it is None:
+        why = ("needs NVTX step ranges in the summaries (nvtx_sum / nvtx_gpu_proj_sum: mark each step with "
+               "torch.cuda.nvtx.range_push('step') ... range_pop() and profile with --trace=nvtx)")
+        for k in _PER_ITER:
+            fs.absent.setdefault(k, why)
+        return
+    name, n, iter_ns, table, proj_med = it
+    fs.tables["iteration_estimate"] = {"range": name, "instances": n, "median_ms": iter_ns / 1e6, "source": prof.source_name(table)}
+    put("iter_est_count", n, table)
+    put("iter_est_median_ms", iter_ns / 1e6, table)
+    total_iter = iter_ns * n
+    if kern_ns is not None and not graphs:
+        work = kern_ns + (copy_ns or 0.0) + (memset_ns or 0.0)
+        per = work / n
+        if proj_med is not None:
+            per = min(per, proj_med)
+        put("gpu_work_per_iter_ms", per / 1e6, table, *gpu_tabs)
+        active = min(100.0, pct(per, iter_ns) or 0.0)
+        put("gpu_active_est_pct", active, table, *gpu_tabs)
+        put("gpu_idle_est_pct", 100.0 - active, table, *gpu_tabs)
+        kper = kern_ns / n if proj_med is None else min(kern_ns / n, proj_med)
+        put("kernel_active_est_pct", min(100.0, pct(kper, iter_ns) or 0.0), table, *gpu_tabs)
+    if copy_ns is not None:
+        put("memcpy_active_est_pct", min(100.0, pct(copy_ns, total_iter) or 0.0), table, *gpu_tabs)
+    if ks is not None and ks.height:
+        put("kernels_per_iter_est", float(ks["count"].sum()) / n, table, "kern_sum")
+    if counts:
+        n_sync, t_sync = counts["sync"]
+        put("sync_calls_per_iter_est", n_sync / n, table, "api_sum")
+        put("sync_wait_share_est_pct", min(100.0, pct(t_sync, total_iter) or 0.0), table, "api_sum")
+        put("launch_api_share_est_pct", min(100.0, pct(counts["launch"][1], total_iter) or 0.0), table, "api_sum")
+        put("alloc_calls_per_iter_est", counts["alloc"][0] / n, table, "api_sum")
+    _data_ranges(ctx, name, total_iter, put)
+
+
+def _iteration(prof) -> tuple[str, int, float, str, float | None] | None:
+    """(range name, instances, time per instance in ns, table, GPU projection median or None)."""
+    proj = prof.tables.get("nvtx_gpu_proj_sum")
+    for table in ("nvtx_gpu_proj_sum", "nvtx_sum", "nvtx_pushpop_sum"):
+        df = prof.tables.get(table)
+        if df is None or df.height == 0:
+            continue
+        if table == "nvtx_gpu_proj_sum":
+            df = df.select("name", "count", pl.col("total_range_ns").alias("total_ns"),
+                           pl.lit(None, pl.Float64).alias("med_ns"), "avg_range_level")
+        best = iteration_from_summary(df)
+        if best is None:
+            continue
+        name, n, total, med = best
+        host_med = med if med is not None else total / n
+        proj_med = None
+        if proj is not None and proj.height:
+            p = proj.filter(pl.col("name") == name)
+            if p.height:
+                proj_med = float(p["proj_med_ns"][0]) if p["proj_med_ns"][0] is not None else float(p["total_proj_ns"][0]) / n
+        if table == "nvtx_gpu_proj_sum":   # the host medians are in nvtx_sum when it is there
+            for other in ("nvtx_sum", "nvtx_pushpop_sum"):
+                o = prof.tables.get(other)
+                if o is not None and o.height and "med_ns" in o.columns:
+                    row = o.filter(pl.col("name") == name)
+                    if row.height and row["med_ns"][0] is not None:
+                        host_med = float(row["med_ns"][0])
+                        break
+        return name, n, max(host_med, proj_med or 0.0), table, proj_med
+    return None
+
+
+def _data_ranges(ctx: Context, iter_name: str, total_iter: float, put) -> None:
+    """Data-loading NVTX ranges (by name) as a share of the iteration time."""
+    for table in ("nvtx_sum", "nvtx_pushpop_sum", "nvtx_gpu_proj_sum"):
+        df = ctx.prof.tables.get(table)
+        if df is None or df.height == 0:
+            continue
+        col = "total_range_ns" if table == "nvtx_gpu_proj_sum" else "total_ns"
+        d = df.filter(pl.col("name").str.contains(DATA_RANGE) & (pl.col("name") != iter_name))
+        put("data_range_share_est_pct", min(100.0, pct(float(d[col].sum()), total_iter) or 0.0), table)
+        return

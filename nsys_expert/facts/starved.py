@@ -1,0 +1,31 @@
+"""A starved GPU: how much of the window it is idle, how much of that the cause facts attribute, and
+what is left unexplained.
+
+With the GPU and API traces every idle gap gets one cause (``gaps``); the causes a rule can name
+(launch, sync, memcpy, data, host) are *attributed*; the rest (``other``: the next operation was
+already queued, and gaps whose cause could not be found) is *unexplained*. With the GPU trace and no
+API trace nothing is attributed. With summaries only, the idle share is the estimate of the summary
+tier and nothing is attributed either (the summaries cannot say which gap had which cause).
+"""
+from __future__ import annotations
+
+from .base import Context
+
+ATTRIBUTED = ("launch", "sync", "memcpy", "data", "host")
+
+
+def compute(ctx: Context) -> None:
+    fs, run = ctx.fs, ctx.fs.run
+    if "gpu_idle_pct" in run:
+        idle, tier = run["gpu_idle_pct"], None
+        src = fs.sources.get("gpu_idle_pct")
+    elif "gpu_idle_est_pct" in run:
+        idle, tier = run["gpu_idle_est_pct"], "summary"
+        src = fs.sources.get("gpu_idle_est_pct")
+    else:
+        return
+    causes = [f"gpu_idle_{c}_pct" for c in ATTRIBUTED]
+    attributed = sum(run[c] for c in causes if c in run) if any(c in run for c in causes) else 0.0
+    srcs = " + ".join(dict.fromkeys(s for s in [src] + [fs.sources.get(c) for c in causes if c in run] if s))
+    fs.put("gpu_idle_attributed_pct", min(idle, attributed), srcs, tier)
+    fs.put("gpu_idle_unexplained_pct", max(0.0, idle - attributed), srcs, tier)

@@ -1,0 +1,65 @@
+"""The verdict: what the report can honestly say, in one of three states.
+
+- ``diagnosed``: the top finding (severity medium or above, ranked by the time it wins back) rests on
+  measured, trace-backed facts; or no finding and every system-level rule ran on measured facts with
+  the GPU busy (then, and only then, "no system-level bottleneck").
+- ``likely``: the top finding rests on the summary tier (``confidence: likely``); or no finding, the GPU
+  looks busy, but only from summary estimates or with system-level rules not evaluated.
+- ``undetermined``: no finding and the GPU utilization is unknown, or the GPU is idle for most of the
+  window and no rule names a cause. The verdict then names the export that would decide it.
+
+A report never says "no bottleneck" while a system-level rule was not evaluated or the GPU is active
+less than :data:`MIN_ACTIVE_PCT` of the window.
+"""
+from __future__ import annotations
+
+from ..engine.rules import SEVERITIES
+
+# the categories of the system-level (whole-run) rules: a verdict of "no bottleneck" needs them all
+SYSTEM_CATEGORIES = ("launch-bound", "sync-bound", "memcpy-bound", "compute-bound", "memory-bound",
+                     "data-io-bound", "host-bound", "comm-bound", "gpu-idle")
+MIN_ACTIVE_PCT = 50.0
+
+
+def _command(next_steps: list[dict], system_rules: set[str]) -> str | None:
+    """The first command of the first next step that supplies a system-level rule (else any step)."""
+    for step in next_steps:
+        if set(step.get("rules", [])) & system_rules and step.get("commands"):
+            return step["commands"][0]
+    for step in next_steps:
+        if step.get("commands"):
+            return step["commands"][0]
+    return None
+
+
+def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_steps: list[dict]) -> dict:
+    primary = next((f for f in findings if SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium")), None)
+    sys_missing = sorted(n["rule"] for n in not_evaluated if n.get("category") in SYSTEM_CATEGORIES
+                         and n.get("scope", "run") == "run")
+    if "gpu_active_pct" in facts:
+        active, basis = facts["gpu_active_pct"], "measured"
+    elif "gpu_active_est_pct" in facts:
+        active, basis = facts["gpu_active_est_pct"], "estimated"
+    else:
+        active, basis = None, None
+    out = {"state": None, "category": None, "rule": None, "severity": None, "confidence": None,
+           "gpu_active_pct": active, "gpu_active_basis": basis, "reason": None,
+           "system_rules_not_evaluated": sys_missing, "next_command": None}
+    if primary:
+        conf = primary.get("confidence", "measured")
+        out.update(state="likely" if conf == "likely" else "diagnosed", category=primary["category"],
+                   rule=primary["rule"], severity=primary["severity"], confidence=conf)
+        if conf == "likely":
+            out["next_command"] = _command(next_steps, set(sys_missing) | {primary["rule"]})
+        return out
+    if active is None:
+        out.update(state="undetermined", reason="utilization_unknown")
+    elif active < MIN_ACTIVE_PCT:
+        out.update(state="undetermined", reason="idle_unexplained")
+    elif basis == "estimated" or sys_missing:
+        out.update(state="likely", reason="no_finding_partial")
+    else:
+        out.update(state="diagnosed", reason="no_finding")
+    if out["state"] != "diagnosed":
+        out["next_command"] = _command(next_steps, set(sys_missing))
+    return out
