@@ -448,10 +448,13 @@ def test_loader_and_diagnosis_from_console_summaries():
     assert "gpu_active_pct" not in doc["facts"]
     # the same diagnosis as the CSV summaries, and every rule these two tables cannot feed is "not evaluated"
     ref, _ = produce("launch_bound_summaries")
-    assert [f["rule"] for f in doc["findings"]] == [f["rule"] for f in ref["findings"]]
+    # the CSV summaries also hold nvtx_sum: its step ranges add the starved-GPU estimate, which the two
+    # console tables cannot give
+    assert [f["rule"] for f in doc["findings"]] == [f["rule"] for f in ref["findings"] if f["rule"] != "gpu-starved"]
+    assert "gpu-starved" in [f["rule"] for f in ref["findings"]]
     missing = {n["rule"] for n in doc["not_evaluated"]}
-    assert {n["rule"] for n in ref["not_evaluated"]} <= missing
-    assert {"memcpy-bound", "sync-bound", "compute-bound", "host-bound"} <= missing  # no mem_time_sum, no trace
+    assert {n["rule"] for n in ref["not_evaluated"]} <= missing | {"gpu-starved"} and "gpu-starved" in missing
+    assert {"memcpy-bound", "compute-bound", "host-bound"} <= missing  # no mem_time_sum, no trace
     assert {i["kind"] for i in doc["inputs"]} == {"nsys-console"}
 
 

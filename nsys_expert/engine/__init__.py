@@ -85,8 +85,9 @@ def _missing(cond: dict, have: set[str]) -> set[str]:
     if "all" in cond:
         return set().union(*(_missing(c, have) for c in cond["all"]))
     if "any" in cond:
+        # the branch nearest to running: what the user would export to make the rule evaluable
         parts = [_missing(c, have) for c in cond["any"]]
-        return set() if any(not p for p in parts) else set().union(*parts)
+        return min(parts, key=lambda p: (len(p), sorted(p))) if parts else set()
     return _missing(cond["not"], have)
 
 
