@@ -31,7 +31,7 @@ def golden_view(doc: dict) -> dict:
     return {
         "window": doc["window"],
         "verdict": doc["verdict"],
-        "findings": [{k: f[k] for k in ("rank", "rule", "category", "severity", "estimated_gain_pct", "scope", "message")}
+        "findings": [{k: f[k] for k in ("rank", "rule", "category", "severity", "estimated_gain_pct", "confidence", "scope", "message")}
                      | {"evidence": [{k: e[k] for k in ("fact", "value", "threshold", "op", "source")} for e in f["evidence"]]}
                      for f in doc["findings"]],
         "not_evaluated": [n["rule"] for n in doc["not_evaluated"]],

@@ -126,13 +126,13 @@ LABELS = {
         "direction": "Direction", "memory": "Memory", "facts_from": "Numbers from", "no_findings_advice": "Nothing to do at the system level.",
         "whole": "whole profile", "ranks_title": "Ranks", "representative": "facts above from",
         "iter_ms": "iteration (ms)", "unknown_gpu": "GPU model not recorded", "compute_per_iter": "compute / iteration (ms)", "last_arrival": "last arrival",
-        "verdict_likely": "Verdict (likely, from summary reports)", "verdict_undetermined": "Verdict: undetermined",
+        "verdict_likely": "Verdict (likely, from summary reports)", "verdict_undetermined": "Verdict (undetermined)", "found_so_far": "Found so far",
         "confirm": "To confirm", "export_next": "To decide", "likely": "likely, from summary reports",
-        "reason_utilization_unknown": "the GPU utilization is unknown: there is no GPU trace, and no NVTX step ranges in the summary reports to estimate it from",
-        "reason_idle_unexplained": "the GPU is active only {active} % of the window and no rule names a cause",
-        "reason_no_finding_partial": "no system-level bottleneck found by the rules that could run; the GPU is busy {active} % of the time ({basis})",
+        "reason_utilization_unknown": "The GPU utilization is unknown: there is no GPU trace, and no NVTX step ranges in the summary reports to estimate it from",
+        "reason_idle_unexplained": "The GPU is active only {active} % of the window and no rule names a cause",
+        "reason_no_finding_partial": "No system-level bottleneck found by the rules that could run; the GPU is busy {active} % of the time ({basis})",
         "basis_measured": "measured on the GPU trace", "basis_estimated": "estimated from the summary reports",
-        "not_checked": "not evaluated",
+        "not_checked": "Not evaluated",
     },
     "zh": {
         "title": "Nsight Systems 性能分析报告", "environment": "采集环境", "window": "分析窗口",
@@ -157,7 +157,7 @@ LABELS = {
         "direction": "方向", "memory": "内存", "facts_from": "数据来源", "no_findings_advice": "系统层面无需优化。",
         "whole": "整个采集", "ranks_title": "各 rank", "representative": "上文数据来自",
         "iter_ms": "迭代 (ms)", "unknown_gpu": "未记录 GPU 型号", "compute_per_iter": "每次迭代计算 (ms)", "last_arrival": "最后到达",
-        "verdict_likely": "结论（可能，基于汇总报告）", "verdict_undetermined": "结论：无法判定",
+        "verdict_likely": "结论（可能，基于汇总报告）", "verdict_undetermined": "结论（无法判定）", "found_so_far": "目前已发现",
         "confirm": "确认方法", "export_next": "判定所需", "likely": "可能，基于汇总报告",
         "reason_utilization_unknown": "GPU 利用率未知：没有 GPU trace，汇总报告中也没有可用于估计的 NVTX 步骤区间",
         "reason_idle_unexplained": "GPU 仅 {active} % 的时间活跃，且没有规则指出原因",
@@ -241,9 +241,14 @@ def render_markdown(doc: dict, lang: str = "en") -> str:
     w = doc["window"]
     units = {n: (registry.lookup("run", n).unit if registry.lookup("run", n) else "") for n in doc["facts"]}
     tpl = _env().get_template("report.md.j2")
+    sev = severity_word(lang)
     return tpl.render(doc=doc, L=L, w=w, f=doc["facts"], t=doc["tables"], units=units, lang=lang,
-                      not_evaluated_groups=group_not_evaluated(doc["not_evaluated"]),
-                      sev=(lambda s: SEVERITY_ZH.get(s, s) if lang == "zh" else s)).rstrip() + "\n"
+                      not_evaluated_groups=group_not_evaluated(doc["not_evaluated"]), sev=sev,
+                      vw=verdict.words(doc, L, sev)).rstrip() + "\n"
+
+
+def severity_word(lang: str):
+    return lambda s: SEVERITY_ZH.get(s, s) if lang == "zh" else s
 
 
 def render_facts(doc: dict) -> str:

@@ -20,7 +20,7 @@ import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
 from ..facts.series import series as make_series
-from . import LABELS, SEVERITY_ZH, _fmt, template_env
+from . import LABELS, SEVERITY_ZH, _fmt, template_env, verdict
 
 # ------------------------------------------------------------------------------------------ colours
 SEVERITY_COLORS = {"info": "#6b7280", "low": "#2563eb", "medium": "#d97706", "high": "#dc2626", "critical": "#7f1d1d"}
@@ -443,6 +443,7 @@ def render_html(doc: dict, ser: dict | None = None, lang: str = "en", zoom: dict
         groups.setdefault("; ".join(n["missing"]), []).append(n["rule"])
     return tpl.render(doc=doc, L=L, H=H, w=doc["window"], f=doc["facts"], t=doc["tables"], lang=lang,
                       ser=ser, charts=charts(doc, ser, zoom, lang), sev=sev, sev_color=SEVERITY_COLORS,
+                      vw=verdict.words(doc, L, sev),
                       graph_hidden=bool(ser and ser.get("graph_hidden")),
                       not_evaluated_groups=[(rules, missing) for missing, rules in groups.items()],
                       no_timeline_reason=(ser or {}).get("reason")).rstrip() + "\n"

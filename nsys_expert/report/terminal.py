@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from . import LABELS, SEVERITY_ZH
+from . import LABELS, SEVERITY_ZH, verdict
 
 SEVERITY_STYLES = {"info": "dim", "low": "blue", "medium": "yellow", "high": "bold red", "critical": "bold white on red"}
 
@@ -142,15 +142,14 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
         head.append(f"  {where}", style="dim")
     console.print(head)
 
-    v = Text(f"{L['verdict']}: ", style="bold")
-    if doc["verdict"]["rule"]:
-        top = doc["findings"][0] if doc["findings"] and doc["findings"][0]["rule"] == doc["verdict"]["rule"] else None
-        v.append(top["title"] if top else str(doc["verdict"]["category"]))
-        s = doc["verdict"]["severity"]
-        v.append(f"  [{sev(s)}]", style=SEVERITY_STYLES.get(s, ""))
-    else:
-        v.append(L["none_found"], style="green")
+    vw = verdict.words(doc, L, sev)
+    v = Text(f"{vw['label']}: ", style="bold")
+    v.append(vw["text"], style="green" if vw["ok"] else "")
+    if vw["severity"]:
+        v.append(f"  [{sev(vw['severity'])}]", style=SEVERITY_STYLES.get(vw["severity"], ""))
     console.print(v)
+    if vw["command"]:
+        console.print(Text(f"  {vw['command_label']}: {vw['command']}", style="dim"))
 
     line = Text()
     if "gpu_active_pct" in f:

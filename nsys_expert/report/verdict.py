@@ -33,7 +33,7 @@ def _command(next_steps: list[dict], system_rules: set[str]) -> str | None:
 
 
 def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_steps: list[dict]) -> dict:
-    primary = next((f for f in findings if SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium")), None)
+    strong = [f for f in findings if SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium")]
     sys_missing = sorted(n["rule"] for n in not_evaluated if n.get("category") in SYSTEM_CATEGORIES
                          and n.get("scope", "run") == "run")
     if "gpu_active_pct" in facts:
@@ -42,6 +42,9 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
         active, basis = facts["gpu_active_est_pct"], "estimated"
     else:
         active, basis = None, None
+    # without the GPU utilization, only a system-level cause can be the verdict: a kernel, precision or
+    # start-up finding is true, but says nothing about where the time goes
+    primary = next((f for f in strong if active is not None or f["category"] in SYSTEM_CATEGORIES), None)
     out = {"state": None, "category": None, "rule": None, "severity": None, "confidence": None,
            "gpu_active_pct": active, "gpu_active_basis": basis, "reason": None,
            "system_rules_not_evaluated": sys_missing, "next_command": None}
@@ -62,4 +65,35 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
         out.update(state="diagnosed", reason="no_finding")
     if out["state"] != "diagnosed":
         out["next_command"] = _command(next_steps, set(sys_missing))
+    return out
+
+
+def words(doc: dict, L: dict, sev) -> dict:
+    """The verdict in words, for every renderer: ``label`` (Verdict / Verdict (likely ...) / ...),
+    ``text`` (one sentence), ``severity`` (of the top finding or None), ``command_label`` and ``command``."""
+    v = doc["verdict"]
+    findings = doc.get("findings", [])
+    out = {"label": L["verdict"], "text": "", "severity": v.get("severity"), "command_label": None,
+           "command": v.get("next_command"), "ok": False}
+    state = v.get("state")
+    if v.get("rule"):
+        top = next((f for f in findings if f["rule"] == v["rule"]), None)
+        out["text"] = top["title"] if top else str(v["category"])
+        if state == "likely":
+            out["label"], out["command_label"] = L["verdict_likely"], L["confirm"]
+        return out
+    if state == "diagnosed":
+        out.update(text=L["none_found"], ok=True)
+        return out
+    active = v.get("gpu_active_pct")
+    basis = L["basis_" + v["gpu_active_basis"]] if v.get("gpu_active_basis") else ""
+    text = (L["reason_" + v["reason"]].replace("{active}", f"{active:,.1f}" if active is not None else "–")
+            .replace("{basis}", basis)) + "."
+    if state == "undetermined" and findings:
+        text += f" {L['found_so_far']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in findings) + "."
+    if v.get("system_rules_not_evaluated"):
+        text += f" {L['not_checked']}: " + ", ".join(v["system_rules_not_evaluated"]) + "."
+    out["text"] = text
+    out["label"] = L["verdict_likely"] if state == "likely" else L["verdict_undetermined"]
+    out["command_label"] = L["confirm"] if state == "likely" else L["export_next"]
     return out

@@ -1,0 +1,66 @@
+"""The verdict is honest: three states, never "no bottleneck" about a GPU it could not judge.
+
+Walks every golden fixture (expected.json / expected.md, checked by hand) and tests the verdict
+logic on made-up findings."""
+import json
+
+import pytest
+
+from conftest import FIXTURES, fixture_cases
+from nsys_expert.report import LABELS, verdict
+
+NONE_FOUND = LABELS["en"]["none_found"]
+
+
+@pytest.mark.parametrize("case", fixture_cases())
+def test_golden_verdicts_are_honest(case):
+    doc = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    md = (FIXTURES / case / "expected.md").read_text(encoding="utf-8")
+    v = doc["verdict"]
+    assert v["state"] in ("diagnosed", "likely", "undetermined")
+    active = doc["facts"].get("gpu_active_pct", doc["facts"].get("gpu_active_est_pct"))
+    says_healthy = v["rule"] is None and v["state"] == "diagnosed"
+    if says_healthy:
+        # no system-level rule left out, GPU activity measured and high
+        assert not v["system_rules_not_evaluated"], case
+        assert "gpu_active_pct" in doc["facts"] and doc["facts"]["gpu_active_pct"] >= verdict.MIN_ACTIVE_PCT, case
+        assert NONE_FOUND in md
+    else:
+        assert NONE_FOUND not in md.split("## 1.")[0], case
+    if active is not None and active < verdict.MIN_ACTIVE_PCT:
+        assert not says_healthy, case
+    if v["rule"]:
+        top = next(f for f in doc["findings"] if f["rule"] == v["rule"])
+        # a verdict resting on the summary tier says so
+        assert (v["state"] == "likely") == (top["confidence"] == "likely"), case
+    if v["state"] != "diagnosed":
+        assert v["next_command"], case       # the export that would decide it, printed
+        assert v["next_command"] in md
+
+
+def _f(rule, cat, sev, conf="measured"):
+    return {"rule": rule, "category": cat, "severity": sev, "confidence": conf, "title": rule}
+
+
+def test_states():
+    steps = [{"rules": ["host-bound"], "commands": ["nsys stats --report cuda_api_trace --format csv --output p p.nsys-rep"]}]
+    busy = {"gpu_active_pct": 99.0}
+    assert verdict.decide([], [], busy, steps)["state"] == "diagnosed"
+    # a system rule not evaluated: the busy GPU is only "likely" healthy, and the export is named
+    ne = [{"rule": "host-bound", "category": "host-bound", "scope": "run"}]
+    v = verdict.decide([], ne, busy, steps)
+    assert (v["state"], v["reason"]) == ("likely", "no_finding_partial") and v["next_command"].startswith("nsys stats")
+    # a kernel rule not evaluated does not count against the system-level verdict
+    assert verdict.decide([], [{"rule": "tail-effect", "category": "launch-config", "scope": "kernel"}], busy, steps)["state"] == "diagnosed"
+    # idle GPU and no finding: undetermined, never healthy
+    assert verdict.decide([], [], {"gpu_active_pct": 4.4}, steps)["reason"] == "idle_unexplained"
+    assert verdict.decide([], [], {"gpu_active_est_pct": 100.0}, steps)["state"] == "likely"
+    assert verdict.decide([], [], {}, steps)["reason"] == "utilization_unknown"
+    # a finding on summaries: likely; measured: diagnosed; low severity is not a verdict
+    assert verdict.decide([_f("sync-bound", "sync-bound", "high", "likely")], [], {}, steps)["state"] == "likely"
+    assert verdict.decide([_f("sync-bound", "sync-bound", "high")], [], busy, steps)["state"] == "diagnosed"
+    assert verdict.decide([_f("sync-bound", "sync-bound", "low", "likely")], [], {}, steps)["state"] == "undetermined"
+    # without the GPU utilization a precision finding is no verdict; with it, it is
+    prec = [_f("fp32-gemm-without-tensor-cores", "precision", "medium", "likely")]
+    assert verdict.decide(prec, [], {}, steps)["state"] == "undetermined"
+    assert verdict.decide(prec, [], busy, steps)["rule"] == "fp32-gemm-without-tensor-cores"
