@@ -73,6 +73,8 @@ def merge(cfg: dict, req):
     req.overrides = [o for o in from_cfg if o.split("=", 1)[0] not in given] + list(req.overrides)
     if req.lang is None:
         req.lang = cfg.get("lang", "en")
+    if getattr(req, "iteration_range", None) is None and cfg.get("iteration-range"):
+        req.iteration_range = str(cfg["iteration-range"])
     if req.skip_iterations is None and cfg.get("skip-iterations") is not None:
         req.skip_iterations = int(cfg["skip-iterations"])
     return req

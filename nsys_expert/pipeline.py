@@ -33,6 +33,7 @@ class Request:
     overrides: list[str] = field(default_factory=list)
     window: tuple[int, int] | None = None
     skip_iterations: int | None = None
+    iteration_range: str | None = None
     lang: str | None = "en"
     jobs: int | None = None          # worker processes for per-rank facts (None: automatic)
 
@@ -81,7 +82,8 @@ def run(req: Request) -> Result:
         try:
             from . import engine, facts, report  # imported while the input is read (durable, Jinja2, JSON Schema)
 
-            opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations)
+            opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations,
+                                 iteration_range=req.iteration_range)
             packs = engine.load_packs(req.packs)   # a rule error is reported before any input error
             rules = engine.select_rules(packs, req.select, req.ignore)
             overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])

@@ -175,6 +175,7 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
         if missing or missing_inputs:
             ev.not_evaluated.append({
                 "rule": r.id, "category": r.category, "scope": r.scope,
+                "max_severity": max([r.severity] + [e["severity"] for e in r.escalate], key=SEVERITIES.index),
                 "missing": [f"needs {registry.INPUTS[i]}" for i in missing_inputs] + _needs_text(missing, fs, r.scope),
                 "facts": sorted(missing)})
             continue

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, api, busy, estimates, gaps, graph, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
+from . import (absent, allocator, api, busy, estimates, gaps, graph, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
                starved, summaries, timeline, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
@@ -68,6 +68,7 @@ GROUPS: list[Group] = [
     Group("nccl", nccl.compute, _timeline),
     Group("busy_span", busy.compute_span, _span),
     Group("api", api.compute, _has("api_trace")),
+    Group("allocator", allocator.compute, _has("api_trace")),
     Group("iterations", iterations.compute, _always),
     Group("nvtx", nvtx.compute, _always),
     Group("osrt", osrt.compute, _always),
@@ -86,7 +87,13 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
     gpu = prof.tables.get("gpu_trace")
     api_t = prof.tables.get("api_trace")
     nvtx_t = prof.tables.get("nvtx_trace")
-    found = window_mod.find_iterations(nvtx_t) if nvtx_t is not None else (None, None)
+    passed_over: list = []
+    found = (window_mod.find_iterations(nvtx_t, opts.iteration_range, passed_over) if nvtx_t is not None
+             else (None, None))
+    if opts.iteration_range and found[1] is None:
+        fs.warnings.append(f"--iteration-range {opts.iteration_range}: no NVTX range of that name repeats in the "
+                           f"trace; the window is chosen as without it")
+        found = window_mod.find_iterations(nvtx_t, None, passed_over) if nvtx_t is not None else (None, None)
     # one correlation join serves every step below (window end, iteration ends, gap causes)
     launched = timeline.with_launch_times(gpu, api_t, found[1]["s"] if found[1] is not None else None)
     if launched is not gpu:
@@ -96,6 +103,11 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
     src = prof.source_name
     win = window_mod.choose(gpu if gpu is not None and gpu.height else None, api_t, nvtx_t,
                             opts.user_window, opts.skip_iterations, found)
+    if passed_over and win.source.startswith("nvtx:"):
+        win.candidates = passed_over
+        win.reason += "; passed over: " + ", ".join(f"'{n}' ({c} ranges, {why})" for n, c, why in passed_over[:5])
+        if opts.iteration_range:
+            win.reason += f" (--iteration-range {opts.iteration_range})"
     fs.window = win
     fs.warnings += win.notes
     if win.start_ns is not None and win.end_ns is not None and win.end_ns <= win.start_ns:

@@ -43,6 +43,7 @@ def compute(ctx: Context) -> None:
     fs.put("kernel_active_pct", pct(mean(kact), wlen), src)
     fs.put("memcpy_active_pct", pct(mean([intervals.total(copy[d]) if d in copy else 0 for d in devs]), wlen), src)
     fs.tables["_busy"] = busy  # used by later steps in this module, never reported
+    fs.tables["_kern_busy"] = kern   # kernel-only unions: what hides a copy (memcpy.py)
     if len(busy) == 1:         # the one GPU's busy set, ready for the coverage of sync calls and iterations
         fs.tables["_busy_cover"] = intervals.prepare(busy[devs[0]])
 

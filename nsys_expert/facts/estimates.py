@@ -115,6 +115,7 @@ def compute(ctx: Context) -> None:
         put("sync_wait_share_est_pct", min(100.0, pct(t_sync, total_iter) or 0.0), table, "api_sum")
         put("launch_api_share_est_pct", min(100.0, pct(counts["launch"][1], total_iter) or 0.0), table, "api_sum")
         put("alloc_calls_per_iter_est", counts["alloc"][0] / n, table, "api_sum")
+        put("alloc_api_share_est_pct", min(100.0, pct(counts["alloc"][1], total_iter) or 0.0), table, "api_sum")
     _data_ranges(ctx, name, total_iter, put)
 
 

@@ -21,6 +21,7 @@ def compute(ctx: Context) -> None:
         sel = ops.filter(pl.col("copy_kind").is_in(kinds))
         part = sum(intervals.total(b) for b in timeline.busy_by_device(sel, win.start_ns, win.end_ns).values())
         fs.put(fact, pct(part, tot_busy) if tot_busy else 0.0, src)
+    _exposure(fs, ops, win, src)
     m = in_window(copies, win)
     rows = []
     for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
@@ -47,3 +48,22 @@ def compute(ctx: Context) -> None:
             rows.append({"direction": r["copy_kind"], "count": r["count"], "mb": r["bytes"] / 1e6, "ms": r["ns"] / 1e6,
                          "gbps": (r["bytes"] / r["ns"]) if r["ns"] else None, "memory": r["kinds"]})
     fs.tables["memcpy"] = rows
+
+
+def _exposure(fs, ops: pl.DataFrame, win, src) -> None:
+    """Host-device copy time not covered by kernel intervals on the same device (exposed: the GPU does
+    nothing else meanwhile) and the share of it hidden under kernels. A pinned copy on a side stream
+    under a GEMM costs nothing; only the exposed part can be won back."""
+    host = ops.filter(pl.col("copy_kind").is_in(["HtoD", "DtoH", "HtoH"]))
+    kern = fs.tables.get("_kern_busy") or {}
+    per_dev = timeline.busy_by_device(host, win.start_ns, win.end_ns)
+    total = hidden = 0
+    for d, iv in per_dev.items():
+        t = intervals.total(iv)
+        total += t
+        if iv.height and d in kern and kern[d].height:
+            hidden += int(intervals.coverage(iv, kern[d]).sum())
+    n = max(1, len(fs.tables.get("_busy") or {}))
+    fs.put("memcpy_exposed_pct", pct((total - hidden) / n, win.length_ns) or 0.0, src)
+    if total:
+        fs.put("memcpy_hidden_pct", pct(hidden, total), src)

@@ -36,6 +36,7 @@ class Window:
     span_start_ns: int | None = None
     span_end_ns: int | None = None
     notes: list[str] = field(default_factory=list)
+    candidates: list = field(default_factory=list)   # (name, count, why) of the ranges not chosen as iterations
 
     @property
     def length_ns(self) -> int:
@@ -52,35 +53,77 @@ class Window:
                 "span_start_ns": self.span_start_ns, "span_end_ns": self.span_end_ns}
 
 
-def find_iterations(nvtx: pl.DataFrame) -> tuple[str | None, pl.DataFrame | None]:
-    """The repeated top-level NVTX range that marks iterations, and its instances (s, e) sorted."""
+NESTED_SHARE = 0.9     # a candidate whose instances lie this much inside another's is nested in it
+
+
+def _strip_domain(name: pl.Expr) -> pl.Expr:
+    """``:step`` (the CSV's empty default domain) and ``step`` (SQLite) are one name."""
+    return name.str.strip_chars_start(":")
+
+
+def find_iterations(nvtx: pl.DataFrame, wanted: str | None = None,
+                    passed_over: list | None = None) -> tuple[str | None, pl.DataFrame | None]:
+    """The repeated NVTX range that marks iterations, and its instances (s, e) sorted.
+
+    Candidates: ranges of 3 or more instances (names compared without a trailing number), top level
+    where the export gives levels, never a library domain (``NCCL:``, ``cuBLAS:``, ``CCCL:``, ...) nor a
+    PyTorch operator range. A candidate whose instances lie inside another candidate's instances (90 %
+    or more) is nested in it: libraries push ranges in their own domain, whose stack starts again at
+    level 0, so a range twice as frequent inside each step is not the iteration. Among the outermost,
+    the most frequent wins. ``wanted`` (``--iteration-range NAME``) picks the range by name instead.
+    ``passed_over`` receives (name, count, why) for every candidate not chosen."""
     if nvtx is None or nvtx.height == 0:
         return None, None
-    top = nvtx
-    if "level" in nvtx.columns and nvtx["level"].null_count() < nvtx.height:
-        top = nvtx.filter(pl.col("level").fill_null(0) == 0)
-    top = top.filter(~pl.col("name").str.starts_with(LIBRARY_DOMAINS[0]))
-    for dom in LIBRARY_DOMAINS[1:]:
-        top = top.filter(~pl.col("name").str.starts_with(dom))
-    # operator ranges (PyTorch emit_nvtx / autograd-nvtx: "aten::mm, op_id = 12", "seq = 3") are not steps
-    top = top.filter(~pl.col("name").str.contains(OPERATOR_RANGE))
+    top = nvtx.with_columns(_strip_domain(pl.col("name")).alias("name"))
+    if "level" in nvtx.columns and nvtx["level"].null_count() < nvtx.height and wanted is None:
+        top = top.filter(pl.col("level").fill_null(0) == 0)
+    if wanted is None:
+        for dom in LIBRARY_DOMAINS:
+            top = top.filter(~pl.col("name").str.starts_with(dom))
+        # operator ranges (PyTorch emit_nvtx / autograd-nvtx: "aten::mm, op_id = 12", "seq = 3") are not steps
+        top = top.filter(~pl.col("name").str.contains(OPERATOR_RANGE))
     if top.height == 0:
         return None, None
     # names compared without a trailing number ("ProfilerStep#12", "step 3" -> "ProfilerStep", "step")
     grouped = pl.col("name").str.replace(r"[\s#_\-:]*\d+\n?$", "").str.strip_chars()
     top = top.with_columns(pl.when(grouped == "").then(pl.col("name")).otherwise(grouped).alias("group"))
+    if wanted is not None:
+        w = wanted.lstrip(":")
+        top = top.filter((pl.col("group") == w) | (pl.col("name") == w))
     tid = "tid" if "tid" in top.columns else None
     keys = ["group"] + ([tid] if tid else [])
     counts = (top.group_by(keys).agg(pl.len().alias("n"), (pl.col("end_ns") - pl.col("start_ns")).sum().alias("t"))
-                 .filter(pl.col("n") >= 3).sort(["n", "t"], descending=True))
+                 .filter(pl.col("n") >= (2 if wanted is not None else 3)).sort(["n", "t", "group"], descending=[True, True, False]))
     if counts.height == 0:
         return None, None
-    best = counts.row(0, named=True)
-    sel = top.filter(pl.col("group") == best["group"])
+    rows = counts.to_dicts()
+    inst = {i: _instances(top, r, tid) for i, r in enumerate(rows)}
+    nested_in: dict[int, int] = {}
+    for i in range(len(rows)):
+        for j in range(len(rows)):
+            if i == j or nested_in.get(j) == i or (tid and rows[i][tid] != rows[j][tid]):
+                continue   # (two ranges that cover each other: the first, more frequent one stays)
+            a = inst[i]
+            inside = int(intervals.coverage(a, intervals.merge(inst[j])).sum())
+            if inside >= NESTED_SHARE * float((a["e"] - a["s"]).sum()):
+                nested_in[i] = j
+                break
+    best = next((i for i in range(len(rows)) if i not in nested_in), 0)
+    if passed_over is not None:
+        for i, r in enumerate(rows):
+            if i == best:
+                continue
+            why = (f"nested in '{rows[nested_in[i]]['group']}'" if i in nested_in
+                   else f"fewer instances than '{rows[best]['group']}'")
+            passed_over.append((r["group"], int(r["n"]), why))
+    return rows[best]["group"], inst[best]
+
+
+def _instances(top: pl.DataFrame, row: dict, tid: str | None) -> pl.DataFrame:
+    sel = top.filter(pl.col("group") == row["group"])
     if tid:
-        sel = sel.filter(pl.col(tid) == best[tid])
-    iters = sel.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")).sort("s")
-    return best["group"], iters
+        sel = sel.filter(pl.col(tid) == row[tid])
+    return sel.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")).sort("s")
 
 
 def iteration_from_summary(df: pl.DataFrame) -> tuple[str, int, float, float | None] | None:

@@ -35,7 +35,8 @@ def _command(next_steps: list[dict], system_rules: set[str]) -> str | None:
 def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_steps: list[dict]) -> dict:
     strong = [f for f in findings if SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium")]
     sys_missing = sorted(n["rule"] for n in not_evaluated if n.get("category") in SYSTEM_CATEGORIES
-                         and n.get("scope", "run") == "run")
+                         and n.get("scope", "run") == "run"
+                         and SEVERITIES.index(n.get("max_severity", "medium")) >= SEVERITIES.index("medium"))
     if "gpu_active_pct" in facts:
         active, basis = facts["gpu_active_pct"], "measured"
     elif "gpu_active_est_pct" in facts:

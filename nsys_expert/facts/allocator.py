@@ -1,0 +1,35 @@
+"""Allocator calls in the steady state: cudaMalloc / cudaFree and their driver and pinned-host forms.
+
+A caching allocator (PyTorch's, JAX's) keeps these calls to start-up; inside the window they are
+churn: each one costs host time, and ``cudaFree`` (``cuMemFree``) waits for the device to finish
+the work that may still use the memory. Start-up allocations are outside the window and not counted.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from . import intervals, timeline
+from .base import Context, pct
+from .names import ALLOC_APIS
+
+FREE_APIS = {"cudaFree", "cuMemFree", "cudaFreeHost", "cuMemFreeHost"}
+
+
+def compute(ctx: Context) -> None:
+    fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    src = prof.source_name("api_trace")
+    a, n_before = timeline.api_in_window(prof.tables["api_trace"], win.start_ns, win.end_ns)
+    calls = a.filter(pl.col("api").is_in(sorted(ALLOC_APIS)))
+    inside = calls.filter(pl.col("start_ns") >= win.start_ns)
+    union = intervals.clip(intervals.merge(calls.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
+                           win.start_ns, win.end_ns)
+    fs.put("alloc_api_share_pct", pct(intervals.total(union), win.length_ns) or 0.0, src)
+    fs.put("alloc_calls_window", inside.height, src)
+    it = win.iterations
+    if it is not None and it.height - win.skipped > 0:
+        n_iter = it.height - win.skipped
+        fs.put("alloc_calls_per_iter", inside.height / n_iter, src)
+        fs.put("free_calls_per_iter", int(inside["api"].is_in(sorted(FREE_APIS)).sum()) / n_iter, src)
+    if inside.height:
+        top = inside.group_by("api").agg(pl.len().alias("n"), pl.col("dur_ns").sum().alias("ns")).sort("ns", descending=True)
+        fs.tables["allocator"] = [{"name": r["api"], "count": r["n"], "ms": r["ns"] / 1e6} for r in top.iter_rows(named=True)]
