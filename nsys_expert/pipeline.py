@@ -33,9 +33,9 @@ class Request:
     overrides: list[str] = field(default_factory=list)
     window: tuple[int, int] | None = None
     skip_iterations: int | None = None
-    iteration_range: str | None = None
     lang: str | None = "en"
     jobs: int | None = None          # worker processes for per-rank facts (None: automatic)
+    iteration_range: str | None = None   # --iteration-range NAME: the NVTX range that marks iterations
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Callable
 
 from ..load import Profile
 from . import (absent, allocator, api, busy, estimates, gaps, graph, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
-               starved, summaries, timeline, window as window_mod)
+               starved, summaries, timeline, waits, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
 
@@ -69,6 +69,7 @@ GROUPS: list[Group] = [
     Group("busy_span", busy.compute_span, _span),
     Group("api", api.compute, _has("api_trace")),
     Group("allocator", allocator.compute, _has("api_trace")),
+    Group("waits", waits.compute, _timeline, "last"),        # what the launching thread waited in during the gaps
     Group("iterations", iterations.compute, _always),
     Group("nvtx", nvtx.compute, _always),
     Group("osrt", osrt.compute, _always),
@@ -125,6 +126,9 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
         # what the host did in the window (sync, copy and launch calls, merged): the gap causes, the
         # launch share and the chart series all read it
         fs.tables["_host"] = timeline.api_class_frames(api_t, gpu, win.start_ns, win.end_ns)
+        wait, tid = waits.wait_intervals(prof, win.start_ns, win.end_ns)
+        if wait is not None:
+            fs.tables["_host"]["wait"], fs.tables["_host"]["_wait_tid"] = wait, tid
     todo = [g for g in GROUPS if g.applies(ctx)]
     for g in todo:
         if g.phase == "first":

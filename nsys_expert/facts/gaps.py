@@ -50,7 +50,11 @@ def compute(ctx: Context) -> None:
     if host is not None and devs:
         both = srcs(src, prof.source_name("api_trace"))
         for c in timeline.CAUSES:
-            fs.put(f"gpu_idle_{c}_pct", pct(by[c] / n, wlen), both)
+            if c == "wait" and "wait" not in host:   # no per-thread OS runtime trace: unknown, not zero
+                fs.absent["gpu_idle_wait_pct"] = ("needs the per-thread OS runtime trace: profile with --trace=osrt "
+                                                  "and diagnose the SQLite export (nsys export --type sqlite)")
+                continue
+            fs.put(f"gpu_idle_{c}_pct", pct(by[c] / n, wlen), srcs(both, prof.source_name("osrt_trace")) if c == "wait" else both)
         fs.tables["idle_breakdown"] = [
             {"cause": c, "ms": by[c] / n / 1e6, "pct": pct(by[c] / n, wlen), "gaps": cnt[c]}
             for c in sorted(timeline.CAUSES, key=lambda c: -by[c]) if by[c] > 0]

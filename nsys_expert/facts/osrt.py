@@ -1,12 +1,15 @@
-"""OS runtime calls (osrt_sum): time in file I/O."""
+"""OS runtime calls (osrt_sum): time in file I/O, and in blocking calls over all threads."""
 from __future__ import annotations
 
 import polars as pl
 
+from ..load.sqlite import OSRT_WAITS
 from .base import Context
 
 OSRT_IO = {"read", "pread", "pread64", "readv", "preadv", "fread", "open", "open64", "openat", "openat64",
            "fopen", "fopen64", "write", "pwrite", "pwrite64", "fwrite", "stat", "fstat", "lstat", "mmap", "mmap64"}
+
+
 def compute(ctx: Context) -> None:
     fs, prof = ctx.fs, ctx.prof
     o = prof.tables.get("osrt_sum")
@@ -14,3 +17,6 @@ def compute(ctx: Context) -> None:
         return
     io = o.filter(pl.col("name").is_in(sorted(OSRT_IO)))
     fs.put("osrt_io_ms", float(io["total_ns"].sum()) / 1e6, prof.source_name("osrt_sum"))
+    if "osrt_trace" not in prof.tables:   # totals of every thread: a hint, not a measure of the step's wait
+        w = o.filter(pl.col("name").is_in(sorted(OSRT_WAITS)))
+        fs.put("osrt_blocking_ms_span", float(w["total_ns"].sum()) / 1e6, prof.source_name("osrt_sum"))

@@ -20,6 +20,7 @@ INPUTS = {
     "mem_size_sum": "the cuda_gpu_mem_size_sum report (nsys stats -r cuda_gpu_mem_size_sum)",
     "nvtx_sum": "the nvtx_sum report (nsys stats -r nvtx_sum)",
     "osrt_sum": "the osrt_sum report (nsys stats -r osrt_sum; profile with --trace=osrt)",
+    "osrt_trace": "the per-thread OS runtime trace (profile with --trace=osrt; the SQLite export holds it as OSRT_API)",
     "kern_exec_sum": "the cuda_kern_exec_sum report (nsys stats -r cuda_kern_exec_sum)",
     "nvtx_gpu_proj_sum": "the nvtx_gpu_proj_sum report (nsys stats -r nvtx_gpu_proj_sum)",
     "gpu_sum": "the cuda_gpu_sum report (nsys stats -r cuda_gpu_sum)",
@@ -58,6 +59,10 @@ _RUN = [
     _f("gpu_idle_sync_pct", "%", "idle time after a blocking synchronisation call drained the GPU queue", ("api_trace",)),
     _f("gpu_idle_memcpy_pct", "%", "idle time while the host was inside a blocking or pageable copy call", ("api_trace",)),
     _f("gpu_idle_data_pct", "%", "idle time inside NVTX ranges named like input work (data, load, batch, ...)", ("api_trace",)),
+    _f("gpu_idle_wait_pct", "%", "idle time while the launching thread was blocked in an OS call (poll, futex, pthread_cond_wait, recv, read, ...: waiting for data)", ("osrt_trace",)),
+    _f("osrt_wait_top_call", "", "the blocking OS call the launching thread spent most GPU idle time in", ("osrt_trace",)),
+    _f("osrt_wait_top_calls", "", "calls of it in the window", ("osrt_trace",)),
+    _f("osrt_wait_top_share_of_idle_pct", "%", "share of the GPU idle time spent in it by the launching thread", ("osrt_trace",)),
     _f("gpu_idle_host_pct", "%", "idle time while the host was busy outside CUDA (Python, host work)", ("api_trace",)),
     _f("gpu_idle_other_pct", "%", "idle time although the next operation was already submitted (dependencies)", ("api_trace",)),
     _f("kernel_count", "", "kernels in the window (whole profile when there is no trace)", ("gpu_trace", "kern_sum")),
@@ -96,6 +101,7 @@ _RUN = [
     _f("nvtx_top_range_share_pct", "%", "share of the window covered by the most time-consuming NVTX range name", ("nvtx_trace", "nvtx_sum")),
     _f("data_range_share_pct", "%", "share of the window inside NVTX ranges named like input work", ("nvtx_trace", "nvtx_sum")),
     _f("osrt_wait_share_pct", "%", "OS runtime blocking time (poll, waits, sleeps) over the whole profile as a share of the profile span, summed over threads", ("osrt_sum",)),
+    _f("osrt_blocking_ms", "ms", "OS runtime time in blocking calls (poll, futex, pthread_cond_wait, sem_wait, recv, read, ...), all threads added up", ("osrt_sum",)),
     _f("osrt_io_ms", "ms", "OS runtime time in file I/O calls (read, pread, fread, open, ...) over the whole profile", ("osrt_sum",)),
 ]
 # the summary tier (facts/estimates.py): per-iteration estimates from the summary reports, no trace

@@ -21,7 +21,7 @@ import polars as pl
 from . import intervals
 from .names import ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
-CAUSES = ("data", "other", "memcpy", "sync", "launch", "host")
+CAUSES = ("data", "other", "memcpy", "sync", "launch", "wait", "host")
 CAUSE = pl.Enum(CAUSES)   # a million gaps carry a small integer each, not a string
 LAUNCH_GAP_NS = 100_000
 SHORT_GAP_NS = 100_000
@@ -207,6 +207,9 @@ def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.Dat
     if memcpy.height:
         checks.append((pl.lit(intervals.containing(g["s"], memcpy, SYNC_TOLERANCE_NS)), "memcpy"))
     checks.append((length < launch_gap_ns, "launch"))
+    wait = host.get("wait")
+    if wait is not None and wait.height:   # the launching thread blocked in an OS call (facts/waits.py)
+        checks.append((pl.lit(intervals.coverage(g, wait)) * 2 >= length, "wait"))
     chain = pl
     for cond, cause in checks:
         chain = chain.when(cond).then(pl.lit(cause, dtype=CAUSE))

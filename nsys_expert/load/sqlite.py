@@ -47,6 +47,12 @@ GRAPH = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX = "NVTX_EVENTS"
 OSRT = "OSRT_API"
+# OS runtime calls that block a thread until something arrives (a queue, a pipe, a socket, a file):
+# sleeps are left out (a sleep is the program's own choice, not a wait for data)
+OSRT_WAITS = {"poll", "ppoll", "epoll_wait", "epoll_pwait", "select", "pselect", "pselect6", "pthread_cond_wait",
+              "pthread_cond_timedwait", "pthread_join", "futex", "sem_wait", "sem_timedwait", "sem_clockwait",
+              "recv", "recvfrom", "recvmsg", "read", "pread", "pread64", "readv", "preadv", "accept", "accept4",
+              "waitpid", "wait4", "msgrcv", "fread"}
 # what a missing table means, for the warning
 MEANING = {KERNEL: "kernels", MEMCPY: "memory copies", RUNTIME: "CUDA API calls", NVTX: "NVTX ranges",
            OSRT: "OS runtime calls"}
@@ -170,7 +176,11 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
         part.tables["nvtx_trace"] = nvtx
         part.tables["nvtx_sum"] = _summary(nvtx.filter(pl.col("end_ns").is_not_null()), "dur_ns", style=True)
     if OSRT in cols:
-        part.tables["osrt_sum"] = _summary(_osrt(con, cols), "dur_ns")
+        osrt = _osrt(con, cols)
+        part.tables["osrt_sum"] = _summary(osrt, "dur_ns")
+        # the blocking calls, per thread: what a thread waited in while the GPU idled (facts/waits.py)
+        part.tables["osrt_trace"] = osrt.filter(pl.col("name").is_in(sorted(OSRT_WAITS))).select(
+            "start_ns", "end_ns", "dur_ns", "name", "pid", "tid")
     part.meta["processes"] = _processes(con, cols, part.tables)
     return part
 
@@ -399,9 +409,10 @@ def _osrt(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
     c = cols[OSRT]
     # event classes 31 / 32 mark thread start and finish ("[Unknown]", zero length): not calls
     where = "WHERE eventClass NOT IN (31, 32)" if "eventClass" in c else ""
-    o = _frame(con, f'SELECT start, "end", {_col(c, "nameId")} FROM {OSRT} {where}',
-               {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64})
-    o = o.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
+    o = _frame(con, f'SELECT start, "end", {_col(c, "nameId")}, {_col(c, "globalTid")} FROM {OSRT} {where}',
+               {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "gtid": pl.Int64})
+    o = o.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
+                       _tid("gtid").alias("tid"))
     names = _strings(con, cols, f'SELECT DISTINCT {_col(c, "nameId")} FROM {OSRT}')
     return o.join(names, left_on="name_id", right_on="sid", how="left").rename({"value": "name"})
 

@@ -1,0 +1,69 @@
+"""Waiting is not working: what the launching thread was blocked in while the GPU idled.
+
+When the GPU idles and the host issues no CUDA call, the host is either working (Python, host
+code: host-bound) or blocked (``poll`` / ``pthread_cond_wait`` / ``sem_wait`` / ``recv`` / ``read`` on a
+DataLoader queue, a pipe, a socket or a file: waiting for data). The OS runtime trace (``OSRT_API``
+in the SQLite export, ``--trace=osrt``) tells them apart, per thread. The launching thread is the
+one that issued the most kernel launches in the window; only its calls count: other threads (the
+CUDA event handler, queue feeders, idle pool threads) block all the time and say nothing about the
+step. Without the per-thread trace, ``osrt_sum`` totals sum every thread and overstate the wait.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from . import intervals, timeline
+from .base import Context, pct
+from .names import KERNEL_LAUNCH_APIS, api_base
+
+
+def launching_thread(api: pl.DataFrame, start: int, end: int) -> int | None:
+    if "tid" not in api.columns:
+        return None
+    a = timeline.starting_in(api, start, end).filter(api_base(api).is_in(sorted(KERNEL_LAUNCH_APIS)))
+    if a.height == 0:
+        return None
+    top = a.group_by("tid").len().sort(["len", "tid"], descending=[True, False])
+    return int(top["tid"][0])
+
+
+def wait_intervals(prof, start: int, end: int) -> tuple[pl.DataFrame | None, int | None]:
+    """The launching thread's blocking OS calls in the window, merged (None without the OS runtime trace)."""
+    osrt, api = prof.tables.get("osrt_trace"), prof.tables.get("api_trace")
+    if osrt is None or api is None or api.height == 0:
+        return None, None
+    tid = launching_thread(api, start, end)
+    if tid is None:
+        return None, None
+    w = osrt.filter((pl.col("tid") == tid) & (pl.col("end_ns") > start) & (pl.col("start_ns") < end))
+    return intervals.clip(intervals.merge(w.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
+                          start, end), tid
+
+
+def compute(ctx: Context) -> None:
+    """Evidence for the wait cause: the calls, their time during GPU idle gaps."""
+    fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    host = fs.tables.get("_host") or {}
+    tid = host.get("_wait_tid")
+    busy = fs.tables.get("_busy")
+    if tid is None or not busy:
+        return
+    src = prof.source_name("osrt_trace")
+    osrt = prof.tables["osrt_trace"]
+    w = osrt.filter((pl.col("tid") == tid) & (pl.col("end_ns") > win.start_ns) & (pl.col("start_ns") < win.end_ns))
+    b = busy[min(busy)] if len(busy) == 1 else intervals.merge(pl.concat(list(busy.values())).select("s", "e"))
+    idle = intervals.gaps(b, win.start_ns, win.end_ns)
+    rows = []
+    for name, part in w.partition_by("name", as_dict=True).items():
+        iv = intervals.clip(intervals.merge(part.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
+                            win.start_ns, win.end_ns)
+        in_idle = int(intervals.coverage(iv, idle).sum()) if idle.height and iv.height else 0
+        rows.append({"name": name[0], "calls": part.height, "ms": intervals.total(iv) / 1e6, "idle_ms": in_idle / 1e6})
+    rows.sort(key=lambda r: -r["idle_ms"])
+    fs.tables["waits"] = rows[:8]
+    idle_ns = intervals.total(idle)
+    if rows and idle_ns:
+        top = rows[0]
+        fs.put("osrt_wait_top_call", top["name"], src)
+        fs.put("osrt_wait_top_calls", top["calls"], src)
+        fs.put("osrt_wait_top_share_of_idle_pct", pct(top["idle_ms"] * 1e6, idle_ns), src)
