@@ -1,4 +1,5 @@
-"""load -> facts -> engine -> report, as one call (the CLI and the tests use it).
+"""load -> facts -> engine -> report, as one call (the CLI and the tests use it), and for the HTML
+report the chart series (``facts.series``), which the report receives and does not compute.
 
 One run gives one fact set. A multi-rank job (several per-rank inputs, or one export with several
 processes) gives one fact set per rank, computed by :func:`rank_unit` - a plain function of plain
@@ -12,7 +13,7 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from . import load
 from .load import ranks as rank_inputs
@@ -70,6 +71,34 @@ class Result:
 
 def diagnose(req: Request) -> dict:
     return run(req).doc
+
+
+def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = None
+                         ) -> tuple[dict, dict, dict | None]:
+    """The report plus the chart series the HTML report draws: ``(doc, series, window_series)``.
+
+    The series (:func:`nsys_expert.facts.series.series`) come from the profile and facts this run
+    computed (no second load); ``window_series`` bins the analysis window alone, when it is under
+    half of the profile (else None). For a multi-rank job (``doc["ranks"]``) there is no timeline:
+    the series say why. ``progress`` is told ``"charts"`` when the series start.
+    """
+    res = run(req)
+    doc, prof, fs = res.doc, res.prof, res.fs
+    if doc.get("ranks") or prof is None:
+        return doc, {"available": False, "reason": "a multi-rank job: one timeline per rank is not drawn",
+                     "iterations": [], "causes": []}, None
+    if progress is not None:
+        progress("charts")
+    from .facts.series import series
+
+    ser = series(prof, fs)
+    zoom = None
+    w = fs.window
+    if (ser.get("available") and w is not None and w.source != "whole" and w.start_ns is not None
+            and w.end_ns is not None and w.span_start_ns is not None and w.span_end_ns is not None
+            and (w.end_ns - w.start_ns) < 0.5 * (w.span_end_ns - w.span_start_ns)):
+        zoom = series(prof, fs, between=(w.start_ns, w.end_ns))
+    return doc, ser, zoom
 
 
 def run(req: Request) -> Result:

@@ -38,7 +38,7 @@ EVIL_NVTX = "st<script>alert(2)</script>|ep"
 
 
 def render(paths, lang="en") -> tuple[dict, dict, str]:
-    doc, ser, zoom = html.diagnose(pipeline.Request([str(p) for p in paths], lang=lang))
+    doc, ser, zoom = pipeline.diagnose_with_series(pipeline.Request([str(p) for p in paths], lang=lang))
     return doc, ser, html.render_html(doc, ser, lang, zoom)
 
 
@@ -441,7 +441,7 @@ def test_series_agree_with_the_facts(case):
     try:
         prof = load.load_paths([str(FIXTURES / case / "input")])
     except InputError:   # only a multi-rank job may not load as one profile: its page has no timeline
-        doc, ser, _ = html.diagnose(pipeline.Request([str(FIXTURES / case / "input")]))
+        doc, ser, _ = pipeline.diagnose_with_series(pipeline.Request([str(FIXTURES / case / "input")]))
         assert doc.get("ranks") and not ser["available"]
         return
     fs = facts.compute(prof, facts.Options())
@@ -488,7 +488,7 @@ def test_html_report_is_the_pipeline_report_and_the_charts_match_it():
     """The page's report is pipeline.diagnose's; the chart series, computed again from the same inputs,
     have its window."""
     a = json.loads(report.to_json(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")]))))
-    doc, ser, zoom = html.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")]))
+    doc, ser, zoom = pipeline.diagnose_with_series(pipeline.Request([str(FIXTURES / "sync_bound" / "input")]))
     assert json.loads(report.to_json(doc)) == a
     assert (ser["window"]["start_ns"], ser["window"]["end_ns"]) == (a["window"]["start_ns"], a["window"]["end_ns"])
     assert zoom is None   # the window is most of this profile: no zoom

@@ -4,8 +4,9 @@ The charts are built here as lists of SVG primitives (``rect`` / ``path`` / ``li
 with numeric geometry computed in Python) and written out by ``templates/report.html.j2`` with
 Jinja2 autoescaping, so every name from the profile (kernels, NVTX ranges, file names) is escaped
 in text and attributes alike. The numbers come from the JSON report (``report.build``) and, for
-the timeline, from :func:`nsys_expert.facts.series.series`. docs/report.md says how to read each
-chart and why the charts are hand-built SVG.
+the timeline, from the series of :func:`nsys_expert.facts.series.series`, which the caller computes
+and hands in (``pipeline.diagnose_with_series``): the report draws them, it does not compute them.
+docs/report.md says how to read each chart and why the charts are hand-built SVG.
 
 Every chart is an ``<svg class="chart" data-chart="ID" data-series="N">`` whose N drawn series are
 elements with class ``series`` (the browser test counts them).
@@ -14,12 +15,10 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
 
 import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
-from ..facts.series import series as make_series
 from . import LABELS, SEVERITY_ZH, _fmt, template_env, verdict
 
 # ------------------------------------------------------------------------------------------ colours
@@ -72,32 +71,6 @@ HTML_LABELS = {
         "bin": "时间段", "busy": "忙碌",
     },
 }
-
-
-# -------------------------------------------------------------------------------------- pipeline
-def diagnose(req, progress: Callable[[str], None] | None = None) -> tuple[dict, dict | None, dict | None]:
-    """The report of the pipeline plus the chart series: ``(doc, series, window_series)``.
-
-    The series come from the profile and facts the pipeline computed (no second load). For a
-    multi-rank job (``doc["ranks"]``) the series are None: the page has no timeline, and says why.
-    """
-    from .. import pipeline
-
-    say = progress or (lambda msg: None)
-    res = pipeline.run(req)
-    doc, prof, fs = res.doc, res.prof, res.fs
-    if doc.get("ranks") or prof is None:
-        return doc, {"available": False, "reason": "a multi-rank job: one timeline per rank is not drawn",
-                     "iterations": [], "causes": []}, None
-    say("charts")
-    ser = make_series(prof, fs)
-    zoom = None
-    w = fs.window
-    if (ser.get("available") and w is not None and w.source != "whole" and w.start_ns is not None
-            and w.end_ns is not None and w.span_start_ns is not None and w.span_end_ns is not None
-            and (w.end_ns - w.start_ns) < 0.5 * (w.span_end_ns - w.span_start_ns)):
-        zoom = make_series(prof, fs, between=(w.start_ns, w.end_ns))
-    return doc, ser, zoom
 
 
 # ------------------------------------------------------------------------------------ SVG helpers
@@ -432,7 +405,7 @@ def _env() -> jinja2.Environment:
 
 
 def render_html(doc: dict, ser: dict | None = None, lang: str = "en", zoom: dict | None = None) -> str:
-    """The page. ``ser`` (and ``zoom``) from :func:`diagnose` / ``facts.series.series``; without them the
+    """The page. ``ser`` (and ``zoom``) from ``pipeline.diagnose_with_series``; without them the
     timeline is left out and the iteration chart comes from the report's iteration table."""
     lang = lang or "en"
     L, H = LABELS.get(lang, LABELS["en"]), HTML_LABELS.get(lang, HTML_LABELS["en"])

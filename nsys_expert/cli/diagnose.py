@@ -1,7 +1,7 @@
-"""Command line: ``nsys-expert diagnose PATH...`` and the rule-pack commands.
+"""``nsys-expert diagnose PATH...``: the report of a profile (Markdown, JSON or an HTML page).
 
 Exit codes: 0 ran (findings or not), 1 findings at or above ``--fail-on``, 2 bad input or usage,
-3 an internal error (a bug: please report it with the input that caused it).
+3 an internal error.
 """
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import sys
 
 import click
 
-from . import __version__
-from .cliutil import _fail, _guard, write_output  # noqa: F401 (re-exported for subcommand modules)
+from .options import command, format_option, output_option, write_output
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
 
@@ -39,40 +38,6 @@ def _parse_window(ctx, param, value):
     return (s, e)
 
 
-class _Group(click.Group):
-    """The subcommands that live in their own modules are imported on first need (``--help``, or a
-    name that is not here): ``diagnose`` starts without them."""
-    _ext_loaded = False
-
-    def _load_ext(self) -> None:
-        if not self._ext_loaded:
-            self._ext_loaded = True
-            from . import cli_ext
-
-            cli_ext.register(self)
-
-    def get_command(self, ctx, cmd_name):
-        cmd = super().get_command(ctx, cmd_name)
-        if cmd is None and not self._ext_loaded:
-            self._load_ext()
-            cmd = super().get_command(ctx, cmd_name)
-        return cmd
-
-    def list_commands(self, ctx):
-        self._load_ext()
-        return super().list_commands(ctx)
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="nsys-expert")
-def main():
-    """Diagnose GPU performance from Nsight Systems / Nsight Compute output."""
-    import signal
-
-    if hasattr(signal, "SIGPIPE"):  # `nsys-expert rules | head` ends quietly, like any Unix tool
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-
-
 def _isatty(stream) -> bool:
     try:
         return bool(stream.isatty())
@@ -85,11 +50,11 @@ def _no_progress(paths, lang):
     yield lambda *a, **k: None
 
 
-@main.command()
+@command("diagnose")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["md", "json", "html"]), default="md", show_default=True,
-              help="md (Markdown), json, or html (one self-contained page with charts; use -o)")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the report here instead of stdout")
+@format_option(["md", "json", "html"], "md",
+               help="md (Markdown), json, or html (one self-contained page with charts; use -o)")
+@output_option()
 @click.option("--lang", type=click.Choice(["en", "zh"]), default=None, help="report language (default en)")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder (repeatable)")
 @click.option("--select", multiple=True, help="only these rules or categories (repeatable)")
@@ -101,11 +66,10 @@ def _no_progress(paths, lang):
 @click.option("--show-facts", is_flag=True, help="also print every fact of this run with its value and source")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="settings file (default: [tool.nsys-expert] in ./pyproject.toml, or ./nsys-expert.toml)")
-@_guard
 def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, fail_on,
              show_facts, config_path):
     """Diagnose a profile: a folder of nsys stats CSVs (or the files themselves)."""
-    from . import config, pipeline
+    from .. import config, pipeline
 
     cfg = config.load(config_path)
     req = config.merge(cfg, pipeline.Request(list(paths), list(packs), list(select), list(ignore),
@@ -113,22 +77,22 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     fail_on = fail_on or cfg.get("fail-on")
     lang = req.lang
     if fmt == "html" or _isatty(sys.stderr):
-        from .report import terminal
+        from ..report import terminal
 
         progress = terminal.progress
     else:   # piped, no spinner: the report modules load while the input is read (pipeline.run)
         progress = _no_progress
     with progress(paths, lang) as step:   # a spinner on stderr, only at a terminal
-        if fmt == "html":
-            from .report import html
-
-            doc, series, zoom = html.diagnose(req, step)
+        if fmt == "html":   # the pipeline computes the chart series; the report draws them
+            doc, series, zoom = pipeline.diagnose_with_series(req, step)
         else:
             doc = pipeline.diagnose(req)
-    from . import report
-    from .report import terminal
+    from .. import report
+    from ..report import terminal
 
     if fmt == "html":
+        from ..report import html
+
         text = html.render_html(doc, series, req.lang or "en", zoom)
     else:
         text = report.to_json(doc) if fmt == "json" else report.render_markdown(doc, lang)
@@ -143,7 +107,3 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
         click.echo(text, nl=False)
     if fail_on and any(SEVERITIES.index(f["severity"]) >= SEVERITIES.index(fail_on) for f in doc["findings"]):
         sys.exit(1)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

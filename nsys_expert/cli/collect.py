@@ -1,0 +1,178 @@
+"""``nsys-expert collect -- APP``: run nsys, export what the rules read (SQLite and the stats CSVs),
+and diagnose. The nsys commands come from ``scenarios``."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+import click
+
+from .. import scenarios as sc
+from ..errors import InputError
+from .options import command
+
+
+def _run(argv: list[str], log, echo: bool) -> tuple[int, list[str]]:
+    """Run, copying stdout and stderr to ``log`` (and to our stderr when ``echo``); -> (rc, stderr tail)."""
+    try:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                             bufsize=1)
+    except OSError as e:
+        raise InputError(f"cannot run {argv[0]} ({e.strerror})") from e
+    tail: collections.deque[str] = collections.deque(maxlen=40)
+    lock = threading.Lock()
+
+    def pump(stream, keep):
+        for line in stream:
+            with lock:
+                log.write(line)
+                if echo:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+                if keep:
+                    tail.append(line.rstrip("\n"))
+        stream.close()
+
+    threads = [threading.Thread(target=pump, args=(p.stdout, False), daemon=True),
+               threading.Thread(target=pump, args=(p.stderr, True), daemon=True)]
+    for t in threads:
+        t.start()
+    try:
+        rc = p.wait()
+    except KeyboardInterrupt:
+        p.terminate()
+        p.wait()
+        raise
+    for t in threads:
+        t.join()
+    log.flush()
+    return rc, list(tail)
+
+
+def _trim(lines: list[str], n: int = 4, limit: int = 400) -> str:
+    keep = [ln.strip() for ln in lines if ln.strip()][-n:]
+    text = " | ".join(keep) or "no output on stderr"
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def collect_run(app: list[str], scenario: str = "quick", out_dir: str = "nsys-expert-out", name: str = "profile",
+                opts: sc.Options | None = None, diagnose: bool = True, lang: str = "en", echo: bool = True) -> dict:
+    """profile -> export (SQLite + the stats CSVs) -> diagnose. Returns the paths and the diagnosis (or None)."""
+    nsys = shutil.which("nsys")
+    if not nsys:
+        raise InputError("nsys (Nsight Systems) is not on PATH", None,
+                         f"install {sc.NSYS_HELP}, or put its bin folder on PATH; 'nsys-expert command quick' "
+                         "prints the command to run where nsys is installed")
+    if not app:
+        raise InputError("no application to profile: give it after --, e.g. nsys-expert collect -- python train.py")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the output folder ({e.strerror})", out_dir) from e
+    base = os.path.join(out_dir, name)
+    opts = dataclasses.replace(opts or sc.Options(), app=tuple(app), output=base)
+    try:
+        profile = sc.profile_command(scenario, opts)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    exports = sc.export_commands(base)
+    rep, sqlite, csv_dir, log_path = base + ".nsys-rep", base + ".sqlite", base + "_csv", base + ".log"
+    warnings: list[str] = []
+    with open(log_path, "w", encoding="utf-8") as log:
+        log.write("$ " + sc.Command(tuple(profile)).line() + "\n")
+        rc, tail = _run([nsys, *profile[1:]], log, echo)
+        if not os.path.exists(rep):
+            hint = None
+            if scenario == "nvtx-range":
+                hint = f"did the app push the NVTX range '{opts.range_name}'?"
+            elif scenario == "cuda-profiler-range":
+                hint = "did the app call cudaProfilerStart()?"
+            raise InputError(f"nsys profile failed (exit {rc}) and wrote no report: {_trim(tail)}", log_path, hint)
+        if rc != 0:
+            warnings.append(f"nsys profile exited with {rc} (usually the application's own exit code); "
+                            f"the report was written and is used")
+        os.makedirs(csv_dir, exist_ok=True)
+        for argv in exports:
+            log.write("$ " + sc.Command(tuple(argv)).line() + "\n")
+            rc, tail = _run([nsys, *argv[1:]], log, False)
+            if argv[1] == "export" and (rc != 0 or not os.path.exists(sqlite)):
+                raise InputError(f"nsys export failed (exit {rc}): {_trim(tail)}", rep)
+            if argv[1] == "stats":
+                csvs = [f for f in os.listdir(csv_dir) if f.endswith(".csv")]
+                if not csvs:
+                    raise InputError(f"nsys stats failed (exit {rc}) and wrote no CSV: {_trim(tail)}", sqlite)
+                if rc != 0:
+                    warnings.append(f"nsys stats exited with {rc}: {_trim(tail, 2)}")
+    result = {"report": rep, "sqlite": sqlite, "csv_dir": csv_dir, "log": log_path, "warnings": warnings,
+              "csv": sorted(f for f in os.listdir(csv_dir) if f.endswith(".csv")), "doc": None}
+    if diagnose:
+        from .. import pipeline, report
+
+        doc = pipeline.diagnose(pipeline.Request([csv_dir], lang=lang))
+        md, js = base + ".diagnosis.md", base + ".diagnosis.json"
+        with open(md, "w", encoding="utf-8") as fh:
+            fh.write(report.render_markdown(doc, lang))
+        with open(js, "w", encoding="utf-8") as fh:
+            fh.write(report.to_json(doc))
+        result.update(doc=doc, markdown=md, json=js)
+    return result
+
+
+def summary(res: dict) -> str:
+    lines = ["nsys-expert collect: done",
+             f"  report     {res['report']}",
+             f"  sqlite     {res['sqlite']}",
+             f"  csv        {res['csv_dir']}/ ({len(res['csv'])} reports)",
+             f"  log        {res['log']}"]
+    doc = res.get("doc")
+    if doc is None:
+        lines.append(f"  diagnose   nsys-expert diagnose {res['csv_dir']}")
+    else:
+        lines.append(f"  diagnosis  {res['markdown']}, {res['json']}")
+        v = doc.get("verdict") or {}
+        lines.append(f"verdict: {v.get('category') or 'no bottleneck at medium severity or above'}"
+                     + (f" (rule {v['rule']}, severity {v['severity']})" if v.get("rule") else ""))
+        for f in doc["findings"][:5]:
+            gain = f.get("estimated_gain_pct")
+            lines.append(f"  {f['rank']}. [{f['severity']}] {f['rule']}: {f['message']}"
+                         + (f" (up to {gain:g} % of the window)" if gain is not None else ""))
+        if doc.get("not_evaluated"):
+            lines.append(f"  {len(doc['not_evaluated'])} rule(s) not evaluated (see the report)")
+    for w in res["warnings"]:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines) + "\n"
+
+
+@command("collect", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("app", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--scenario", type=click.Choice(list(sc.COLLECTABLE)), default="quick", show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="nsys-expert-out", show_default=True,
+              help="folder for the report, the SQLite, the CSVs and the diagnosis")
+@click.option("--name", default="profile", show_default=True, help="report name inside --out")
+@click.option("--nsys-arg", "nsys_args", multiple=True, metavar="OPTION",
+              help="one more nsys profile option, e.g. --nsys-arg=--sample=none (repeatable)")
+@click.option("--pytorch", "pytorch_modes", multiple=True, help="pytorch scenario: --pytorch modes")
+@click.option("--range", "range_name", default="profile_region", show_default=True, help="nvtx-range: the NVTX range")
+@click.option("--delay", type=click.IntRange(min=0), default=120, show_default=True, help="long-run: seconds to skip")
+@click.option("--duration", type=click.IntRange(min=1), default=30, show_default=True, help="long-run: seconds to collect")
+@click.option("--cuda-graph-trace", type=click.Choice(["graph", "node"]), help="node: trace each kernel of CUDA graphs")
+@click.option("--no-diagnose", is_flag=True, help="profile and export only (diagnose the CSV folder elsewhere)")
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
+@click.option("-q", "--quiet", is_flag=True, help="do not echo the application's output")
+def collect_cmd(app, scenario, out_dir, name, nsys_args, pytorch_modes, range_name, delay, duration,
+                cuda_graph_trace, no_diagnose, lang, quiet):
+    """Profile APP with nsys, export the reports and SQLite the rules read, and diagnose.
+
+    nsys-expert collect [--scenario quick] [--out DIR] -- python train.py [args]
+    """
+    if name != os.path.basename(name) or name in ("", ".", ".."):
+        raise InputError(f"--name {name!r}: a plain file name, without folders")
+    opts = sc.Options(pytorch=tuple(pytorch_modes) or ("autograd-nvtx",), range_name=range_name, delay=delay,
+                      duration=duration, cuda_graph_trace=cuda_graph_trace, extra=tuple(nsys_args))
+    res = collect_run(list(app), scenario, out_dir, name, opts, diagnose=not no_diagnose, lang=lang, echo=not quiet)
+    click.echo(summary(res), nl=False)

@@ -1,0 +1,41 @@
+"""``nsys-expert diff BEFORE AFTER``: what changed between two runs, with a regression gate."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .options import command, emit, format_option, output_option
+
+
+@command("diff")
+@click.argument("before", type=click.Path())
+@click.argument("after", type=click.Path())
+@format_option(["md", "json", "html"], "md")
+@output_option("write here instead of stdout")
+@click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0),
+              help="exit 1 when GPU active % / iteration time / a key fact gets worse by more than PCT "
+                   "(points for % facts, percent for times), or a new high finding appears")
+@click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
+@click.option("--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE")
+def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides):
+    """Compare two runs (profiles, or JSON reports from diagnose --format json)."""
+    from .. import diff, pipeline
+
+    def run(path):
+        return pipeline.diagnose(pipeline.Request([path], list(packs), overrides=list(overrides)))
+
+    d = diff.compare(diff.load_side(before, run), diff.load_side(after, run), fail_pct)
+    if fmt == "json":
+        text = json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
+    elif fmt == "html":
+        import html as _html
+        text = ("<!doctype html><meta charset='utf-8'><title>nsys-expert diff</title>"
+                "<pre style='font:13px/1.4 monospace;white-space:pre-wrap'>"
+                + _html.escape(diff.render_markdown(d)) + "</pre>\n")
+    else:
+        text = diff.render_markdown(d)
+    emit(text, output)
+    if d["gate"] and d["gate"]["tripped"]:
+        sys.exit(1)
