@@ -19,7 +19,14 @@ FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures")
 
 
 def produce(case: str, lang: str = "en") -> tuple[dict, str]:
-    doc = pipeline.diagnose(pipeline.Request([os.path.join(FIXTURES, case, "input")], lang=lang))
+    # run as a user in the case's folder types it, `nsys-expert diagnose input`: paths in the report
+    # (the several-runs split command) are then the same on every checkout
+    here = os.getcwd()
+    os.chdir(os.path.join(FIXTURES, case))
+    try:
+        doc = pipeline.diagnose(pipeline.Request(["input"], lang=lang))
+    finally:
+        os.chdir(here)
     for i in doc["inputs"]:
         i["path"] = os.path.basename(i["path"])
     text = json.loads(report.to_json(doc))

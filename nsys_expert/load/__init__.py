@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..errors import InputError
-from . import csv_reports, normalize, schema
+from . import compressed, csv_reports, normalize, schema
 
 
 @dataclass
@@ -110,7 +110,9 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
     prof = Profile()
     loaded: dict[str, _Entry] = {}
     ignored: list[str] = []
-    stems = {os.path.splitext(f)[0] for f in files if f.endswith(".sqlite")}
+    # what a file is comes from its name without .gz ('x.sqlite.gz' is an SQLite export, 'x_osrt_sum.csv.gz' osrt_sum)
+    logical = {f: compressed.logical_path(f) for f in files}
+    stems = {os.path.splitext(logical[f])[0] for f in files if logical[f].endswith(".sqlite")}
     sniffs = {path: csv_reports.sniff(path) for path in files}
     # the CSV reports are parsed side by side (Polars releases the GIL); they are added in file order
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -119,11 +121,20 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
         parsed = {path: fut.result() for path, fut in parsed.items()}
     for path in files:
         base = os.path.basename(path)
-        if path.endswith((".nsys-rep", ".qdrep")) and os.path.splitext(path)[0] in stems:
+        name = logical[path]
+        if name.endswith((".nsys-rep", ".qdrep")) and os.path.splitext(name)[0] in stems:
             prof.warnings.append(f"{base}: its SQLite export is beside it and was read instead (no nsys run needed)")
             continue
         sn = sniffs[path]
-        if sn.kind == "csv-report":
+        if sn.kind == "csv-report" and parsed[path].sections:
+            # `nsys stats --format csv` printed to the console: several reports, each after its own
+            # Processing / title lines: read as console text, every section
+            part = _read_other(path, dataclasses.replace(sn, kind="text"))
+            if part is None:
+                raise InputError("this file holds several nsys stats sections but no table could be read",
+                                 path, csv_reports.EXPORT_HINT)
+            _add_part(loaded, part, prof)
+        elif sn.kind == "csv-report":
             item = parsed[path]
             missing = normalize.check_required(item.table, item.frame, path)
             if missing:
@@ -143,7 +154,7 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
         elif sn.kind == "binary" and sn.report:
             raise InputError(f"this should be the {sn.report} report but it holds binary data, not CSV text", path,
                              f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
-        elif sn.kind == "unknown-csv" and not path.endswith((".csv", ".tsv")):
+        elif sn.kind == "unknown-csv" and not name.endswith((".csv", ".tsv")):
             # `nsys stats -f column -o prof` writes prof_<report>.txt: console text, not CSV
             part = _read_other(path, dataclasses.replace(sn, kind="text"))
             if part is None:
@@ -163,7 +174,10 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
     if pid is not None:
         _keep_process(loaded, pid, prof)
     used = {e.path for e in loaded.values()}
+    said_empty = []      # why files with nsys sections gave no table (the error, when nothing else was read)
     for path, (ws, had_tables) in prof.meta.pop("_part_warnings", {}).items():
+        if not had_tables:
+            said_empty += ws
         if path in used or not had_tables:   # a file that gave nothing still says why
             prof.warnings += ws
     superseded = prof.meta.pop("_superseded", [])
@@ -187,6 +201,9 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
                             "rows": e.frame.height, "table": e.table})
     if not prof.tables:
         where = paths[0] if len(paths) == 1 else ", ".join(paths)
+        if said_empty:   # a file with nsys sections whose tables could not be read: say which and why
+            more = f" (and {len(said_empty) - 1} more)" if len(said_empty) > 1 else ""
+            raise InputError(f"no table could be read; {said_empty[0]}{more}", where, csv_reports.EXPORT_HINT)
         raise InputError("no nsys stats report, SQLite export or Nsight Compute CSV found (looked for CSV reports "
                          "such as *_cuda_gpu_trace.csv, *_cuda_gpu_kern_sum.csv, *_cuda_api_sum.csv)", where,
                          csv_reports.EXPORT_HINT)

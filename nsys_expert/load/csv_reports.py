@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import csv
 import io
+import mmap
 import os
+import re
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from ..errors import InputError
-from . import schema
+from . import compressed, schema
 
 SNIFF_BYTES = 256 * 1024
 # time columns kept as integer ns (the others, averages and deviations, are floats)
@@ -41,13 +43,9 @@ class Sniff:
 
 
 def sniff(path: str) -> Sniff:
-    fname = os.path.basename(path)
+    fname = compressed.logical_name(path)      # 'x_cuda_api_sum.csv.gz' says what 'x_cuda_api_sum.csv' says
     report = schema.report_name_from_filename(fname)
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(SNIFF_BYTES)
-    except OSError as e:
-        raise InputError(f"cannot read file ({e.strerror})", path) from e
+    head = compressed.head(path, SNIFF_BYTES)
     if head.startswith(b"SQLite format 3\x00"):
         return Sniff(path, "sqlite", report)
     if not head.strip():
@@ -100,26 +98,67 @@ def _choose(cands: list[schema.ReportSpec], report: str | None) -> schema.Report
 @dataclass
 class Loaded:
     table: str
-    frame: pl.DataFrame
+    frame: pl.DataFrame | None
     path: str
     report: str              # report name (from the file name when known, else the table's first name)
     warnings: list[str] = field(default_factory=list)
     era: str = "2023+"       # "2023+" or "2021-2022" (old report names / GridXYZ / MBps / None) or "2020"
+    sections: bool = False   # more than this one report follows (a console capture): read it as console text
+
+
+_MORE = re.compile(rb"\S")
+
+
+def _more_after_blank(buf, start: int) -> bool:
+    """True when, after ``start``, a blank line is followed by more text. One nsys CSV report has no
+    blank line inside; `nsys stats --format csv` printed to the console separates its reports (and
+    their Processing / title lines) with blank lines."""
+    for sep in (b"\n\n", b"\n\r\n"):
+        k = buf.find(sep, start)
+        if k >= 0 and _MORE.search(buf, k) is not None:
+            return True
+    return False
+
+
+def _line_offset(buf, line: int) -> int:
+    pos = 0
+    for _ in range(line):
+        k = buf.find(b"\n", pos)
+        if k < 0:
+            break
+        pos = k + 1
+    return pos
 
 
 def read_report(sn: Sniff) -> Loaded:
-    """Read a sniffed CSV report into its canonical frame (all requested casts, units converted)."""
+    """Read a sniffed CSV report into its canonical frame (all requested casts, units converted).
+    A file with more after its table (several reports printed to the console) is not read here:
+    ``sections`` says so, and the loader reads it as console text."""
     path, spec = sn.path, sn.spec
     assert spec is not None
     warnings: list[str] = []
-    size = os.path.getsize(path)
-    with open(path, "rb") as fh:
-        fh.seek(max(0, size - 1))
-        ends_with_newline = fh.read(1) in (b"\n", b"\r")
     source: object = path
-    if not ends_with_newline:
+    if compressed.is_gzip(path):          # decompressed in memory, never beside the input
+        data = compressed.read_all(path)
+        if _more_after_blank(data, _line_offset(data, sn.header_line)):
+            return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
+        ends_with_newline = data[-1:] in (b"\n", b"\r", b"")
+        source = io.BytesIO(data)
+    else:
+        if os.path.getsize(path):
+            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                if _more_after_blank(mm, _line_offset(mm, sn.header_line)):
+                    return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
+        size = os.path.getsize(path)
         with open(path, "rb") as fh:
-            data = fh.read()
+            fh.seek(max(0, size - 1))
+            ends_with_newline = fh.read(1) in (b"\n", b"\r")
+    if not ends_with_newline:
+        if isinstance(source, io.BytesIO):
+            data = source.getvalue()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
         cut = data.rfind(b"\n")
         source = io.BytesIO(data[: cut + 1] if cut >= 0 else data)
         warnings.append(f"{os.path.basename(path)}: the file ends in the middle of a row (cut short?); "

@@ -39,7 +39,7 @@ import re
 import polars as pl
 
 from ..errors import InputError
-from . import Part
+from . import Part, compressed
 
 SNIFF_BYTES = 64 * 1024
 
@@ -120,9 +120,8 @@ _RULE_SCHEMA = {"launch_id": pl.Int64, "kernel_name": pl.String, "section": pl.S
 
 def _head(path: str) -> str:
     try:
-        with open(path, "rb") as fh:
-            return fh.read(SNIFF_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff")
-    except OSError:
+        return compressed.head(path, SNIFF_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff")
+    except InputError:          # unreadable or bad gzip: the loader's sniff says so
         return ""
 
 
@@ -190,11 +189,7 @@ def _failure(path: str, lines: list[str]) -> InputError:
 
 def read_ncu(path: str) -> Part:
     """Read one ncu export -> Part (kind ncu-details or ncu-raw)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            text = fh.read().lstrip("\ufeff")
-    except OSError as e:
-        raise InputError(f"cannot read file ({e.strerror})", path) from e
+    text = compressed.read_all(path).decode("utf-8", errors="replace").lstrip("\ufeff")
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if _is_header(ln)), None)
     if start is None:

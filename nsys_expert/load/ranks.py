@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from . import schema
+from . import compressed, schema
 
 TIMELINE_REPORTS = {"cuda_gpu_trace", "gputrace"}
 
@@ -31,7 +31,7 @@ class RankInput:
 
 def _prefix(path: str) -> tuple[str | None, bool]:
     """(run prefix, has a GPU timeline) of one file; prefix None when the name says nothing."""
-    base = os.path.basename(path)
+    base = compressed.logical_name(path)      # 'rank0.sqlite.gz' is rank0's export
     if base.endswith((".sqlite", ".nsys-rep", ".qdrep")):
         return os.path.splitext(base)[0], True
     report = schema.report_name_from_filename(base)

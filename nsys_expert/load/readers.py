@@ -5,22 +5,27 @@ the file is not its kind); a file that claims a kind but cannot be read raises `
 """
 from __future__ import annotations
 
-import os
-
 from ..errors import InputError
+from . import compressed
 
 
 def read(path: str, sn):
     """-> Part or None. ``sn`` is the CSV sniff of the file (kind sqlite / binary / text / ...)."""
-    base = os.path.basename(path)
+    base = compressed.logical_name(path)       # what the file is: its name without .gz
     if sn.kind == "sqlite":
         try:
             from . import sqlite
         except ImportError:  # pragma: no cover - module not built yet
             raise InputError("SQLite exports are not supported by this build", path,
                              "export CSV reports with nsys stats --format csv") from None
-        return sqlite.read_sqlite(path)
+        # a .sqlite.gz is decompressed into a private temp folder, read, and removed
+        with compressed.local_copy(path) as local, compressed.errors_named(local, path):
+            return compressed.renamed(sqlite.read_sqlite(local), local, path)
     if base.endswith((".nsys-rep", ".qdrep")):
+        if compressed.is_gzip(path):
+            raise InputError("a compressed nsys report cannot be read (nsys opens .nsys-rep files only "
+                             "uncompressed)", path, f"gunzip it first, or export it: nsys export --type sqlite "
+                             f"{base}")
         try:
             from . import nsysrep
         except ImportError:  # pragma: no cover

@@ -160,7 +160,7 @@ UNUSED_REPORT_NAMES = {
     "dx12pixsum", "wddmqueuesdetails",
 }
 _ALL_NAMES = sorted(list(SPEC_BY_NAME) + list(UNUSED_REPORT_NAMES), key=len, reverse=True)
-_NAME_RE = re.compile(r"(?:^|[_.\-])(" + "|".join(re.escape(n) for n in _ALL_NAMES) + r")(?:_[^.]*)?\.(?:csv|tsv|txt)$",
+_NAME_RE = re.compile(r"(?:^|[_.\-])(" + "|".join(re.escape(n) for n in _ALL_NAMES) + r")(?:_[^.]*)?\.(?:csv|tsv|txt)(?:\.gz)?$",
                       re.IGNORECASE)
 
 _HEADER_CELL = re.compile(r"^\s*(?P<label>.*?)\s*(?:\((?P<unit>[^()]*)\))?\s*$")

@@ -1,0 +1,131 @@
+"""Gzipped inputs: ``x.csv.gz``, ``x.sqlite.gz``, ``x.txt.gz`` / ``.log.gz`` / ``.md.gz``, ncu CSVs.
+
+A file is gzip when its name ends in ``.gz`` or its first bytes are the gzip magic (``1f 8b``).
+Everything is read without writing beside the input (its folder may be read-only, and it is the
+user's): text and CSV are decompressed in memory; an SQLite export, which SQLite must open as a
+file, is decompressed into a private temporary folder (mode 0700) removed as soon as it is read.
+What a file *is* (which report, which kind) comes from its name without ``.gz``.
+Bad gzip data is one :class:`InputError` naming the file.
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import shutil
+import tempfile
+import zlib
+
+from ..errors import InputError
+
+MAGIC = b"\x1f\x8b"
+_CHUNK = 1 << 20
+
+
+def logical_name(path: str) -> str:
+    """``/d/prof_cuda_api_sum.csv.gz`` -> ``prof_cuda_api_sum.csv`` (the name that says what it is)."""
+    base = os.path.basename(path)
+    return base[:-3] if base.lower().endswith(".gz") else base
+
+
+def logical_path(path: str) -> str:
+    """The path without its ``.gz`` (for the extension tests: ``.sqlite``, ``.csv``, ``.nsys-rep``)."""
+    return path[:-3] if path.lower().endswith(".gz") else path
+
+
+def is_gzip(path: str) -> bool:
+    if path.lower().endswith(".gz"):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == MAGIC
+    except OSError:
+        return False
+
+
+def _bad(path: str, e: Exception) -> InputError:
+    what = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
+    return InputError(f"not valid gzip data ({what})", path,
+                      "check it with gzip -t, or pass the file uncompressed")
+
+
+def _open(path: str):
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise InputError(f"cannot read file ({e.strerror})", path) from e
+
+
+def head(path: str, size: int) -> bytes:
+    """The first ``size`` bytes of the (decompressed) content."""
+    with _open(path) as raw:
+        if raw.read(2) != MAGIC:
+            if path.lower().endswith(".gz"):
+                raise _bad(path, ValueError("no gzip header: the file is not compressed"))
+            raw.seek(0)
+            return raw.read(size)
+        raw.seek(0)
+        try:
+            with gzip.GzipFile(fileobj=raw) as gz:
+                return gz.read(size)
+        except (OSError, EOFError, zlib.error) as e:
+            raise _bad(path, e) from None
+
+
+def read_all(path: str) -> bytes:
+    """The whole (decompressed) content."""
+    if not is_gzip(path):
+        with _open(path) as fh:
+            return fh.read()
+    with _open(path) as raw:
+        if raw.read(2) != MAGIC:
+            raise _bad(path, ValueError("no gzip header: the file is not compressed"))
+        raw.seek(0)
+        try:
+            with gzip.GzipFile(fileobj=raw) as gz:
+                return gz.read()
+        except (OSError, EOFError, zlib.error) as e:
+            raise _bad(path, e) from None
+
+
+@contextlib.contextmanager
+def local_copy(path: str):
+    """Yield a path SQLite can open: the file itself, or its decompressed copy in a private
+    temporary folder (0700, removed on exit, whatever happens)."""
+    if not is_gzip(path):
+        yield path
+        return
+    folder = tempfile.mkdtemp(prefix="nsys-expert-gz-")     # mkdtemp: mode 0700, owner only
+    try:
+        out = os.path.join(folder, logical_name(path))
+        with _open(path) as raw, open(out, "wb") as dst:
+            try:
+                with gzip.GzipFile(fileobj=raw) as gz:
+                    shutil.copyfileobj(gz, dst, _CHUNK)
+            except (OSError, EOFError, zlib.error) as e:
+                raise _bad(path, e) from None
+        os.chmod(out, 0o400)
+        yield out
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def renamed(part, temp: str, path: str):
+    """A Part read from ``temp`` (the decompressed copy) made to name the real input ``path``."""
+    if temp == path:
+        return part
+    part.path = path
+    tb, pb = os.path.basename(temp), os.path.basename(path)
+    part.warnings = [w.replace(temp, path).replace(tb + ":", pb + ":") for w in part.warnings]
+    return part
+
+
+@contextlib.contextmanager
+def errors_named(temp: str, path: str):
+    """An InputError raised while reading ``temp`` names ``path`` instead."""
+    try:
+        yield
+    except InputError as e:
+        if temp == path or (e.path != temp and temp not in (e.message or "")):
+            raise
+        raise InputError(e.message.replace(temp, path), path, e.hint) from None
