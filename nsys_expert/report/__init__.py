@@ -92,7 +92,8 @@ def _next_steps(doc: dict) -> list[dict]:
             name = base[: base.lower().find(rep)].rstrip("_.-") + ".nsys-rep"
             break
     try:
-        return scenarios.next_steps(doc.get("not_evaluated", []), doc.get("facts", {}), report=name)
+        return scenarios.next_steps(doc.get("not_evaluated", []), doc.get("facts", {}), inputs=doc.get("inputs", []),
+                                    report=name, ncu_hint=(doc.get("tables") or {}).get("ncu_command"))
     except Exception:  # noqa: BLE001 - advice about the next run must never break this report
         return []
 
