@@ -473,7 +473,7 @@ def test_next_steps_graphs_and_ncu():
     steps = sc.next_steps(ne, {"graph_launch_count": 199}, inputs=inputs, app=("python", "bench.py"), ncu_hint=hint)
     assert [s["need"] for s in steps] == ["CUDA graph kernels in the GPU trace", "Nsight Compute metrics"]
     assert "--cuda-graph-trace=node" in steps[0]["commands"][0] and steps[0]["commands"][0].endswith("python bench.py")
-    assert steps[1]["commands"][0] == ('ncu --set full --target-processes all --kernel-name "regex:^(nvjet_tst|stencil)$" '
+    assert steps[1]["commands"][0] == ("ncu --set full --target-processes all --kernel-name 'regex:^(nvjet_tst|stencil)$' "
                                        "--launch-skip 7 --launch-count 10 -o ncu_kernel -f python bench.py")
     assert steps[1]["commands"][1] == "ncu -i ncu_kernel.ncu-rep --csv --page details > ncu_kernel_details.csv"
 
