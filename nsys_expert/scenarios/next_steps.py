@@ -62,15 +62,15 @@ def _needs(not_evaluated, facts, held) -> dict[str, list[str]]:
                 got.append(d.needs[0])                     # "needs A or B": A is the richer one
             elif traces and not any(t in held for t in traces):
                 got.append(traces[0])                      # summaries only: the trace gives the window's value
-            elif graphs and "gpu_trace" in held and "nvtx_trace" not in d.needs:
-                got.append("graph-node")                   # the trace is there but blind to the graphs' kernels
-            elif "nvtx_trace" in d.needs and "nvtx_trace" in held:
+            elif "nvtx_trace" in d.needs and "nvtx_trace" in held and "iter_count" not in (facts or {}):
                 got.append("nvtx-steps")                   # NVTX ranges there, but none marks the iterations
+            elif graphs and "gpu_trace" in held:
+                got.append("graph-node")                   # the trace is there but blind to the graphs' kernels
         for n in dict.fromkeys(got):
             out.setdefault(n, [])
             if rule not in out[n]:
                 out[n].append(rule)
-    return out
+    return {n: sorted(rules) for n, rules in out.items()}
 
 
 def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | None = None,
@@ -132,7 +132,7 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
                                            launch_skip=skip, launch_count=count))
         steps.append({"need": "Nsight Compute metrics", "rules": needs["ncu"],
                       "why": "kernel-level rules need ncu's metrics of the hot kernels (" + ", ".join(names)
-                             + f"; the first {skip} launches are warm-up)",
+                             + (f"; the {skip} launch(es) before the window are skipped" if skip else "") + ")",
                       "commands": plan.lines()})
     if "ncu_raw" in needs:
         details = next((i["path"] for i in inputs if i.get("kind") == "ncu-details"), "ncu_kernel_details.csv")
