@@ -15,6 +15,7 @@ import jinja2
 from ..errors import RuleError
 from ..facts import FactSet, registry
 from . import compiler, durable_adapter
+from . import missing as missing_mod
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
 
 __all__ = ["evaluate", "Evaluation", "load_packs", "Rule", "Pack", "select_rules", "parse_overrides"]
@@ -95,18 +96,6 @@ def _rhs_facts(cond: dict) -> set[str]:
     return {c["value"]["fact"] for c in walk_conditions(cond) if isinstance(c.get("value"), dict)}
 
 
-def _needs_text(facts: set[str], fs: FactSet, scope: str) -> list[str]:
-    """One line per distinct reason, naming the facts it hides."""
-    by_reason: dict[str, list[str]] = {}
-    for f in sorted(facts):
-        why = fs.absent.get(f) or fs.absent.get(f.removesuffix("_span"))
-        if not why:
-            d = registry.lookup(scope, f)
-            why = ("needs " + " or ".join(registry.INPUTS.get(n, n) for n in d.needs)) if d else "unknown fact"
-        by_reason.setdefault(why, []).append(f)
-    return list(by_reason)
-
-
 def _render(template: str, ctx: dict) -> str:
     try:
         return ENV.from_string(template).render(**ctx).strip()
@@ -176,7 +165,8 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
             ev.not_evaluated.append({
                 "rule": r.id, "category": r.category, "scope": r.scope,
                 "max_severity": max([r.severity] + [e["severity"] for e in r.escalate], key=SEVERITIES.index),
-                "missing": [f"needs {registry.INPUTS[i]}" for i in missing_inputs] + _needs_text(missing, fs, r.scope),
+                "missing": [f"needs {missing_mod.input_text(i)}" for i in missing_inputs]
+                + missing_mod.reasons(missing, fs, r.scope, tables),
                 "facts": sorted(missing)})
             continue
         runnable.append(r)
