@@ -15,6 +15,7 @@ import jinja2
 from ..errors import RuleError
 from ..facts import FactSet, registry
 from . import compiler, durable_adapter
+from . import conditions, resolve
 from . import missing as missing_mod
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
 
@@ -26,6 +27,9 @@ class Evaluation:
     findings: list[dict] = field(default_factory=list)
     not_evaluated: list[dict] = field(default_factory=list)
     evaluated: list[str] = field(default_factory=list)
+    recoverable: dict = field(default_factory=dict)     # resolve.recoverable: the union of the gains
+    notes: list[str] = field(default_factory=list)      # what the resolution says about the run (too little work)
+    too_little_work: dict | None = None
 
 
 def select_rules(packs: list[Pack], select: list[str] | None = None, ignore: list[str] | None = None) -> list[Rule]:
@@ -213,7 +217,7 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
             "title": _render(lang_text(rule.title, lang), ctx),
             "message": _render(lang_text(rule.message, lang), ctx),
             "evidence": evidence,
-            "advice": [_render(a, ctx) for a in (rule.advice.get(lang) or rule.advice.get("en") or [])],
+            "advice": _advice(rule, ctx, lang, tables, params),
             "estimated_gain_pct": _estimate(rule, ctx),
             "confidence": confidence(matched, fs, bound),
             "scope": {"kernel": bound.get("name")} if rule.scope == "kernel" else {},
@@ -221,4 +225,14 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
             "references": rule.references,
         }
         ev.findings.append(finding)
+    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang)
+    ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
     return ev
+
+
+def _advice(rule: Rule, ctx: dict, lang: str, tables: set[str], params: dict) -> list[str]:
+    """The advice items that fit the data (an item's ``when`` holds), rendered."""
+    items = rule.advice.get(lang) or rule.advice.get("en") or []
+    when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
+    return [_render(a, ctx) for a, w in zip(items, when)
+            if conditions.holds(w, ctx, params, tables, rule.pack_conditions)]
