@@ -49,6 +49,8 @@ def check_rule(rule: Rule, lines: dict) -> None:
         raise _fail(rule.path, lines.get("subject"), rule.id,
                     f"subject '{rule.subject}' does not fit scope {rule.scope}: a kernel rule's subject is kernel, "
                     f"a run rule's one of {', '.join(s for s in SUBJECTS if s != 'kernel')}")
+    if rule.combine and rule.scope != "kernel":
+        raise _fail(rule.path, lines.get("combine"), rule.id, "combine: kernels is for kernel rules (scope: kernel)")
     if not rule.actionable and (rule.severity != "info" or rule.escalate or rule.estimate):
         raise _fail(rule.path, lines.get("actionable"), rule.id,
                     "actionable: false (nothing to fix) needs severity info, no escalate and no estimate")

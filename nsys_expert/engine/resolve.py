@@ -157,12 +157,25 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         if a not in alive:
             continue
         for rel in rules[a["rule"]].supersedes:
-            for f in list(related(a, rel)):
+            for f in sorted(related(a, rel), key=lambda f: -(f["estimated_gain_pct"] or 0.0)):
                 alive.remove(f)
                 a["supporting"] += [_brief(f, "folded", _text(rel["because"], lang))] + f["supporting"]
                 if f["estimated_gain_pct"] is not None and rules[a["rule"]].actionable:
                     a["estimated_gain_pct"] = max(a["estimated_gain_pct"] or 0.0, f["estimated_gain_pct"])
                 a["severity"] = _max_sev(a["severity"], f["severity"])
+    # 2b. one finding for the kernels a `combine: kernels` rule fired on (their gains add: different kernels)
+    for rid in dict.fromkeys(f["rule"] for f in alive):
+        group = sorted((f for f in alive if f["rule"] == rid), key=lambda f: -(f["estimated_gain_pct"] or 0.0))
+        if rules[rid].combine != "kernels" or len(group) < 2:
+            continue
+        head = group[0]
+        for f in group[1:]:
+            alive.remove(f)
+            head["supporting"] += [_brief(f, "also", None)] + f["supporting"]
+            if f["estimated_gain_pct"] is not None:
+                head["estimated_gain_pct"] = (head["estimated_gain_pct"] or 0.0) + f["estimated_gain_pct"]
+            head["severity"] = _max_sev(head["severity"], f["severity"])
+        head["subject"] = "kernels"
     # 3. gains within the subject's share; 4. severity from the gain
     for f in alive:
         s = share(f["subject"], run, kernels)

@@ -39,6 +39,17 @@ def _num(v) -> str:
 ENV.filters["num"] = _num
 
 
+def _command(scenario: str, **options) -> str:
+    """``{{ command('quick', extra=['--python-sampling=true']) }}`` in a rule's text: the playbook command from
+    the one builder (scenarios), so advice never spells a command by hand."""
+    from .. import scenarios
+
+    return scenarios.command_line(scenario, **options)
+
+
+ENV.globals["command"] = _command
+
+
 @dataclass
 class Rule:
     id: str
@@ -66,6 +77,7 @@ class Rule:
     supersedes: list = field(default_factory=list)   # [{rule, when, because}]
     refutes: list = field(default_factory=list)
     actionable: bool = True
+    combine: str | None = None                        # "kernels": one finding for all the kernels it fires on
     advice_when: list = field(default_factory=list)  # one condition (or None) per advice item
     pack_params: dict = field(default_factory=dict)  # the pack's params (severity by gain, minimum work)
     pack_conditions: dict = field(default_factory=dict)
@@ -243,7 +255,7 @@ def load_rule_file(path: str, pack: str) -> Rule:
         advice=advice, advice_when=advice_when, params=data.get("params", {}) or {},
         subject=data.get("subject", "kernel" if scope == "kernel" else "run"), cause=data.get("cause", data["id"]),
         supersedes=_relations(data.get("supersedes")), refutes=_relations(data.get("refutes")),
-        actionable=data.get("actionable", True),
+        actionable=data.get("actionable", True), combine=data.get("combine"),
         requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
         evidence=list(data.get("evidence", [])), estimate=data.get("estimate"),
         references=list(data.get("references", [])), why=_text(data.get("why")) or None, pack=pack, path=path)
