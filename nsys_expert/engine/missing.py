@@ -29,10 +29,9 @@ def plain(why: str, fact: str, scope: str, fs: FactSet, held: set[str]) -> str:
     d = registry.lookup(scope, fact)
     traces = [n for n in (d.needs if d else ()) if n.endswith("trace")]
     if why.startswith("only the whole-profile value") and any(t in held for t in traces):
-        head = why.split(";", 1)[0]
-        graphs = fs.run.get("graph_launch_count") or fs.run.get("graph_launch_count_span")
-        return head + ("; the CUDA graphs' kernels are not in the GPU trace (traced as whole graphs)" if graphs
-                       else "; the GPU trace holds none of this work inside the window")
+        if fs.run.get("graph_launch_count") or fs.run.get("graph_launch_count_span"):
+            return "CUDA graph work is not in the GPU trace"          # the facts' own words for the graph case
+        return why.split(";", 1)[0] + "; the GPU trace holds none of this work inside the window"
     return _COMMAND_HINT.sub("", why).strip()
 
 

@@ -141,7 +141,8 @@ LABELS = {
         "reason_no_finding_partial": "No system-level bottleneck found by the rules that could run; the GPU is busy {active} % of the time ({basis})",
         "basis_measured": "measured on the GPU trace", "basis_estimated": "estimated from the summary reports",
         "not_checked": "Not evaluated",
-        "supporting": "Supporting evidence", "does_not_apply": "does not apply", "too_little_work": "too little GPU work in the window to judge",
+        "supporting": "Supporting evidence", "does_not_apply_cap": "Does not apply",
+        "reason_too_little_work": "Too little GPU work in the window to judge: the GPU is busy {active} % of a short window; profile more steps",
         "recoverable": "Total recoverable time", "recoverable_how": "gains on one part of the window (the idle gaps, one kernel, the copies) overlap, each fix working on what the others leave; different parts add; no part gives back more than its share",
     },
     "zh": {
@@ -174,7 +175,8 @@ LABELS = {
         "reason_no_finding_partial": "可运行的规则未发现系统级瓶颈；GPU 忙碌 {active} %（{basis}）",
         "basis_measured": "由 GPU trace 测得", "basis_estimated": "由汇总报告估计",
         "not_checked": "未评估",
-        "supporting": "佐证", "does_not_apply": "不适用", "too_little_work": "窗口内 GPU 工作太少，无法判断",
+        "supporting": "佐证", "does_not_apply_cap": "不适用",
+        "reason_too_little_work": "窗口内 GPU 工作太少，无法判断：在很短的窗口内 GPU 仅 {active} % 的时间忙碌；请采集更多步",
         "recoverable": "可挽回的总时间", "recoverable_how": "同一部分时间（空闲间隙、某个 kernel、拷贝）上的收益相互重叠，每项优化作用于其余优化剩下的时间；不同部分相加；任何部分都不超过它所占的份额",
     },
 }

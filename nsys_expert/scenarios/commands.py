@@ -10,6 +10,12 @@ playbook and the diagnosis need:
 - ``nsys_export_sqlite(rep, sqlite)``;
 - ``ncu_profile(...)`` and ``ncu_exports(rep)``, with ``kernel_regex(names)``: an anchored alternation
   of exact function names (``regex:^(stencil|copy)$``), never a pattern with escaped bars.
+
+Checked on an H200 with Nsight Compute 2025.3.1 (2026-12): the function names ncu matches by default
+(``--kernel-name-base function``) are bare (``Kernel2`` for ``cutlass::Kernel2<cutlass_80_simt_sgemm...>``,
+``vectorized_elementwise_kernel`` for ``at::vectorized_elementwise_kernel<4, ...>``);
+``regex:^(vectorized_elementwise_kernel|Kernel2)$`` profiled both, ``regex:.*vectorized_elementwise_kernel\|Kernel2.*``
+(the bar escaped) profiled none.
 """
 from __future__ import annotations
 
