@@ -1,4 +1,4 @@
-"""The one command builder: every nsys / ncu command nsys-expert prints is made here.
+r"""The one command builder: every nsys / ncu command nsys-expert prints is made here.
 
 A :class:`Command` is argv plus layout (one option group per printed line, an optional ``> file``);
 ``line()`` quotes each word so that ``shlex.split(line)`` gives the argv back (tests/test_commands.py
