@@ -14,7 +14,7 @@ from conftest import FIXTURES, fixture_cases
 from nsys_expert import scenarios as sc
 from nsys_expert.load import schema
 
-_CMD = re.compile(r"\b((?:nsys (?:profile|stats|export)|ncu) [^()`]*?)(?=\)|;|`|$)")
+_CMD = re.compile(r"`((?:nsys (?:profile|stats|export)|ncu) [^`]*)`")
 
 
 def _inputs(expected: dict) -> list[dict]:
@@ -38,8 +38,10 @@ def printed_commands(md: str) -> list[tuple[str, str]]:
             continue
         if block and (s.startswith("nsys ") or s.startswith("ncu ")):
             out.append(("next steps", s))
-        elif not block and s.startswith("- ") and ("nsys " in s or "ncu " in s) and line.startswith("   "):
+        elif not block and s.startswith("- ") and line.startswith("   "):
             out += [("advice", m.group(1).strip()) for m in _CMD.finditer(s)]
+            rest = _CMD.sub("", s)
+            assert not re.search(r"\b(nsys (profile|stats|export)|ncu) -", rest), f"a command outside backticks: {s}"
     return out
 
 
@@ -76,6 +78,7 @@ def test_the_commands_found_are_the_ones_printed():
     assert kinds.get(("next steps", "ncu --set"), 0) >= 10
     assert kinds.get(("next steps", "nsys stats"), 0) >= 5
     assert kinds.get(("next steps", "nsys profile"), 0) >= 5
+    assert kinds.get(("advice", "nsys profile"), 0) >= 3
 
 
 def test_a_held_trace_is_never_exported_again():

@@ -178,6 +178,7 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         head["subject"] = "kernels"
     # 3. gains within the subject's share; 4. severity from the gain
     for f in alive:
+        f["rule_severity"] = f["severity"]            # the rule's own level (its cases test this one)
         s = share(f["subject"], run, kernels)
         f["subject_share_pct"] = round(s, 1)
         if f["estimated_gain_pct"] is not None:

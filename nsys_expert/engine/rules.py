@@ -397,6 +397,11 @@ def load_pack(folder: str) -> Pack:
     if not rules:
         raise RuleError("the pack has no rule files (*.yaml)", folder)
     pack = Pack(name, str(meta.get("version", "0")), str(meta.get("description", "")), folder, rules, params, conditions)
+    base_params, base_conditions = ({}, {}) if os.path.abspath(folder) == os.path.abspath(builtin_pack_dir()) \
+        else _builtin_meta()
+    for r in rules:          # a pack alone (check-rules) already knows its params; load_packs may widen the names
+        r.pack_params = params or base_params
+        r.pack_conditions = {**base_conditions, **conditions}
     _cache_put(folder, meta_path, paths, pack)
     return pack
 
@@ -462,6 +467,18 @@ def _cache_put(folder: str, meta_path: str, paths: list[str], pack: Pack) -> Non
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def _builtin_meta() -> tuple[dict, dict]:
+    """The built-in pack's params and named conditions (what a pack without its own falls back to)."""
+    from . import relations
+
+    path = os.path.join(builtin_pack_dir(), "pack.yaml")
+    try:
+        meta = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return {}, {}
+    return relations.pack_meta(meta, path)
 
 
 def builtin_pack_dir() -> str:
