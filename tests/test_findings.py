@@ -102,4 +102,5 @@ def test_too_little_work_is_said_and_caps_severity():
     doc, md = _load("cupy_nsys2020_sqlite")
     assert doc["too_little_work"]["gpu_busy_ms"] < 0.1
     assert all(f["severity"] in ("info", "low") for f in doc["findings"])
-    assert "too little GPU work in the window to judge" in md.splitlines()[2]
+    assert md.splitlines()[2].startswith("**Verdict (undetermined):** Too little GPU work in the window to judge")
+    assert doc["verdict"]["state"] == "undetermined"

@@ -78,7 +78,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
     doc["verdict"] = verdict.decide(ordered, evaluation.not_evaluated, doc["facts"], doc["next_steps"])
     if doc["too_little_work"]:     # engine/resolve.py's minimum-work guard: no finding decides the run
         doc["verdict"].update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
-                              confidence=None, next_command=None)
+                              confidence=None)
     return doc
 
 
