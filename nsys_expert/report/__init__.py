@@ -83,7 +83,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
 
 
 def _next_steps(doc: dict) -> list[dict]:
-    """The exact commands that collect what the rules under not_evaluated lacked (scenarios.py)."""
+    """The exact commands that collect what the rules under not_evaluated lacked (scenarios.next_steps)."""
     from .. import scenarios
     from ..load import schema
 
