@@ -136,9 +136,10 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
     alive = list(findings)
 
     def related(a: dict, rel: dict):
+        """The live findings of the related rule about an overlapping subject (one within the other)."""
         r = rules[a["rule"]]
         for f in alive:
-            if f is a or f["rule"] != rel["rule"] or not within(f["subject"], a["subject"]):
+            if f is a or f["rule"] != rel["rule"] or not (within(f["subject"], a["subject"]) or within(a["subject"], f["subject"])):
                 continue
             if conditions.holds(rel["when"], ctx(f), r.param_values(overrides.get(r.id)), inputs, r.pack_conditions):
                 yield f
@@ -151,19 +152,7 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
             for f in list(related(a, rel)):
                 alive.remove(f)
                 a["supporting"] += [_brief(f, "refuted", _text(rel["because"], lang))] + f["supporting"]
-    # 2. supersessions, deepest rules first (a folded finding has folded its own)
-    depth = supersede_depth(rules)
-    for a in sorted(alive, key=lambda f: (depth.get(f["rule"], 0), -(f["estimated_gain_pct"] or 0.0))):
-        if a not in alive:
-            continue
-        for rel in rules[a["rule"]].supersedes:
-            for f in sorted(related(a, rel), key=lambda f: -(f["estimated_gain_pct"] or 0.0)):
-                alive.remove(f)
-                a["supporting"] += [_brief(f, "folded", _text(rel["because"], lang))] + f["supporting"]
-                if f["estimated_gain_pct"] is not None and rules[a["rule"]].actionable:
-                    a["estimated_gain_pct"] = max(a["estimated_gain_pct"] or 0.0, f["estimated_gain_pct"])
-                a["severity"] = _max_sev(a["severity"], f["severity"])
-    # 2b. one finding for the kernels a `combine: kernels` rule fired on (their gains add: different kernels)
+    # 2. one finding for the kernels a `combine: kernels` rule fired on (their gains add: different kernels)
     for rid in dict.fromkeys(f["rule"] for f in alive):
         group = sorted((f for f in alive if f["rule"] == rid), key=lambda f: -(f["estimated_gain_pct"] or 0.0))
         if rules[rid].combine != "kernels" or len(group) < 2:
@@ -176,7 +165,21 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
                 head["estimated_gain_pct"] = (head["estimated_gain_pct"] or 0.0) + f["estimated_gain_pct"]
             head["severity"] = _max_sev(head["severity"], f["severity"])
         head["subject"] = "kernels"
-    # 3. gains within the subject's share; 4. severity from the gain
+    # 3. supersessions, deepest rules first (a folded finding has folded its own)
+    depth = supersede_depth(rules)
+    for a in sorted(alive, key=lambda f: (depth.get(f["rule"], 0), -(f["estimated_gain_pct"] or 0.0))):
+        if a not in alive:
+            continue
+        for rel in rules[a["rule"]].supersedes:
+            for f in sorted(related(a, rel), key=lambda f: -(f["estimated_gain_pct"] or 0.0)):
+                alive.remove(f)
+                a["supporting"] += [_brief(f, "folded", _text(rel["because"], lang))] + f["supporting"]
+                if within(a["subject"], f["subject"]):
+                    a["subject"] = f["subject"]            # the broader subject: a kernel finding that folds a run one
+                if f["estimated_gain_pct"] is not None and rules[a["rule"]].actionable:
+                    a["estimated_gain_pct"] = max(a["estimated_gain_pct"] or 0.0, f["estimated_gain_pct"])
+                a["severity"] = _max_sev(a["severity"], f["severity"])
+    # 4. gains within the subject's share; 5. severity from the gain
     for f in alive:
         f["rule_severity"] = f["severity"]            # the rule's own level (its cases test this one)
         s = share(f["subject"], run, kernels)
