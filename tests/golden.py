@@ -38,9 +38,14 @@ def golden_view(doc: dict) -> dict:
     return {
         "window": doc["window"],
         "verdict": doc["verdict"],
-        "findings": [{k: f[k] for k in ("rank", "rule", "category", "severity", "estimated_gain_pct", "confidence", "scope", "message")}
-                     | {"evidence": [{k: e[k] for k in ("fact", "value", "threshold", "op", "source")} for e in f["evidence"]]}
+        "findings": [{k: f[k] for k in ("rank", "rule", "category", "severity", "estimated_gain_pct", "confidence", "scope",
+                                        "message", "subject", "subject_share_pct", "cause")}
+                     | {"evidence": [{k: e[k] for k in ("fact", "value", "threshold", "op", "source")} for e in f["evidence"]],
+                        "supporting": [{k: s[k] for k in ("rule", "relation", "scope", "estimated_gain_pct")}
+                                       for s in f["supporting"]]}
                      for f in doc["findings"]],
+        "recoverable": doc["recoverable"],
+        "too_little_work": doc["too_little_work"],
         "not_evaluated": [n["rule"] for n in doc["not_evaluated"]],
         "facts": doc["facts"],
         "warnings": doc["warnings"],

@@ -462,16 +462,19 @@ def test_next_steps_for_summaries_only():
 
 
 def test_next_steps_graphs_and_ncu():
-    ne = [{"rule": "launch-bound", "missing": ["CUDA graph work is not in the GPU trace (gpu_idle_launch_pct)"],
-           "facts": ["gpu_idle_launch_pct"]},
-          {"rule": "low-occupancy", "missing": ["needs an Nsight Compute CSV of the hot kernels (ncu --set full ... then ncu -i "
-                                                "X.ncu-rep --csv --page details) (achieved_occupancy_pct)"],
+    """A CSV folder holding the GPU trace of a graph-launching run: re-profile with node tracing (no export);
+    the hot kernels by exact name from the facts' ncu hint (alternation kept, anchored)."""
+    ne = [{"rule": "launch-bound", "missing": ["CUDA graph work is not in the GPU trace"], "facts": ["gpu_idle_launch_pct"]},
+          {"rule": "low-occupancy", "missing": ["needs an Nsight Compute CSV of the hot kernels"],
            "facts": ["achieved_occupancy_pct"]}]
-    steps = sc.next_steps(ne, {"graph_launch_count": 199}, app=("python", "bench.py"), hot_kernel="nvjet_tst")
+    inputs = [{"kind": "nsys-csv", "table": t, "version": "2023+", "path": f"x_{t}.csv"} for t in ("gpu_trace", "api_trace")]
+    hint = ('ncu --set full --target-processes all --kernel-name regex:"nvjet_tst|stencil" --launch-skip 7 '
+            "--launch-count 10 -o hot <your command>")
+    steps = sc.next_steps(ne, {"graph_launch_count": 199}, inputs=inputs, app=("python", "bench.py"), ncu_hint=hint)
     assert [s["need"] for s in steps] == ["CUDA graph kernels in the GPU trace", "Nsight Compute metrics"]
     assert "--cuda-graph-trace=node" in steps[0]["commands"][0] and steps[0]["commands"][0].endswith("python bench.py")
-    assert steps[1]["commands"][0] == ('ncu --set full --target-processes all --kernel-name "regex:.*nvjet_tst.*" '
-                                       "--launch-count 5 -o ncu_kernel -f python bench.py")
+    assert steps[1]["commands"][0] == ("ncu --set full --target-processes all --kernel-name 'regex:^(nvjet_tst|stencil)$' "
+                                       "--launch-skip 7 --launch-count 10 -o ncu_kernel -f python bench.py")
     assert steps[1]["commands"][1] == "ncu -i ncu_kernel.ncu-rep --csv --page details > ncu_kernel_details.csv"
 
 

@@ -15,6 +15,8 @@ import jinja2
 from ..errors import RuleError
 from ..facts import FactSet, registry
 from . import compiler, durable_adapter
+from . import conditions, resolve
+from . import missing as missing_mod
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
 
 __all__ = ["evaluate", "Evaluation", "load_packs", "Rule", "Pack", "select_rules", "parse_overrides"]
@@ -25,6 +27,9 @@ class Evaluation:
     findings: list[dict] = field(default_factory=list)
     not_evaluated: list[dict] = field(default_factory=list)
     evaluated: list[str] = field(default_factory=list)
+    recoverable: dict = field(default_factory=dict)     # resolve.recoverable: the union of the gains
+    notes: list[str] = field(default_factory=list)      # what the resolution says about the run (too little work)
+    too_little_work: dict | None = None
 
 
 def select_rules(packs: list[Pack], select: list[str] | None = None, ignore: list[str] | None = None) -> list[Rule]:
@@ -93,18 +98,6 @@ def _missing(cond: dict, have: set[str]) -> set[str]:
 
 def _rhs_facts(cond: dict) -> set[str]:
     return {c["value"]["fact"] for c in walk_conditions(cond) if isinstance(c.get("value"), dict)}
-
-
-def _needs_text(facts: set[str], fs: FactSet, scope: str) -> list[str]:
-    """One line per distinct reason, naming the facts it hides."""
-    by_reason: dict[str, list[str]] = {}
-    for f in sorted(facts):
-        why = fs.absent.get(f) or fs.absent.get(f.removesuffix("_span"))
-        if not why:
-            d = registry.lookup(scope, f)
-            why = ("needs " + " or ".join(registry.INPUTS.get(n, n) for n in d.needs)) if d else "unknown fact"
-        by_reason.setdefault(why, []).append(f)
-    return list(by_reason)
 
 
 def _render(template: str, ctx: dict) -> str:
@@ -176,7 +169,8 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
             ev.not_evaluated.append({
                 "rule": r.id, "category": r.category, "scope": r.scope,
                 "max_severity": max([r.severity] + [e["severity"] for e in r.escalate], key=SEVERITIES.index),
-                "missing": [f"needs {registry.INPUTS[i]}" for i in missing_inputs] + _needs_text(missing, fs, r.scope),
+                "missing": [f"needs {missing_mod.input_text(i)}" for i in missing_inputs]
+                + missing_mod.reasons(missing, fs, r.scope, tables),
                 "facts": sorted(missing)})
             continue
         runnable.append(r)
@@ -223,7 +217,7 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
             "title": _render(lang_text(rule.title, lang), ctx),
             "message": _render(lang_text(rule.message, lang), ctx),
             "evidence": evidence,
-            "advice": [_render(a, ctx) for a in (rule.advice.get(lang) or rule.advice.get("en") or [])],
+            "advice": _advice(rule, ctx, lang, tables, params),
             "estimated_gain_pct": _estimate(rule, ctx),
             "confidence": confidence(matched, fs, bound),
             "scope": {"kernel": bound.get("name")} if rule.scope == "kernel" else {},
@@ -231,4 +225,14 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
             "references": rule.references,
         }
         ev.findings.append(finding)
+    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang)
+    ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
     return ev
+
+
+def _advice(rule: Rule, ctx: dict, lang: str, tables: set[str], params: dict) -> list[str]:
+    """The advice items that fit the data (an item's ``when`` holds), rendered."""
+    items = rule.advice.get(lang) or rule.advice.get("en") or []
+    when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
+    return [_render(a, ctx) for a, w in zip(items, when)
+            if conditions.holds(w, ctx, params, tables, rule.pack_conditions)]

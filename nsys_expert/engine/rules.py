@@ -39,6 +39,17 @@ def _num(v) -> str:
 ENV.filters["num"] = _num
 
 
+def _command(scenario: str, **options) -> str:
+    """``{{ command('quick', extra=['--python-sampling=true']) }}`` in a rule's text: the playbook command from
+    the one builder (scenarios), so advice never spells a command by hand."""
+    from .. import scenarios
+
+    return scenarios.command_line(scenario, **options)
+
+
+ENV.globals["command"] = _command
+
+
 @dataclass
 class Rule:
     id: str
@@ -59,6 +70,17 @@ class Rule:
     pack: str = "builtin"
     path: str = ""
     cases_path: str | None = None
+    # how findings relate (engine/resolve.py): what the finding is about, its cause, the rules whose
+    # findings it folds in (supersedes) or drops (refutes), and whether it names something to fix
+    subject: str = "run"
+    cause: str = ""
+    supersedes: list = field(default_factory=list)   # [{rule, when, because}]
+    refutes: list = field(default_factory=list)
+    actionable: bool = True
+    combine: str | None = None                        # "kernels": one finding for all the kernels it fires on
+    advice_when: list = field(default_factory=list)  # one condition (or None) per advice item
+    pack_params: dict = field(default_factory=dict)  # the pack's params (severity by gain, minimum work)
+    pack_conditions: dict = field(default_factory=dict)
 
     def param_values(self, overrides: dict | None = None) -> dict:
         vals = {k: v["default"] for k, v in self.params.items()}
@@ -80,6 +102,19 @@ class Pack:
     description: str
     path: str
     rules: list[Rule]
+    params: dict = field(default_factory=dict)
+    conditions: dict = field(default_factory=dict)
+
+
+# pack.yaml ``params``: what the engine reads from a pack (engine/resolve.py), each {default, doc, min, max}
+PACK_PARAMS = {
+    "gain_for_low_pct": "a finding whose estimated gain (% of the window) is below this is at most info",
+    "gain_for_medium_pct": "below this gain a finding is at most low",
+    "gain_for_high_pct": "below this gain a finding is at most medium",
+    "gain_for_critical_pct": "below this gain a finding is at most high",
+    "min_gpu_busy_ms": "less GPU work than this in the window (ms) is too little to judge: no finding above low",
+}
+SUBJECTS = ("run", "idle", "busy", "kernels", "kernel", "copies", "nccl", "ranks", "iterations", "startup")
 
 
 def walk_conditions(cond: dict):
@@ -102,12 +137,24 @@ def _text(v) -> dict:
     return dict(v)
 
 
-def _textlist(v) -> dict:
+def _textlist(v) -> tuple[dict, list]:
+    """Advice as {lang: [text]} plus one condition (or None) per item. Items are strings, or
+    ``{en, zh, when}`` (the form that carries a condition)."""
     if v is None:
-        return {"en": []}
-    if isinstance(v, list):
-        return {"en": list(v)}
-    return {k: list(x) for k, x in v.items()}
+        return {"en": []}, []
+    if isinstance(v, dict):
+        return {k: list(x) for k, x in v.items()}, [None] * len(v.get("en", []))
+    en = [x if isinstance(x, str) else x["en"] for x in v]
+    out = {"en": en}
+    if any(isinstance(x, dict) and "zh" in x for x in v):
+        out["zh"] = [x.get("zh", x["en"]) if isinstance(x, dict) else x for x in v]
+    return out, [x.get("when") if isinstance(x, dict) else None for x in v]
+
+
+def _relations(items) -> list[dict]:
+    return [{"rule": x, "when": None, "because": None} if isinstance(x, str)
+            else {"rule": x["rule"], "when": x.get("when"), "because": _text(x.get("because")) or None}
+            for x in items or []]
 
 
 _SCHEMA = None
@@ -200,10 +247,15 @@ def load_rule_file(path: str, pack: str) -> Rule:
             msg = ("a condition is {fact: NAME, op: OP, value: V} or {all: [...]}, {any: [...]}, {not: ...}; "
                    f"this one is not: {json.dumps(e.instance)[:120]}")
         raise _fail(path, lines.get(top), rid, f"{loc}: {msg}")
+    advice, advice_when = _textlist(data.get("advice"))
+    scope = data.get("scope", "run")
     rule = Rule(
         id=data["id"], title=_text(data["title"]), category=data["category"], severity=data["severity"],
-        scope=data.get("scope", "run"), when=data["when"], message=_text(data["message"]),
-        advice=_textlist(data.get("advice")), params=data.get("params", {}) or {},
+        scope=scope, when=data["when"], message=_text(data["message"]),
+        advice=advice, advice_when=advice_when, params=data.get("params", {}) or {},
+        subject=data.get("subject", "kernel" if scope == "kernel" else "run"), cause=data.get("cause", data["id"]),
+        supersedes=_relations(data.get("supersedes")), refutes=_relations(data.get("refutes")),
+        actionable=data.get("actionable", True), combine=data.get("combine"),
         requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
         evidence=list(data.get("evidence", [])), estimate=data.get("estimate"),
         references=list(data.get("references", [])), why=_text(data.get("why")) or None, pack=pack, path=path)
@@ -262,6 +314,9 @@ def _check_semantics(rule: Rule, lines: dict) -> None:
             ENV.compile_expression(rule.estimate["expr"])
         except jinja2.TemplateSyntaxError as e:
             raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {e.message}") from e
+    from . import relations
+
+    relations.check_rule(rule, lines)
 
 
 def _check_operand(rule: Rule, value, op: str, line) -> None:
@@ -320,6 +375,9 @@ def load_pack(folder: str) -> Pack:
     else:
         raise RuleError("a rule pack folder needs a pack.yaml (name, version, description)", folder)
     name = str(meta["name"])
+    from . import relations
+
+    params, conditions = relations.pack_meta(meta, meta_path)
     root = os.path.join(folder, "rules") if os.path.isdir(os.path.join(folder, "rules")) else folder
     paths = []
     for dirpath, dirnames, files in os.walk(root):
@@ -338,7 +396,12 @@ def load_pack(folder: str) -> Pack:
         rules.append(r)
     if not rules:
         raise RuleError("the pack has no rule files (*.yaml)", folder)
-    pack = Pack(name, str(meta.get("version", "0")), str(meta.get("description", "")), folder, rules)
+    pack = Pack(name, str(meta.get("version", "0")), str(meta.get("description", "")), folder, rules, params, conditions)
+    base_params, base_conditions = ({}, {}) if os.path.abspath(folder) == os.path.abspath(builtin_pack_dir()) \
+        else _builtin_meta()
+    for r in rules:          # a pack alone (check-rules) already knows its params; load_packs may widen the names
+        r.pack_params = params or base_params
+        r.pack_conditions = {**base_conditions, **conditions}
     _cache_put(folder, meta_path, paths, pack)
     return pack
 
@@ -353,6 +416,9 @@ def _cache_key(folder: str, meta_path: str, paths: list[str]) -> str | None:
 
     h = hashlib.sha256(__version__.encode())
     try:
+        for code in ("rules.py", "relations.py", "conditions.py", "rule_schema.json"):   # what a Pack holds
+            with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), code), "rb") as fh:
+                h.update(fh.read())
         for p in [meta_path] + paths:
             h.update(os.path.relpath(p, folder).encode())
             with open(p, "rb") as fh:
@@ -403,6 +469,18 @@ def _cache_put(folder: str, meta_path: str, paths: list[str], pack: Pack) -> Non
         pass
 
 
+def _builtin_meta() -> tuple[dict, dict]:
+    """The built-in pack's params and named conditions (what a pack without its own falls back to)."""
+    from . import relations
+
+    path = os.path.join(builtin_pack_dir(), "pack.yaml")
+    try:
+        meta = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return {}, {}
+    return relations.pack_meta(meta, path)
+
+
 def builtin_pack_dir() -> str:
     """The built-in pack: ``rules/`` at the repository root (installed as ``nsys_expert.builtin_rules``)."""
     here = Path(__file__).resolve().parents[2] / "rules"
@@ -445,4 +523,7 @@ def load_packs(extra: list[str] | None = None, builtin: bool = True, installed: 
             if r.id in ids:
                 raise RuleError(f"rule {r.id}: duplicate id across packs ({ids[r.id]} and {pk.name})", r.path)
             ids[r.id] = pk.name
+    from . import relations
+
+    relations.check_packs(packs)
     return packs

@@ -51,7 +51,9 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
                         "title": f["title"], "message": f["message"], "evidence": f["evidence"],
                         "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"],
                         "confidence": f.get("confidence", "measured"), "scope": f["scope"],
-                        "pack": f.get("pack"), "references": f.get("references", [])})
+                        "pack": f.get("pack"), "references": f.get("references", []),
+                        "subject": f.get("subject"), "subject_share_pct": f.get("subject_share_pct"),
+                        "cause": f.get("cause"), "supporting": f.get("supporting", [])})
     w = fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
     tables = {k: v for k, v in fs.tables.items() if not k.startswith("_")}
     doc = {
@@ -62,7 +64,9 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
         "facts": {k: _clean(v) for k, v in sorted(fs.run.items())},
         "findings": ordered,
         "not_evaluated": evaluation.not_evaluated,
-        "warnings": prof.warnings + fs.warnings,
+        "warnings": getattr(evaluation, "notes", []) + prof.warnings + fs.warnings,
+        "recoverable": getattr(evaluation, "recoverable", {}) or {},
+        "too_little_work": getattr(evaluation, "too_little_work", None),
         "fact_sources": fs.sources,
         "facts_absent": {k: v for k, v in sorted(fs.absent.items())},
         "environment": {"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),
@@ -72,11 +76,14 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
     }
     doc["next_steps"] = _next_steps(doc)
     doc["verdict"] = verdict.decide(ordered, evaluation.not_evaluated, doc["facts"], doc["next_steps"])
+    if doc["too_little_work"]:     # engine/resolve.py's minimum-work guard: no finding decides the run
+        doc["verdict"].update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
+                              confidence=None)
     return doc
 
 
 def _next_steps(doc: dict) -> list[dict]:
-    """The exact commands that collect what the rules under not_evaluated lacked (scenarios.py)."""
+    """The exact commands that collect what the rules under not_evaluated lacked (scenarios.next_steps)."""
     from .. import scenarios
     from ..load import schema
 
@@ -92,7 +99,8 @@ def _next_steps(doc: dict) -> list[dict]:
             name = base[: base.lower().find(rep)].rstrip("_.-") + ".nsys-rep"
             break
     try:
-        return scenarios.next_steps(doc.get("not_evaluated", []), doc.get("facts", {}), report=name)
+        return scenarios.next_steps(doc.get("not_evaluated", []), doc.get("facts", {}), inputs=doc.get("inputs", []),
+                                    report=name, ncu_hint=(doc.get("tables") or {}).get("ncu_command"))
     except Exception:  # noqa: BLE001 - advice about the next run must never break this report
         return []
 
@@ -133,6 +141,9 @@ LABELS = {
         "reason_no_finding_partial": "No system-level bottleneck found by the rules that could run; the GPU is busy {active} % of the time ({basis})",
         "basis_measured": "measured on the GPU trace", "basis_estimated": "estimated from the summary reports",
         "not_checked": "Not evaluated",
+        "supporting": "Supporting evidence", "does_not_apply_cap": "Does not apply", "and_more": "and {n} more kernel(s)",
+        "reason_too_little_work": "Too little GPU work in the window to judge: the GPU is busy {active} % of a short window; profile more steps",
+        "recoverable": "Total recoverable time", "recoverable_how": "gains on one part of the window (the idle gaps, one kernel, the copies) overlap, each fix working on what the others leave; different parts add; no part gives back more than its share",
     },
     "zh": {
         "title": "Nsight Systems 性能分析报告", "environment": "采集环境", "window": "分析窗口",
@@ -164,6 +175,9 @@ LABELS = {
         "reason_no_finding_partial": "可运行的规则未发现系统级瓶颈；GPU 忙碌 {active} %（{basis}）",
         "basis_measured": "由 GPU trace 测得", "basis_estimated": "由汇总报告估计",
         "not_checked": "未评估",
+        "supporting": "佐证", "does_not_apply_cap": "不适用", "and_more": "及另外 {n} 个 kernel",
+        "reason_too_little_work": "窗口内 GPU 工作太少，无法判断：在很短的窗口内 GPU 仅 {active} % 的时间忙碌；请采集更多步",
+        "recoverable": "可挽回的总时间", "recoverable_how": "同一部分时间（空闲间隙、某个 kernel、拷贝）上的收益相互重叠，每项优化作用于其余优化剩下的时间；不同部分相加；任何部分都不超过它所占的份额",
     },
 }
 SEVERITY_ZH = {"info": "提示", "low": "低", "medium": "中", "high": "高", "critical": "严重"}

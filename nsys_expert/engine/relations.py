@@ -1,0 +1,176 @@
+"""Validation of what a pack says about how its findings relate, and of pack.yaml's params and conditions.
+
+Per rule (after the JSON Schema): ``subject`` fits the scope; ``actionable: false`` (a finding that says
+"nothing to fix") has severity info, no escalation and no estimate; every advice / relation condition
+names known facts, inputs and operators, with declared ``$params``.
+Across the loaded packs (like ruff's rule redirects, checked once): ``supersedes`` / ``refutes`` name
+existing rules; ``supersedes`` has no cycle; a rule that says "nothing to fix" supersedes no actionable
+rule; two rules with one ``cause`` are ordered by ``supersedes``; named conditions exist.
+Every error is one line naming the file and the rule.
+"""
+from __future__ import annotations
+
+import difflib
+
+from ..errors import RuleError
+from ..facts import registry
+from . import conditions
+from .rules import ALL_OPS, PACK_PARAMS, SUBJECTS, Rule, _check_operand, _fail
+
+_PY_OPS = ALL_OPS - {"matches"}
+
+
+def _check_condition(rule: Rule, cond: dict | None, where: str, line) -> None:
+    for leaf in conditions.leaves(cond):
+        if "input" in leaf:
+            if leaf["input"] not in registry.INPUTS:
+                raise _fail(rule.path, line, rule.id, f"{where}: unknown input '{leaf['input']}'; inputs: "
+                            + ", ".join(sorted(registry.INPUTS)))
+            continue
+        if "condition" in leaf:
+            continue                                   # named conditions: checked with the packs (check_packs)
+        fact, op = leaf["fact"], leaf["op"]
+        known = registry.lookup(rule.scope, fact) or registry.lookup("run", fact)
+        if known is None:
+            hint = difflib.get_close_matches(fact, registry.all_names(rule.scope) + registry.all_names("run"), 1)
+            raise _fail(rule.path, line, rule.id, f"{where}: unknown fact '{fact}'"
+                        + (f" (did you mean '{hint[0]}'?)" if hint else ""))
+        if op not in _PY_OPS:
+            raise _fail(rule.path, line, rule.id, f"{where}: operator '{op}' is not allowed here; operators: "
+                        + ", ".join(sorted(_PY_OPS)))
+        if op != "exists" and "value" not in leaf:
+            raise _fail(rule.path, line, rule.id, f"{where}: condition on '{fact}' with op '{op}' needs a value")
+        _check_operand(rule, leaf.get("value"), op, line)
+
+
+def check_rule(rule: Rule, lines: dict) -> None:
+    """The per-rule checks of the relation and advice keys."""
+    if (rule.scope == "kernel") != (rule.subject == "kernel"):
+        raise _fail(rule.path, lines.get("subject"), rule.id,
+                    f"subject '{rule.subject}' does not fit scope {rule.scope}: a kernel rule's subject is kernel, "
+                    f"a run rule's one of {', '.join(s for s in SUBJECTS if s != 'kernel')}")
+    if rule.combine and rule.scope != "kernel":
+        raise _fail(rule.path, lines.get("combine"), rule.id, "combine: kernels is for kernel rules (scope: kernel)")
+    if not rule.actionable and (rule.severity != "info" or rule.escalate or rule.estimate):
+        raise _fail(rule.path, lines.get("actionable"), rule.id,
+                    "actionable: false (nothing to fix) needs severity info, no escalate and no estimate")
+    for i, cond in enumerate(rule.advice_when):
+        _check_condition(rule, cond, f"advice item {i + 1}", lambda: lines.get("advice"))
+    n = len(rule.advice.get("en", []))
+    if any(len(v) != n for v in rule.advice.values()) and any(rule.advice_when):
+        raise _fail(rule.path, lines.get("advice"), rule.id, "advice with conditions needs the same items in every language")
+    for key in ("supersedes", "refutes"):
+        for rel in getattr(rule, key):
+            if rel["rule"] == rule.id:
+                raise _fail(rule.path, lines.get(key), rule.id, f"{key}: a rule cannot name itself")
+            _check_condition(rule, rel["when"], f"{key} {rel['rule']}", lambda k=key: lines.get(k))
+
+
+def pack_meta(meta: dict, meta_path: str) -> tuple[dict, dict]:
+    """pack.yaml ``params`` (the engine's thresholds, each {default, doc, min, max}) and ``conditions``
+    (named conditions for advice and relations: {NAME: {doc, when}})."""
+    params = meta.get("params") or {}
+    if not isinstance(params, dict):
+        raise RuleError("pack.yaml params: a mapping of name -> {default, doc}", meta_path)
+    out = {}
+    for name, spec in params.items():
+        if name not in PACK_PARAMS:
+            hint = difflib.get_close_matches(str(name), list(PACK_PARAMS), 1)
+            raise RuleError(f"pack.yaml params: unknown param '{name}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                            + "; params: " + ", ".join(PACK_PARAMS), meta_path)
+        v = spec.get("default") if isinstance(spec, dict) else None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise RuleError(f"pack.yaml params: {name} needs a number >= 0 as default", meta_path)
+        out[name] = float(v)
+    named = meta.get("conditions") or {}
+    if not isinstance(named, dict) or any(not isinstance(c, dict) or "when" not in c for c in named.values()):
+        raise RuleError("pack.yaml conditions: a mapping of name -> {doc, when}", meta_path)
+    conds = {str(k): c["when"] for k, c in named.items()}
+    probe = Rule(id="pack-conditions", title={}, category="", severity="info", scope="kernel", when={}, message={},
+                 advice={}, path=meta_path)
+    for k, c in conds.items():
+        _check_condition(probe, c, f"condition {k}", None)
+    lows = [out.get(f"gain_for_{s}_pct") for s in ("low", "medium", "high", "critical")]
+    known = [x for x in lows if x is not None]
+    if known != sorted(known):
+        raise RuleError("pack.yaml params: gain_for_low_pct <= gain_for_medium_pct <= gain_for_high_pct <= "
+                        "gain_for_critical_pct", meta_path)
+    return out, conds
+
+
+def check_packs(packs) -> None:
+    """The checks across every loaded pack; then each rule gets its pack's params and named conditions,
+    falling back to the first pack that defines them (the built-in pack when loaded)."""
+    rules = {r.id: r for p in packs for r in p.rules}
+    named: dict = {}
+    for p in packs:
+        for k, c in p.conditions.items():
+            named.setdefault(k, c)
+    fallback_params = next((p.params for p in packs if p.params), {})
+    for p in packs:
+        for r in p.rules:
+            r.pack_params = p.params or fallback_params
+            r.pack_conditions = {**named, **p.conditions}
+            conds = [c for c in r.advice_when] + [rel["when"] for rel in r.supersedes + r.refutes]
+            for leaf in (x for c in conds for x in conditions.leaves(c)):
+                if "condition" in leaf and leaf["condition"] not in r.pack_conditions:
+                    raise RuleError(f"rule {r.id}: unknown named condition '{leaf['condition']}' (pack.yaml conditions: "
+                                    + (", ".join(sorted(r.pack_conditions)) or "none") + ")", r.path)
+            for key in ("supersedes", "refutes"):
+                for rel in getattr(r, key):
+                    if rel["rule"] not in rules:
+                        hint = difflib.get_close_matches(rel["rule"], list(rules), 1)
+                        raise RuleError(f"rule {r.id}: {key} names no rule '{rel['rule']}'"
+                                        + (f" (did you mean '{hint[0]}'?)" if hint else ""), r.path)
+            for rel in r.supersedes:
+                if not r.actionable and rules[rel["rule"]].actionable:
+                    raise RuleError(f"rule {r.id}: says nothing to fix (actionable: false) and cannot supersede "
+                                    f"the actionable rule {rel['rule']}", r.path)
+    order = supersede_depth(rules)                      # raises on a cycle
+    by_cause: dict[str, list[Rule]] = {}
+    for r in rules.values():
+        by_cause.setdefault(r.cause, []).append(r)
+    for cause, rs in by_cause.items():
+        for a in rs:
+            for b in rs:
+                if a.id < b.id and not (_reaches(a.id, b.id, rules) or _reaches(b.id, a.id, rules)):
+                    raise RuleError(f"rules {a.id} and {b.id} share the cause '{cause}' but neither supersedes the other: "
+                                    "one finding per cause needs an order", a.path)
+    del order
+
+
+def _reaches(a: str, b: str, rules: dict) -> bool:
+    seen, todo = set(), [a]
+    while todo:
+        x = todo.pop()
+        for rel in rules[x].supersedes:
+            y = rel["rule"]
+            if y == b:
+                return True
+            if y not in seen and y in rules:
+                seen.add(y)
+                todo.append(y)
+    return False
+
+
+def supersede_depth(rules: dict) -> dict[str, int]:
+    """Rule id -> the length of the longest ``supersedes`` chain below it (0: supersedes nothing).
+    Findings are folded in this order, so a folded finding has already folded its own."""
+    depth: dict[str, int] = {}
+    active: list[str] = []
+
+    def visit(rid: str) -> int:
+        if rid in depth:
+            return depth[rid]
+        if rid in active:
+            cycle = " -> ".join(active[active.index(rid):] + [rid])
+            raise RuleError(f"rule {rid}: supersedes forms a cycle ({cycle})", rules[rid].path)
+        active.append(rid)
+        d = 1 + max((visit(rel["rule"]) for rel in rules[rid].supersedes if rel["rule"] in rules), default=-1)
+        active.pop()
+        depth[rid] = d
+        return d
+
+    for rid in rules:
+        visit(rid)
+    return depth

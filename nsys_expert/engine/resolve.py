@@ -1,0 +1,242 @@
+"""After the rules fired: one finding per cause, gains that add up, severity that follows the gain.
+
+Called by ``evaluate`` on the findings the firings became. Everything it decides comes from the rule
+files (``subject``, ``cause``, ``supersedes``, ``refutes``, ``actionable``) and the pack's params; nothing
+here knows a rule by name.
+
+1. A finding that **refutes** another one about the same subject (or a part of it) drops it; the dropped
+   finding becomes supporting evidence with the reason (``because``).
+2. A finding that **supersedes** another one folds it in: its evidence becomes supporting evidence, the
+   gain is the larger of the two (they estimate the same time), the severity the higher. Deeper rules
+   fold first, so a chain (system rule > kernel rule > ncu's own suggestion) ends in one finding.
+3. Each gain is capped at its subject's share of the window (a kernel: its share of kernel time x the
+   kernel-active share; the idle gaps: the idle share; ...). Per subject the gains combine as
+   overlapping (each fix works on what the others leave: ``S (1 - prod(1 - g/S))``); different parts
+   of the window add, within their parent's share; the total is the union, at most 100 %.
+4. Severity is capped by the gain: pack params ``gain_for_<level>_pct`` are the least gain a level
+   needs (escalations included); too little GPU work in the window (``min_gpu_busy_ms``) caps every
+   finding at low and says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import conditions
+from .relations import supersede_depth
+from .rules import SEVERITIES, Rule
+
+# subject -> (parent, how its share of the window is found); kernel:<name> subjects hang under "kernels"
+PARENT = {"run": None, "idle": "run", "busy": "run", "kernels": "busy", "copies": "busy", "nccl": "kernels",
+          "ranks": "run", "iterations": "run", "startup": "run"}
+SHARE_FACT = {"idle": "gpu_idle_pct", "busy": "gpu_active_pct", "kernels": "kernel_active_pct",
+              "copies": "memcpy_active_pct"}
+
+
+@dataclass
+class Resolution:
+    findings: list[dict]
+    recoverable: dict
+    notes: list[str] = field(default_factory=list)
+    too_little_work: dict | None = None
+
+
+def _parent(sid: str) -> str | None:
+    return "kernels" if sid.startswith("kernel:") else PARENT.get(sid)
+
+
+def within(child: str, parent: str) -> bool:
+    """Whether subject ``child`` is ``parent`` or a part of it (kernel:X < kernels < busy < run)."""
+    s: str | None = child
+    while s is not None:
+        if s == parent:
+            return True
+        s = _parent(s)
+    return False
+
+
+def share(sid: str, run: dict, kernels: dict) -> float:
+    """The subject's share of the window (%): its own fact, else its parent's share (an upper bound)."""
+    v = None
+    if sid == "run":
+        return 100.0
+    if sid == "startup":
+        return 0.0                                     # outside the window: it wins back none of it
+    if sid in ("ranks", "iterations"):
+        v = 100.0
+    elif sid == "idle":
+        v = run.get("gpu_idle_pct")
+        if v is None and isinstance(run.get("gpu_active_pct"), (int, float)):
+            v = 100.0 - run["gpu_active_pct"]
+    elif sid == "nccl":
+        a, b = run.get("nccl_share_of_busy_pct"), run.get("gpu_active_pct")
+        v = a * b / 100.0 if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+    elif sid.startswith("kernel:"):
+        k = kernels.get(sid[7:]) or {}
+        a, b = k.get("time_share_pct"), run.get("kernel_active_pct")
+        v = a * b / 100.0 if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+    else:
+        v = run.get(SHARE_FACT.get(sid, ""))
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return share(_parent(sid) or "run", run, kernels)
+    return max(0.0, min(100.0, float(v)))
+
+
+def overlap(s: float, gains: list[float]) -> float:
+    """Gains on one subject of share ``s``, each fix working on what the others leave."""
+    if s <= 0:
+        return 0.0
+    left = 1.0
+    for g in gains:
+        left *= 1.0 - min(max(g, 0.0), s) / s
+    return s * (1.0 - left)
+
+
+def _brief(f: dict, relation: str, because: str | None) -> dict:
+    return {"rule": f["rule"], "relation": relation, "because": because, "title": f["title"], "message": f["message"],
+            "scope": f["scope"], "estimated_gain_pct": f["estimated_gain_pct"], "evidence": f["evidence"]}
+
+
+def _text(t: dict | None, lang: str) -> str | None:
+    return (t.get(lang) or t.get("en")) if t else None
+
+
+def _max_sev(a: str, b: str) -> str:
+    return a if SEVERITIES.index(a) >= SEVERITIES.index(b) else b
+
+
+def allowed_severity(gain: float | None, params: dict) -> str:
+    """The most severe level a gain (% of the window) allows under the pack's ``gain_for_<level>_pct``."""
+    if gain is None:
+        return "critical"
+    best = "info"
+    for level in ("low", "medium", "high", "critical"):
+        need = params.get(f"gain_for_{level}_pct")
+        if need is None or gain >= need:
+            best = level
+        else:
+            break
+    return best
+
+
+def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: dict, inputs: set[str],
+            overrides: dict | None = None, lang: str = "en") -> Resolution:
+    overrides = overrides or {}
+    kernels = {k.get("name"): k for k in kernels if k.get("name")} if isinstance(kernels, list) else kernels
+
+    def ctx(f):
+        r = rules[f["rule"]]
+        k = kernels.get(f["scope"].get("kernel")) or {} if r.scope == "kernel" else {}
+        return {**run, **r.param_values(overrides.get(r.id)), **k}
+
+    for f in findings:
+        r = rules[f["rule"]]
+        f["subject"] = "kernel:" + str(f["scope"].get("kernel")) if r.subject == "kernel" else r.subject
+        f["cause"] = r.cause
+        f.setdefault("supporting", [])
+    alive = list(findings)
+
+    def related(a: dict, rel: dict):
+        """The live findings of the related rule about an overlapping subject (one within the other)."""
+        r = rules[a["rule"]]
+        for f in alive:
+            if f is a or f["rule"] != rel["rule"] or not (within(f["subject"], a["subject"]) or within(a["subject"], f["subject"])):
+                continue
+            if conditions.holds(rel["when"], ctx(f), r.param_values(overrides.get(r.id)), inputs, r.pack_conditions):
+                yield f
+
+    # 1. refutations
+    for a in list(alive):
+        if a not in alive:
+            continue
+        for rel in rules[a["rule"]].refutes:
+            for f in list(related(a, rel)):
+                alive.remove(f)
+                a["supporting"] += [_brief(f, "refuted", _text(rel["because"], lang))] + f["supporting"]
+    # 2. one finding for the kernels a `combine: kernels` rule fired on (their gains add: different kernels)
+    for rid in dict.fromkeys(f["rule"] for f in alive):
+        group = sorted((f for f in alive if f["rule"] == rid), key=lambda f: -(f["estimated_gain_pct"] or 0.0))
+        if rules[rid].combine != "kernels" or len(group) < 2:
+            continue
+        head = group[0]
+        for f in group[1:]:
+            alive.remove(f)
+            head["supporting"] += [_brief(f, "also", None)] + f["supporting"]
+            if f["estimated_gain_pct"] is not None:
+                head["estimated_gain_pct"] = (head["estimated_gain_pct"] or 0.0) + f["estimated_gain_pct"]
+            head["severity"] = _max_sev(head["severity"], f["severity"])
+        head["subject"] = "kernels"
+    # 3. supersessions, deepest rules first (a folded finding has folded its own)
+    depth = supersede_depth(rules)
+    for a in sorted(alive, key=lambda f: (depth.get(f["rule"], 0), -(f["estimated_gain_pct"] or 0.0))):
+        if a not in alive:
+            continue
+        for rel in rules[a["rule"]].supersedes:
+            for f in sorted(related(a, rel), key=lambda f: -(f["estimated_gain_pct"] or 0.0)):
+                alive.remove(f)
+                a["supporting"] += [_brief(f, "folded", _text(rel["because"], lang))] + f["supporting"]
+                if within(a["subject"], f["subject"]):
+                    a["subject"] = f["subject"]            # the broader subject: a kernel finding that folds a run one
+                if f["estimated_gain_pct"] is not None and rules[a["rule"]].actionable:
+                    a["estimated_gain_pct"] = max(a["estimated_gain_pct"] or 0.0, f["estimated_gain_pct"])
+                a["severity"] = _max_sev(a["severity"], f["severity"])
+    # 4. gains within the subject's share; 5. severity from the gain
+    for f in alive:
+        f["rule_severity"] = f["severity"]            # the rule's own level (its cases test this one)
+        s = share(f["subject"], run, kernels)
+        f["subject_share_pct"] = round(s, 1)
+        if f["estimated_gain_pct"] is not None:
+            f["estimated_gain_pct"] = round(min(f["estimated_gain_pct"], s), 1)
+        params = rules[f["rule"]].pack_params
+        cap = allowed_severity(f["estimated_gain_pct"], params)
+        if SEVERITIES.index(f["severity"]) > SEVERITIES.index(cap):
+            f["severity"] = cap
+    res = Resolution(alive, recoverable(alive, run, kernels))
+    _guard(res, rules, run)
+    return res
+
+
+def _guard(res: Resolution, rules: dict[str, Rule], run: dict) -> None:
+    """Too little GPU work in the window to judge: say so, and no finding above low."""
+    limit = next((r.pack_params["min_gpu_busy_ms"] for r in rules.values() if "min_gpu_busy_ms" in r.pack_params), None)
+    active, window = run.get("gpu_active_pct"), run.get("window_ms")
+    if limit is None or not isinstance(active, (int, float)) or not isinstance(window, (int, float)):
+        return
+    busy_ms = active * window / 100.0
+    if busy_ms >= limit:
+        return
+    res.too_little_work = {"gpu_busy_ms": round(busy_ms, 4), "min_gpu_busy_ms": limit}
+    res.notes.append(f"only {busy_ms:.3g} ms of GPU work in the {window:.3g} ms window (less than {limit:g} ms): too "
+                     "little to judge the run; findings are capped at low severity; profile more steps")
+    for f in res.findings:
+        if SEVERITIES.index(f["severity"]) > SEVERITIES.index("low"):
+            f["severity"] = "low"
+
+
+def recoverable(findings: list[dict], run: dict, kernels: dict) -> dict:
+    """The union of the findings' gains: per subject as overlapping, subjects of one parent added (at most
+    the parent's share), up the tree to the run (at most 100 %)."""
+    own: dict[str, list[float]] = {}
+    for f in findings:
+        if f["estimated_gain_pct"] is not None:
+            own.setdefault(f["subject"], []).append(f["estimated_gain_pct"])
+    nodes = set()
+    for sid in own:
+        s: str | None = sid
+        while s is not None:
+            nodes.add(s)
+            s = _parent(s)
+    children: dict[str, list[str]] = {}
+    for n in nodes:
+        if _parent(n) is not None:
+            children.setdefault(_parent(n), []).append(n)
+
+    def union(n: str) -> float:
+        s = share(n, run, kernels)
+        below = min(s, sum(union(c) for c in children.get(n, [])))
+        return overlap(s, own.get(n, []) + ([below] if below else []))
+
+    total = union("run") if nodes else 0.0
+    return {"total_pct": round(total, 1),
+            "subjects": [{"subject": sid, "share_pct": round(share(sid, run, kernels), 1),
+                          "gain_pct": round(overlap(share(sid, run, kernels), g), 1), "findings": len(g)}
+                         for sid, g in sorted(own.items())]}

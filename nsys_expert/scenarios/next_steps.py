@@ -1,0 +1,144 @@
+"""What to collect next: the rules a diagnosis could not evaluate -> the commands that supply what they lack.
+
+Decided from what the input holds, never from the wording of a reason:
+- a report the input lacks is exported from the same profile, by the report names of the nsys that
+  wrote the input (2021-2022: ``cudaapitrace``); an SQLite export lacks a table only when nsys recorded
+  nothing of its kind, so that case is a new profile with the right ``--trace``, not an export;
+- a report the input holds is never exported again: a fact it could not give has another cause
+  (CUDA graphs traced as a whole -> ``--cuda-graph-trace=node``; NVTX ranges that mark no iterations ->
+  mark each step; a window with no kernels -> nothing to collect);
+- Nsight Compute: the hot kernels by exact function name (``regex:^(a|b)$``), the warm-up launches
+  skipped, the same command the facts computed; the raw page when only the details page was given.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from .commands import era_of, kernel_regex, ncu_exports, nsys_stats, report_name
+from .plans import DEFAULT_APP, Options, build, export_lines
+
+_REPORT_OF = {"gpu_trace": "cuda_gpu_trace", "api_trace": "cuda_api_trace", "nvtx_trace": "nvtx_pushpop_trace",
+              "kern_sum": "cuda_gpu_kern_sum", "api_sum": "cuda_api_sum", "mem_time_sum": "cuda_gpu_mem_time_sum",
+              "mem_size_sum": "cuda_gpu_mem_size_sum", "nvtx_sum": "nvtx_sum", "osrt_sum": "osrt_sum",
+              "kern_exec_sum": "cuda_kern_exec_sum"}
+# what a new profile must trace to record a table an SQLite export lacks
+_TRACE_FOR = {"nvtx_trace": "nvtx", "nvtx_sum": "nvtx", "osrt_sum": "osrt"}
+
+_HINT = re.compile(r'--kernel-name\s+regex:"?(?P<k>[^"\s]+)"?.*?--launch-skip\s+(?P<s>\d+)\s+--launch-count\s+(?P<c>\d+)')
+
+
+def ncu_target(hint: str | None) -> tuple[list[str], int, int] | None:
+    """(function names, launches to skip, launches to profile) from the facts' ncu hint (facts/ncu.py
+    ``ncu_command``: the top kernels by nsys time, the warm-up launches before the window)."""
+    m = _HINT.search(hint or "")
+    if not m:
+        return None
+    names = [n for n in m.group("k").split("|") if n]
+    return (names, int(m.group("s")), int(m.group("c"))) if names else None
+
+
+def _needs(not_evaluated, facts, held) -> dict[str, list[str]]:
+    """need -> rules. Needs: a table id (export or new profile), 'ncu', 'ncu_raw', 'graph-node', 'nvtx-steps'."""
+    from ..facts import registry
+
+    out: dict[str, list[str]] = {}
+    graphs = bool((facts or {}).get("graph_launch_count") or (facts or {}).get("graph_launch_count_span"))
+    for entry in not_evaluated or []:
+        rule = entry.get("rule", "?")
+        got: list[str] = []
+        for f in entry.get("facts") or []:
+            d = registry.lookup("run", f) or registry.lookup("kernel", f)
+            if d is None or "ranks" in d.needs:
+                continue
+            if "ncu" in d.needs:
+                if "ncu" not in held:
+                    got.append("ncu")
+                elif "ncu_raw" not in held:
+                    got.append("ncu_raw")
+                continue
+            traces = [n for n in d.needs if n.endswith("trace")]
+            if not any(n in held for n in d.needs):
+                got.append(d.needs[0])                     # "needs A or B": A is the richer one
+            elif traces and not any(t in held for t in traces):
+                got.append(traces[0])                      # summaries only: the trace gives the window's value
+            elif "nvtx_trace" in d.needs and "nvtx_trace" in held and "iter_count" not in (facts or {}):
+                got.append("nvtx-steps")                   # NVTX ranges there, but none marks the iterations
+            elif graphs and "gpu_trace" in held:
+                got.append("graph-node")                   # the trace is there but blind to the graphs' kernels
+        for n in dict.fromkeys(got):
+            out.setdefault(n, [])
+            if rule not in out[n]:
+                out[n].append(rule)
+    return {n: sorted(rules) for n, rules in out.items()}
+
+
+def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | None = None,
+               report: str = "report.nsys-rep", app=DEFAULT_APP, ncu_hint: str | None = None) -> list[dict]:
+    """For the rules a diagnosis could not evaluate, the exact commands that collect what they lack.
+
+    ``not_evaluated``: the report's list (``{"rule", "facts": [missing facts], ...}``); ``facts``: its run
+    facts; ``inputs``: its inputs (``kind``, ``table``, ``version``, ``path``) - what the input holds and
+    which nsys wrote it; ``report``: the .nsys-rep they came from; ``ncu_hint``: the facts' ncu command.
+    Each step: ``{"need", "why", "rules", "commands"}``, in the order: export, new profile, Nsight Compute.
+    """
+    inputs = inputs or []
+    held = {i.get("table") for i in inputs if i.get("table")}
+    exported = any(i.get("kind") == "nsys-sqlite" for i in inputs)
+    era = era_of(inputs)
+    needs = _needs(not_evaluated, facts, held)
+    base = report[:-len(".nsys-rep")] if report.endswith(".nsys-rep") else report
+    stem = base.rsplit("/", 1)[-1]
+    app = tuple(app)
+    steps: list[dict] = []
+
+    tables = [n for n in needs if n in _REPORT_OF]
+    if tables and not exported:
+        reports = [_REPORT_OF[n] for n in tables]
+        steps.append({"need": ", ".join(report_name(r, era) for r in reports),
+                      "rules": sorted({r for n in tables for r in needs[n]}),
+                      "why": "these reports are missing from the input: export them from the same profile",
+                      "commands": [nsys_stats(reports, base + ".nsys-rep", base, era).line()]})
+    trace = ",".join(dict.fromkeys(["cuda", "nvtx", "osrt"] + [_TRACE_FOR[n] for n in tables if n in _TRACE_FOR]))
+    if tables and exported:
+        steps.append({"need": "a profile that records " + ", ".join(_REPORT_OF[n] for n in tables),
+                      "rules": sorted({r for n in tables for r in needs[n]}),
+                      "why": "the export holds no such events: nsys records them only when they are traced "
+                             f"(--trace={trace}) and happen",
+                      "commands": build("quick", Options(app=app, output=stem, trace=trace)).lines() + export_lines(stem)})
+    if "nvtx-steps" in needs or (not exported and ("nvtx_trace" in needs or "nvtx_sum" in needs)):
+        rules = sorted(set(needs.get("nvtx-steps", []) + needs.get("nvtx_trace", []) + needs.get("nvtx_sum", [])))
+        held_nvtx = "nvtx-steps" in needs
+        steps.append({"need": "NVTX step ranges", "rules": rules,
+                      "why": ("the profile's NVTX ranges mark no repeated step: " if held_nvtx else
+                              "if the profile has no NVTX ranges, ")
+                             + "mark each training step (torch.cuda.nvtx.range_push('step') ... range_pop()) and "
+                               "profile with --trace including nvtx",
+                      "commands": build("quick", Options(app=app, output=stem)).lines()})
+    if "osrt_sum" in needs and not exported:
+        steps.append({"need": "OS runtime trace", "rules": needs["osrt_sum"],
+                      "why": "if the profile was made without --trace=osrt, osrt_sum has no rows: profile again with it",
+                      "commands": build("quick", Options(app=app, output=stem)).lines()})
+    if "graph-node" in needs:
+        steps.append({"need": "CUDA graph kernels in the GPU trace", "rules": needs["graph-node"],
+                      "why": "the run launches CUDA graphs and the default --cuda-graph-trace=graph leaves their kernels "
+                             "out of the GPU trace: profile again with --cuda-graph-trace=node",
+                      "commands": build("quick", Options(app=app, output=stem, cuda_graph_trace="node")).lines()
+                      + export_lines(stem)})
+    target = ncu_target(ncu_hint)
+    if "ncu" in needs and target:
+        names, skip, count = target
+        plan = build("ncu-kernel", Options(app=app, kernel=kernel_regex(names), output="ncu_kernel",
+                                           launch_skip=skip, launch_count=count))
+        steps.append({"need": "Nsight Compute metrics", "rules": needs["ncu"],
+                      "why": "kernel-level rules need ncu's metrics of the hot kernels (" + ", ".join(names)
+                             + (f"; the {skip} launch(es) before the window are skipped" if skip else "") + ")",
+                      "commands": plan.lines()})
+    if "ncu_raw" in needs:
+        details = next((i["path"] for i in inputs if i.get("kind") == "ncu-details"), "ncu_kernel_details.csv")
+        stem_ncu = re.sub(r"_details$", "", os.path.splitext(os.path.basename(details))[0])
+        steps.append({"need": "the Nsight Compute raw page", "rules": needs["ncu_raw"],
+                      "why": "the warp-stall, tensor-pipe and sector metrics are on the raw page only: export it "
+                             "from the same ncu report",
+                      "commands": [c.line() for c in ncu_exports(stem_ncu, pages=("raw",))]})
+    return steps

@@ -1,0 +1,393 @@
+"""From the situation to the right profile: one function per playbook scenario, reading its template
+(title, default output, trace list, options, notes, wrapper script) from playbook.yaml and the user's
+:class:`Options`. ``build`` validates the options and returns a :class:`Plan`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, replace
+
+from .commands import (Command, Opt, kernel_option, ncu_exports, ncu_profile, nsys_export_sqlite, nsys_profile,
+                       nsys_stats, opt, playbook, quote)
+
+_P = playbook()
+STATS_REPORTS = tuple(_P["stats_reports"])
+PYTORCH_MODES = tuple(_P["pytorch_modes"])
+TRACE_VALUES = tuple(_P["trace_values"])
+DEFAULT_APP = tuple(_P["default_app"])
+NSYS_HELP = _P["nsys_help"]
+NCU_HELP = _P["ncu_help"]
+TRACE_DOC = {k: tuple(v) for k, v in _P["trace_doc"].items()}
+OPTION_DOC = {k: tuple(v) for k, v in _P["option_doc"].items()}
+VERB_DOC = {tuple(k.split(" ", 1)): tuple(v) for k, v in _P["verb_doc"].items()}
+ALIASES = dict(_P["aliases"])
+SITUATIONS = {k: v["situation"] for k, v in _P["scenarios"].items()}
+COLLECTABLE = tuple(_P["collectable"])
+
+
+@dataclass(frozen=True)
+class WrapperFile:
+    name: str
+    content: str
+    executable: bool = True
+
+
+@dataclass
+class Plan:
+    scenario: str
+    title: str
+    commands: list[Command]
+    files: list[WrapperFile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    container: list[str] = field(default_factory=list)   # lines to run / paste before the commands
+    explain: list[tuple[str, str]] = field(default_factory=list)  # (option as printed, why)
+    outputs: list[str] = field(default_factory=list)      # what the commands write
+
+    def lines(self) -> list[str]:
+        return [c.line() for c in self.commands]
+
+    def shell(self, multiline: bool = True) -> str:
+        return "\n".join(c.multiline() if multiline else c.line() for c in self.commands)
+
+
+@dataclass(frozen=True)
+class Options:
+    app: tuple[str, ...] = DEFAULT_APP
+    output: str | None = None            # report name (no extension)
+    trace: str | None = None             # overrides the scenario's --trace list
+    pytorch: tuple[str, ...] = ("autograd-nvtx",)
+    ranks: tuple[int, ...] = (0,)
+    nproc_per_node: int = 8
+    nnodes: int = 1
+    range_name: str = "profile_region"
+    delay: int = 120
+    duration: int = 30
+    kernel: str | None = None            # ncu kernel-name regex (without the regex: prefix)
+    launch_skip: int | None = None
+    launch_count: int | None = None
+    input: str | None = None             # stats: the .nsys-rep to export
+    before: tuple[str, ...] | None = None
+    after: tuple[str, ...] | None = None
+    cuda_graph_trace: str | None = None  # graph | node
+    container: str | None = None         # docker | k8s
+    extra: tuple[str, ...] = ()          # more nsys / ncu options, passed through as given
+    wrapper_dir: str | None = None       # where the wrapper files are written (for the launch command)
+    lang: str = "en"
+
+
+# ------------------------------------------------------------------------- why each option is there
+def explain_option(o: Opt, tool: str = "nsys", lang: str = "en", verb: str = "") -> str:
+    i = 1 if lang == "zh" else 0
+    key = o.key
+    if (verb, key) in VERB_DOC:
+        return VERB_DOC[(verb, key)][i]
+    if tool == "ncu" and key in ("-o", "-f", "-i"):
+        return OPTION_DOC[key][i]
+    key = ALIASES.get(key, key)
+    if key == "--trace":
+        value = o.words[0].split("=", 1)[1] if "=" in o.words[0] else (o.words[1] if len(o.words) > 1 else "")
+        parts = [f"{v} = {TRACE_DOC[v][i]}" for v in value.split(",") if v in TRACE_DOC]
+        head = "要采集哪些 API 的 trace" if lang == "zh" else "which APIs to trace"
+        return head + ": " + "; ".join(parts)
+    if key in OPTION_DOC:
+        return OPTION_DOC[key][i]
+    return "（直接传给工具的选项）" if lang == "zh" else "passed through to the tool as given"
+
+
+def _explain(plan: Plan, lang: str) -> list[tuple[str, str]]:
+    seen, out = set(), []
+    for c in plan.commands:
+        tool = "ncu" if c.head and c.head[0] == "ncu" else "nsys"
+        verb = c.head[1] if len(c.head) > 1 else ""
+        for o in c.opts:
+            why = explain_option(o, tool, lang, verb)
+            if (c.head, o.key, why) in seen:
+                continue
+            seen.add((c.head, o.key, why))
+            out.append((" ".join(quote(w) for w in o.words), why))
+    return out
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _t(name: str) -> dict:
+    return _P["scenarios"][name]
+
+
+def _fill(text: str, opts: Options, **more) -> str:
+    return text.format(**{**asdict(opts), **more})
+
+
+def _nsys_common(opts: Options) -> list[Opt]:
+    out = []
+    if opts.cuda_graph_trace:
+        out.append(opt(f"--cuda-graph-trace={opts.cuda_graph_trace}"))
+    out += [opt(w) for w in opts.extra]
+    return out
+
+
+def _profile_plan(name: str, opts: Options, **more) -> Plan:
+    """The plain `nsys profile` scenarios: the template's trace and options, the user's output and app."""
+    t = _t(name)
+    out = opts.output or t["output"]
+    middle = [opt(_fill(w, opts, **more)) for w in t.get("options", [])]
+    c = nsys_profile(opts.trace or t["trace"], middle, out, opts.app, _nsys_common(opts),
+                     force=t.get("force_overwrite", True), trace_first=not t.get("trace_after_options", False))
+    p = Plan(name, _fill(t["title"], opts, **more), [c], outputs=[f"{out}.nsys-rep"])
+    p.notes += [_fill(n, opts, **more) for n in t.get("notes", [])]
+    p.notes.append(f"then export what nsys-expert reads: nsys-expert command stats --input {out}.nsys-rep")
+    return p
+
+
+def _wrapper_path(opts: Options, name: str, here: str = "") -> str:
+    d = (opts.wrapper_dir or "").rstrip("/")
+    if d in ("", "."):
+        return here + name
+    return f"{d}/{name}"
+
+
+def _script_args(app) -> list[str]:
+    app = list(app)
+    return app[1:] if app and re.match(r"^python[0-9.]*$", app[0]) else app
+
+
+def stats_commands(rep: str) -> tuple[list[Command], str, str]:
+    """nsys export + nsys stats for ``rep`` (a .nsys-rep): -> commands, sqlite path, csv folder."""
+    base = rep[:-len(".nsys-rep")] if rep.endswith(".nsys-rep") else rep
+    sqlite = base + ".sqlite"
+    stem = base.rsplit("/", 1)[-1]
+    csv_dir = base + "_csv"
+    cmds = [nsys_export_sqlite(base + ".nsys-rep", sqlite), Command(("mkdir", "-p", csv_dir)),
+            nsys_stats(STATS_REPORTS, sqlite, f"{csv_dir}/{stem}"), Command(("nsys-expert", "diagnose", csv_dir))]
+    return cmds, sqlite, csv_dir
+
+
+# ---------------------------------------------------------------------------------- scenarios
+def quick(opts: Options) -> Plan:
+    return _profile_plan("quick", opts)
+
+
+def pytorch(opts: Options) -> Plan:
+    modes = [m for part in opts.pytorch for m in part.split(",") if m]
+    bad = [m for m in modes if m not in PYTORCH_MODES]
+    if bad:
+        raise ValueError(f"--pytorch {','.join(bad)}: not one of {', '.join(PYTORCH_MODES)}")
+    if "none" in modes and len(modes) > 1:
+        raise ValueError("--pytorch none cannot be combined with other modes")
+    return _profile_plan("pytorch", opts, pytorch=",".join(modes))
+
+
+def nvtx_range(opts: Options) -> Plan:
+    return _profile_plan("nvtx-range", opts)
+
+
+def cuda_profiler_range(opts: Options) -> Plan:
+    return _profile_plan("cuda-profiler-range", opts)
+
+
+def long_run(opts: Options) -> Plan:
+    if opts.delay < 0 or opts.duration <= 0:
+        raise ValueError("--delay must be >= 0 and --duration > 0 (seconds)")
+    return _profile_plan("long-run", opts)
+
+
+def torchrun(opts: Options) -> Plan:
+    t = _t("torchrun")
+    ranks = sorted(set(opts.ranks))
+    world = opts.nproc_per_node * opts.nnodes
+    if any(r < 0 or r >= world for r in ranks):
+        raise ValueError(f"--ranks {','.join(map(str, ranks))}: ranks run from 0 to {world - 1} "
+                         f"({opts.nnodes} node(s) x {opts.nproc_per_node})")
+    output = opts.output or t["output"]
+    if "{rank}" not in output:
+        output += "_rank{rank}"
+    trace = opts.trace or t["trace"]
+    extra = "".join(f', "{w}"' for o in _nsys_common(opts) for w in o.words)
+    launch = Command(("torchrun",), (opt(f"--nnodes={opts.nnodes}"), opt(f"--nproc-per-node={opts.nproc_per_node}")),
+                     (_wrapper_path(opts, "run_nsys.py"), *_script_args(opts.app)))
+    args = f" --ranks {','.join(map(str, ranks))} --nproc-per-node {opts.nproc_per_node}" + \
+        (f" --nnodes {opts.nnodes}" if opts.nnodes != 1 else "")
+    content = _P["wrappers"]["torchrun"].format(args=args, launch=launch.line(),
+                                                ranks="{" + ", ".join(map(str, ranks)) + "}",
+                                                trace=trace, extra=extra, output=output)
+    p = Plan("torchrun", t["title"], [launch], [WrapperFile("run_nsys.py", content)],
+             outputs=[output.replace("{rank}", str(r)) + ".nsys-rep" for r in ranks])
+    p.notes += [n.format(ranks_text=", ".join(map(str, ranks))) for n in t["notes"]]
+    p.explain.append(("run_nsys.py: -t " + trace, explain_option(opt("-t", trace), "nsys", opts.lang)))
+    p.explain.append(("run_nsys.py: -o " + output,
+                      "one report per profiled rank ({rank} = its global rank)" if opts.lang != "zh"
+                      else "每个被采集的 rank 一个报告（{rank} 为全局 rank）"))
+    p.notes.append("then export what nsys-expert reads: nsys-expert command stats --input "
+                   f"{output.replace('{rank}', str(ranks[0]))}.nsys-rep")
+    return p
+
+
+def deepspeed(opts: Options) -> Plan:
+    t = _t("deepspeed")
+    output = opts.output or t["output"]
+    if "%p" not in output:
+        output += ".%p"
+    trace = opts.trace or t["trace"]
+    extra = "".join(f"  {' '.join(quote(w) for w in o.words)} \\\n" for o in _nsys_common(opts))
+    ds_opts = [opt("--no_python")]
+    if opts.nproc_per_node != 8:
+        ds_opts.append(opt(f"--num_gpus={opts.nproc_per_node}"))
+    launch = Command(("deepspeed",), tuple(ds_opts),
+                     (_wrapper_path(opts, "nsys_profile.sh", "./"), *_script_args(opts.app)))
+    content = _P["wrappers"]["deepspeed"].format(launch=launch.line(), trace=trace, extra=extra, output=output)
+    p = Plan("deepspeed", t["title"], [launch], [WrapperFile("nsys_profile.sh", content)],
+             outputs=[output.replace("%p", "<PID>") + ".nsys-rep"])
+    p.notes += list(t["notes"])
+    p.explain.append(("nsys_profile.sh: -t " + trace, explain_option(opt("-t", trace), "nsys", opts.lang)))
+    p.explain.append(("nsys_profile.sh: -o " + output, OPTION_DOC["--output"][1 if opts.lang == "zh" else 0]))
+    return p
+
+
+def stats(opts: Options) -> Plan:
+    t = _t("stats")
+    rep = opts.input or "report.nsys-rep"
+    cmds, sqlite, csv_dir = stats_commands(rep)
+    return Plan("stats", t["title"], cmds, notes=list(t["notes"]), outputs=[sqlite, f"{csv_dir}/*.csv"])
+
+
+def mpi(opts: Options) -> Plan:
+    t = _t("mpi")
+    output = opts.output or t["output"]
+    common = [opt(f"--trace={opts.trace or t['trace']}"), *_nsys_common(opts), opt(f"--output={output}"),
+              opt("--force-overwrite=true")]
+    n = opts.nproc_per_node * opts.nnodes
+    launch = Command(("mpirun",), (opt("-np", n),), (_wrapper_path(opts, "nsys_mpi.sh", "./"), *opts.app))
+    content = _P["wrappers"]["mpi"].format(launch=launch.line(), common=" ".join(quote(w) for o in common for w in o.words))
+    p = Plan("mpi", t["title"], [launch], [WrapperFile("nsys_mpi.sh", content)],
+             outputs=[output.replace("%h", "<host>").replace("%p", "<PID>") + ".nsys-rep"])
+    p.notes += list(t["notes"])
+    for o in common:
+        p.explain.append(("nsys_mpi.sh: " + " ".join(o.words), explain_option(o, "nsys", opts.lang)))
+    for flag in ("--nic-metrics=true", "--gpu-metrics-devices=all"):
+        p.explain.append(("nsys_mpi.sh (local rank 0): " + flag, explain_option(opt(flag), "nsys", opts.lang)))
+    return p
+
+
+def _ncu_plan(name: str, opts: Options, extra: list[Opt], **more) -> Plan:
+    t = _t(name)
+    out = opts.output or t["output"]
+    c = ncu_profile(t["set"], opts.app, out, extra, t.get("target_all", True), opts.extra)
+    p = Plan(name, _fill(t["title"], opts, **more), [c, *ncu_exports(out)],
+             outputs=[f"{out}.ncu-rep", f"{out}_details.csv", f"{out}_raw.csv"])
+    p.notes += [_fill(n, opts, output=out, **more) for n in t.get("notes", [])]
+    return p
+
+
+def ncu_kernel(opts: Options) -> Plan:
+    t = _t("ncu-kernel")
+    skip = [] if opts.launch_skip is None else [opt("--launch-skip", opts.launch_skip)]
+    return _ncu_plan("ncu-kernel", opts, [kernel_option(opts.kernel or t["kernel"]), *skip,
+                                           opt("--launch-count", opts.launch_count or t["launch_count"])])
+
+
+def ncu_roofline(opts: Options) -> Plan:
+    t = _t("ncu-roofline")
+    return _ncu_plan("ncu-roofline", opts, [kernel_option(opts.kernel or t["kernel"]),
+                                             opt("--launch-count", opts.launch_count or t["launch_count"])])
+
+
+def ncu_training_step(opts: Options) -> Plan:
+    t = _t("ncu-training-step")
+    skip = t["launch_skip"] if opts.launch_skip is None else opts.launch_skip
+    count = opts.launch_count or t["launch_count"]
+    return _ncu_plan("ncu-training-step", replace(opts, launch_skip=skip, launch_count=count),
+                     [opt("--launch-skip", skip), opt("--launch-count", count)])
+
+
+def ncu_compare(opts: Options) -> Plan:
+    t = _t("ncu-compare")
+    before = list(opts.before or ("python", "train_v0.py"))
+    after = list(opts.after or ("python", "train_v1.py"))
+    cmds = [ncu_profile(t["set"], before, "before", (), False, opts.extra),
+            ncu_profile(t["set"], after, "after", (), False, opts.extra)]
+    cmds += ncu_exports("before") + ncu_exports("after")
+    return Plan("ncu-compare", t["title"], cmds, notes=list(t["notes"]),
+                outputs=["before.ncu-rep", "after.ncu-rep", "before_details.csv", "after_details.csv"])
+
+
+_BUILDERS = {
+    "quick": quick, "pytorch": pytorch, "torchrun": torchrun, "deepspeed": deepspeed, "nvtx-range": nvtx_range,
+    "cuda-profiler-range": cuda_profiler_range, "long-run": long_run, "stats": stats, "mpi": mpi,
+    "ncu-kernel": ncu_kernel, "ncu-roofline": ncu_roofline, "ncu-training-step": ncu_training_step,
+    "ncu-compare": ncu_compare,
+}
+SCENARIOS = {name: (t["letter"], _BUILDERS[name]) for name, t in _P["scenarios"].items()}
+
+
+def _container(plan: Plan, kind: str, lang: str) -> None:
+    if kind == "docker":
+        plan.container.append("docker run --gpus all --cap-add=SYS_ADMIN --cap-add=SYS_PTRACE ... IMAGE")
+    elif kind == "k8s":
+        plan.container.append("securityContext:\n  capabilities:\n    add: [\"SYS_ADMIN\", \"SYS_PTRACE\"]")
+        plan.files.append(WrapperFile("nsys-security-context.yaml",
+                                      "# nsys / ncu inside a pod: add to the container spec\n"
+                                      "securityContext:\n  capabilities:\n    add: [\"SYS_ADMIN\", \"SYS_PTRACE\"]\n",
+                                      executable=False))
+    else:
+        raise ValueError(f"--container {kind}: use docker or k8s")
+    plan.explain.append(("--cap-add=SYS_ADMIN --cap-add=SYS_PTRACE" if kind == "docker"
+                         else "capabilities: SYS_ADMIN, SYS_PTRACE", OPTION_DOC["--cap-add"][1 if lang == "zh" else 0]))
+
+
+def build(scenario: str, opts: Options | None = None) -> Plan:
+    """The commands, wrapper files and explanations for one scenario. ValueError on bad options."""
+    opts = opts or Options()
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario '{scenario}' (one of: {', '.join(SCENARIOS)})")
+    if opts.trace:
+        if "nccl" in opts.trace.split(","):
+            raise ValueError("--trace nccl: not an nsys --trace value (2024-2025); NCCL calls are NVTX ranges "
+                             "(keep nvtx in --trace) and NCCL kernels are in the CUDA trace")
+        bad = [v for v in opts.trace.split(",") if v not in TRACE_VALUES]
+        if bad:
+            raise ValueError(f"--trace {opts.trace}: unknown value(s) {', '.join(bad)}")
+    if opts.cuda_graph_trace not in (None, "graph", "node"):
+        raise ValueError(f"--cuda-graph-trace {opts.cuda_graph_trace}: use graph or node")
+    if opts.nproc_per_node < 1 or opts.nnodes < 1:
+        raise ValueError("--nproc-per-node and --nnodes must be at least 1")
+    if not opts.app and scenario not in ("stats", "ncu-compare"):
+        raise ValueError("no application command (give it after --, e.g. -- python train.py)")
+    plan = SCENARIOS[scenario][1](opts)
+    plan.explain = _explain(plan, opts.lang) + plan.explain
+    if opts.container:
+        _container(plan, opts.container, opts.lang)
+    return plan
+
+
+def command_line(scenario: str, **kw) -> str:
+    """The first command of a scenario as one shell line (rule advice calls this: ``command('quick')``)."""
+    if "app" in kw and isinstance(kw["app"], list):
+        kw["app"] = tuple(kw["app"])
+    if "extra" in kw:
+        kw["extra"] = tuple(kw["extra"])
+    return build(scenario, Options(**kw)).commands[0].line()
+
+
+def profile_command(scenario: str, opts: Options) -> list[str]:
+    """The ``nsys profile`` argv ``collect`` runs for ``scenario`` (one of COLLECTABLE); ``opts.output`` is the
+    report path without extension."""
+    if scenario not in COLLECTABLE:
+        raise ValueError(f"collect runs one nsys profile; scenario '{scenario}' is not one of {', '.join(COLLECTABLE)} "
+                         f"(nsys-expert command {scenario} prints its commands)")
+    output = opts.output or "profile"
+    plan = build(scenario, replace(opts, output=output, container=None))
+    argv = plan.commands[0].argv
+    if "--force-overwrite=true" not in argv:
+        i = argv.index(f"--output={output}") + 1
+        argv.insert(i, "--force-overwrite=true")
+    return argv
+
+
+def export_commands(rep: str) -> list[list[str]]:
+    """The ``nsys export`` and ``nsys stats`` argv lists that ``collect`` runs on ``rep`` (.nsys-rep)."""
+    cmds, _, _ = stats_commands(rep)
+    return [c.argv for c in cmds if c.head[0] == "nsys"]
+
+
+def export_lines(stem: str) -> list[str]:
+    cmds, _, _ = stats_commands(stem)
+    return [c.line() for c in cmds]
