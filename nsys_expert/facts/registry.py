@@ -59,6 +59,7 @@ _RUN = [
     _f("gpu_idle_sync_pct", "%", "idle time after a blocking synchronisation call drained the GPU queue", ("api_trace",)),
     _f("gpu_idle_memcpy_pct", "%", "idle time while the host was inside a blocking or pageable copy call", ("api_trace",)),
     _f("gpu_idle_data_pct", "%", "idle time inside NVTX ranges named like input work (data, load, batch, ...)", ("api_trace",)),
+    _f("gpu_idle_alloc_pct", "%", "idle time while the host was inside an allocator call (cudaMalloc / cudaFree: cudaFree waits for the device)", ("api_trace",)),
     _f("gpu_idle_wait_pct", "%", "idle time while the launching thread was blocked in an OS call (poll, futex, pthread_cond_wait, recv, read, ...: waiting for data)", ("osrt_trace",)),
     _f("osrt_wait_top_call", "", "the blocking OS call the launching thread spent most GPU idle time in", ("osrt_trace",)),
     _f("osrt_wait_top_calls", "", "calls of it in the window", ("osrt_trace",)),

@@ -19,9 +19,9 @@ from __future__ import annotations
 import polars as pl
 
 from . import intervals
-from .names import ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
+from .names import ALLOC_APIS, ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
-CAUSES = ("data", "other", "memcpy", "sync", "launch", "wait", "host")
+CAUSES = ("data", "other", "memcpy", "sync", "launch", "alloc", "wait", "host")
 CAUSE = pl.Enum(CAUSES)   # a million gaps carry a small integer each, not a string
 LAUNCH_GAP_NS = 100_000
 SHORT_GAP_NS = 100_000
@@ -157,7 +157,8 @@ def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int)
     memcpy = base.is_in(sorted(SYNC_MEM_APIS))
     if pageable_corr:
         memcpy = memcpy | (base.is_in(sorted(ASYNC_MEM_APIS)) & pl.col("corr_id").is_in(pageable_corr))
-    classes = {"sync": base.is_in(sorted(SYNC_APIS)), "memcpy": memcpy, "launch": base.is_in(sorted(KERNEL_LAUNCH_APIS))}
+    classes = {"sync": base.is_in(sorted(SYNC_APIS)), "memcpy": memcpy, "launch": base.is_in(sorted(KERNEL_LAUNCH_APIS)),
+               "alloc": base.is_in(sorted(ALLOC_APIS))}
     masks = a.select(**classes)   # one pass for the three classes
     out = {}
     for k in classes:
@@ -207,6 +208,9 @@ def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.Dat
     if memcpy.height:
         checks.append((pl.lit(intervals.containing(g["s"], memcpy, SYNC_TOLERANCE_NS)), "memcpy"))
     checks.append((length < launch_gap_ns, "launch"))
+    alloc = host.get("alloc")
+    if alloc is not None and alloc.height:   # the host inside cudaMalloc / cudaFree (cudaFree waits for the device)
+        checks.append((pl.lit(intervals.coverage(g, alloc)) * 2 >= length, "alloc"))
     wait = host.get("wait")
     if wait is not None and wait.height:   # the launching thread blocked in an OS call (facts/waits.py)
         checks.append((pl.lit(intervals.coverage(g, wait)) * 2 >= length, "wait"))

@@ -3,10 +3,10 @@
 When the GPU idles and the host issues no CUDA call, the host is either working (Python, host
 code: host-bound) or blocked (``poll`` / ``pthread_cond_wait`` / ``sem_wait`` / ``recv`` / ``read`` on a
 DataLoader queue, a pipe, a socket or a file: waiting for data). The OS runtime trace (``OSRT_API``
-in the SQLite export, ``--trace=osrt``) tells them apart, per thread. The launching thread is the
-one that issued the most kernel launches in the window; only its calls count: other threads (the
-CUDA event handler, queue feeders, idle pool threads) block all the time and say nothing about the
-step. Without the per-thread trace, ``osrt_sum`` totals sum every thread and overstate the wait.
+in the SQLite export, ``--trace=osrt``) tells them apart, per thread. The launching threads are
+those that issued the window's kernel launches (the main thread, and PyTorch's autograd thread during
+backward); a gap is a wait only while all of them are blocked. Other threads (the CUDA event handler,
+queue feeders, idle pool threads) block all the time and say nothing about the step. Without the per-thread trace, ``osrt_sum`` totals sum every thread and overstate the wait.
 """
 from __future__ import annotations
 
@@ -17,27 +17,39 @@ from .base import Context, pct
 from .names import KERNEL_LAUNCH_APIS, api_base
 
 
-def launching_thread(api: pl.DataFrame, start: int, end: int) -> int | None:
+LAUNCH_SHARE = 0.05   # a thread that issues at least this share of the window's launches is a launching thread
+
+
+def launching_threads(api: pl.DataFrame, start: int, end: int) -> list[int]:
+    """The threads that launch the window's kernels, most launches first (PyTorch's backward pass
+    launches from its autograd thread while the main thread waits for it in pthread_cond_wait)."""
     if "tid" not in api.columns:
-        return None
+        return []
     a = timeline.starting_in(api, start, end).filter(api_base(api).is_in(sorted(KERNEL_LAUNCH_APIS)))
     if a.height == 0:
-        return None
+        return []
     top = a.group_by("tid").len().sort(["len", "tid"], descending=[True, False])
-    return int(top["tid"][0])
+    return [int(t) for t, n in top.iter_rows() if n >= LAUNCH_SHARE * a.height]
 
 
 def wait_intervals(prof, start: int, end: int) -> tuple[pl.DataFrame | None, int | None]:
-    """The launching thread's blocking OS calls in the window, merged (None without the OS runtime trace)."""
+    """When every launching thread is blocked in an OS call, merged (None without the OS runtime
+    trace), and the main launching thread. A thread that waits while another one launches is not
+    waiting for data: only the times when all of them wait count."""
     osrt, api = prof.tables.get("osrt_trace"), prof.tables.get("api_trace")
     if osrt is None or api is None or api.height == 0:
         return None, None
-    tid = launching_thread(api, start, end)
-    if tid is None:
+    tids = launching_threads(api, start, end)
+    if not tids:
         return None, None
-    w = osrt.filter((pl.col("tid") == tid) & (pl.col("end_ns") > start) & (pl.col("start_ns") < end))
-    return intervals.clip(intervals.merge(w.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
-                          start, end), tid
+    complement = []
+    for tid in tids:
+        w = osrt.filter((pl.col("tid") == tid) & (pl.col("end_ns") > start) & (pl.col("start_ns") < end))
+        iv = intervals.clip(intervals.merge(w.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))), start, end)
+        complement.append(intervals.gaps(iv, start, end).select("s", "e"))
+    # all of them blocked = outside the union of the times any one of them is not blocked
+    busy_any = intervals.merge(pl.concat(complement))
+    return intervals.gaps(busy_any, start, end).select("s", "e"), tids[0]
 
 
 def compute(ctx: Context) -> None:

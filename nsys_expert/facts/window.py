@@ -12,6 +12,7 @@ Without any timeline the window is the whole profile (source ``whole``) and only
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -116,6 +117,17 @@ def find_iterations(nvtx: pl.DataFrame, wanted: str | None = None,
             why = (f"nested in '{rows[nested_in[i]]['group']}'" if i in nested_in
                    else f"fewer instances than '{rows[best]['group']}'")
             passed_over.append((r["group"], int(r["n"]), why))
+    if passed_over is not None and wanted is None:   # ranges left out before counting, and why
+        seen = {r["group"] for r in rows}
+        allr = nvtx.with_columns(_strip_domain(pl.col("name")).alias("name")).group_by("name").agg(
+            pl.len().alias("n"), (pl.col("level").fill_null(0).min() if "level" in nvtx.columns else pl.lit(0)).alias("lvl"))
+        for name, n, lvl in allr.filter(pl.col("n") >= 3).sort(["n", "name"], descending=[True, False]).iter_rows():
+            if name in seen:
+                continue
+            why = ("a library's range" if name.startswith(LIBRARY_DOMAINS) else
+                   "an operator range" if re.search(OPERATOR_RANGE.removeprefix("(?i)"), name, re.I) else
+                   f"nested (level {lvl})")
+            passed_over.append((name, int(n), why))
     return rows[best]["group"], inst[best]
 
 
