@@ -70,9 +70,20 @@ def test_yaml_error_names_the_line(tmp_path):
 
 def test_check_rules_passes_on_example_and_builtin_packs():
     for pack in (TEAM, ROOT / "rules"):
-        p = nsx("check-rules", pack)
+        p = nsx("check-rules", "--strict", pack)   # every built-in rule has its cases
         assert p.returncode == 0, p.stdout + p.stderr
-        assert "checks passed" in p.stdout and "FAIL" not in p.stdout
+        assert "checks passed" in p.stdout and "FAIL" not in p.stdout and "WARN" not in p.stdout
+
+
+def test_check_rules_warns_on_a_rule_without_cases(tmp_path):
+    pack = make_pack(tmp_path, GOOD_RULE, "team-min-gpu-util.yaml")
+    assert not list((pack / "rules").glob("*.cases.yaml"))
+    p = nsx("check-rules", pack)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "WARN team-min-gpu-util" in p.stdout and "untested (no .cases.yaml): team-min-gpu-util" in p.stdout
+    assert "warning: 1 rule(s) have no fixture cases: team-min-gpu-util" in p.stderr
+    p = nsx("check-rules", "--strict", pack)
+    assert p.returncode == 2 and "FAIL team-min-gpu-util" in p.stdout
 
 
 def test_check_rules_fails_on_a_wrong_case(tmp_path):

@@ -51,19 +51,27 @@ def explain_cmd(rule, packs, lang):
 
 @command("check-rules")
 @click.argument("pack", type=click.Path())
-def check_rules_cmd(pack):
-    """Validate a rule pack and run its rules' fixture cases (exit 0 all pass, 2 otherwise)."""
+@click.option("--strict", is_flag=True, help="a rule without a .cases.yaml file is an error, not a warning")
+def check_rules_cmd(pack, strict):
+    """Validate a rule pack and run its rules' fixture cases (exit 0 all pass, 2 otherwise).
+
+    A valid rule with no cases file is reported as a warning naming it (an error with --strict)."""
     from ..engine import load_packs
     from ..engine.cases import run_all
     from ..engine.rules import load_pack
 
     p = load_pack(pack)
     load_packs([pack])  # duplicate ids against the built-in pack
-    results = run_all(p.rules)
+    results = run_all(p.rules, strict=strict)
     bad = [r for r in results if not r.ok]
+    untested = [r.rule for r in results if r.warning]
     for r in results:
-        click.echo(f"{'ok  ' if r.ok else 'FAIL'} {r.rule}: {r.name}: {r.detail}")
-    click.echo(f"{p.name} {p.version}: {len(p.rules)} rules, {len(results) - len(bad)}/{len(results)} checks passed")
+        click.echo(f"{'WARN' if r.warning else 'ok  ' if r.ok else 'FAIL'} {r.rule}: {r.name}: {r.detail}")
+    click.echo(f"{p.name} {p.version}: {len(p.rules)} rules, {len(results) - len(bad) - len(untested)}/{len(results) - len(untested)} checks passed"
+               + (f"; untested (no .cases.yaml): {', '.join(untested)}" if untested else ""))
+    if untested:
+        click.echo(f"warning: {len(untested)} rule(s) have no fixture cases: {', '.join(untested)} (--strict makes this an error)",
+                   err=True)
     if bad:
         sys.exit(2)
 
