@@ -128,7 +128,7 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
         fs.tables["_host"] = timeline.api_class_frames(api_t, gpu, win.start_ns, win.end_ns)
         wait, tid = waits.wait_intervals(prof, win.start_ns, win.end_ns)
         if wait is not None:
-            fs.tables["_host"]["wait"], fs.tables["_host"]["_wait_tid"] = wait, tid
+            fs.tables["_host"]["wait"], fs.tables["_wait_tid"] = wait, tid
     todo = [g for g in GROUPS if g.applies(ctx)]
     for g in todo:
         if g.phase == "first":

@@ -55,8 +55,7 @@ def wait_intervals(prof, start: int, end: int) -> tuple[pl.DataFrame | None, int
 def compute(ctx: Context) -> None:
     """Evidence for the wait cause: the calls, their time during GPU idle gaps."""
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
-    host = fs.tables.get("_host") or {}
-    tid = host.get("_wait_tid")
+    tid = fs.tables.get("_wait_tid")
     busy = fs.tables.get("_busy")
     if tid is None or not busy:
         return

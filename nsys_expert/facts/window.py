@@ -54,6 +54,7 @@ class Window:
                 "span_start_ns": self.span_start_ns, "span_end_ns": self.span_end_ns}
 
 
+MAX_CANDIDATES = 20    # repeated ranges compared for nesting (an app may repeat thousands of names)
 NESTED_SHARE = 0.9     # a candidate whose instances lie this much inside another's is nested in it
 
 
@@ -97,7 +98,7 @@ def find_iterations(nvtx: pl.DataFrame, wanted: str | None = None,
                  .filter(pl.col("n") >= (2 if wanted is not None else 3)).sort(["n", "t", "group"], descending=[True, True, False]))
     if counts.height == 0:
         return None, None
-    rows = counts.to_dicts()
+    rows = counts.head(MAX_CANDIDATES).to_dicts()   # the nesting test is pairwise: the most frequent few
     inst = {i: _instances(top, r, tid) for i, r in enumerate(rows)}
     nested_in: dict[int, int] = {}
     for i in range(len(rows)):

@@ -19,7 +19,7 @@ import math
 import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
-from . import LABELS, SEVERITY_ZH, _fmt, template_env, verdict
+from . import LABELS, SEVERITY_ZH, _fmt, severity_word, template_env, verdict
 
 # ------------------------------------------------------------------------------------------ colours
 SEVERITY_COLORS = {"info": "#6b7280", "low": "#2563eb", "medium": "#d97706", "high": "#dc2626", "critical": "#7f1d1d"}
@@ -410,7 +410,7 @@ def render_html(doc: dict, ser: dict | None = None, lang: str = "en", zoom: dict
     lang = lang or "en"
     L, H = LABELS.get(lang, LABELS["en"]), HTML_LABELS.get(lang, HTML_LABELS["en"])
     tpl = _env().get_template("report.html.j2")
-    sev = (lambda s: SEVERITY_ZH.get(s, s)) if lang == "zh" else (lambda s: s)
+    sev = severity_word(lang)
     groups: dict[str, list[str]] = {}   # rules that miss the same inputs, listed together (as the Markdown)
     for n in doc.get("not_evaluated", []):
         groups.setdefault("; ".join(n["missing"]), []).append(n["rule"])

@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from . import LABELS, SEVERITY_ZH, verdict
+from . import LABELS, severity_word, verdict
 
 SEVERITY_STYLES = {"info": "dim", "low": "blue", "medium": "yellow", "high": "bold red", "critical": "bold white on red"}
 
@@ -132,7 +132,7 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     lang = lang or "en"
     L, W = LABELS.get(lang, LABELS["en"]), WORDS.get(lang, WORDS["en"])
     console = console or Console()
-    sev = (lambda s: SEVERITY_ZH.get(s, s)) if lang == "zh" else (lambda s: s)
+    sev = severity_word(lang)
     f, t, w = doc["facts"], doc["tables"], doc["window"]
 
     head = Text()
