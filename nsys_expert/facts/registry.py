@@ -29,6 +29,10 @@ INPUTS = {
     "ncu": "an Nsight Compute CSV of the hot kernels (ncu --set full ... then ncu -i X.ncu-rep --csv --page details)",
 }
 
+# inputs a profile has only when the user opted in at collection time (a costly option): a rule that
+# requires one of them is left out of "not evaluated" when it is missing (engine.evaluate)
+OPT_IN_INPUTS = {"gpu_metrics"}
+
 
 @dataclass(frozen=True)
 class Fact:
