@@ -94,8 +94,11 @@ def _busy_facts(ctx: Context, by_dev: dict, src: str | None) -> None:
             and (v := means(by_dev[d], iv.select("s", "e"), ("sm_active",))) is not None]
     if vals:
         fs.put("gm_sm_active_busy_pct", sum(vals) / len(vals), src)
-    copies = ops.filter(pl.col("copy_kind").is_in(["HtoD", "DtoH"]))
-    if copies.height:
+    copies = ops.filter(pl.col("copy_kind").is_in(["HtoD", "DtoH"]) & (pl.col("e") > win.start_ns)
+                        & (pl.col("s") < win.end_ns))
+    if copies.height == 0:
+        fs.put("gm_pcie_copy_pct", 0.0, src)   # no host-device copy in the window: none saturates the link
+    else:
         cp = timeline.busy_by_device(copies, win.start_ns, win.end_ns)
         best = []
         for d, iv in cp.items():
