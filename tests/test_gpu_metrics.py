@@ -109,6 +109,25 @@ def test_compute_bound_run_called_compute_bound_on_tensor_cores():
     assert rows["void "]["verdict"] is None
 
 
+def test_ncu_wins_for_the_kernels_it_measured(tmp_path):
+    # the memory_bound workload's Nsight Compute CSVs (a separate run of the same kernels) beside the
+    # GPU metrics export: ncu's class is the verdict, and the report says where it came from
+    import shutil
+
+    shutil.copytree(FIXTURES / "memory_bound_ncu" / "input" / "ncu", tmp_path / "ncu")
+    shutil.copy(next(MB.glob("*.sqlite.gz")), tmp_path)
+    res = pipeline.run(pipeline.Request([str(tmp_path)]))
+    rows = res.fs.tables["gpu_metrics_kernels"]
+    assert len(rows) == 3 and {(k["by"], k["verdict"]) for k in rows} == {("ncu", "memory")}
+    from nsys_expert import report
+
+    md = report.render_markdown(res.doc, "en")
+    assert md.count("| ncu: memory | Nsight Compute (wins where it measured the kernel) |") == 3
+    top = res.doc["findings"][0]
+    assert top["rule"] == "dram-bandwidth-bound"
+    assert {s["rule"] for s in top["supporting"]} >= {"memory-bound", "kernel-memory-bound"}
+
+
 def test_without_gpu_metrics_nothing_changes():
     doc, fs = _facts(FIXTURES / "memcpy_bound_sqlite" / "input")
     assert not [k for k in doc["facts"] if k.startswith("gm_")]
