@@ -186,6 +186,16 @@ def test_unknown_metric_names_warn(tmp_path):
     assert frame is None and "none of their names is known" in warn[0] and "Some Future Counter" in warn[0]
 
 
+def test_samples_without_their_names_warn(tmp_path):
+    path = _export(tmp_path, [(0, 3, 5)])
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE TARGET_INFO_GPU_METRICS")
+    con.commit()
+    con.close()
+    frame, _meta, warn = _read(path)
+    assert frame is None and "not in the layout this version reads" in warn[0]
+
+
 def test_verdicts():
     assert gm_facts.verdict(88, 0, 8, 99) == "memory"
     assert gm_facts.verdict(22, 89, 15, 96) == "tensor"

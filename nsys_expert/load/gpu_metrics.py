@@ -76,8 +76,13 @@ def read(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], path: str, f
     ``frame(con, sql, schema)`` runs the binning query into a frame (the SQLite loader's, Arrow when
     it can); without it, sqlite3 rows."""
     base = os.path.basename(path)
-    if SAMPLES not in cols or NAMES not in cols or not {"timestamp", "typeId", "metricId", "value"} <= cols[SAMPLES]:
+    if SAMPLES not in cols:
         return None, {}, []
+    if NAMES not in cols or not {"timestamp", "typeId", "metricId", "value"} <= cols[SAMPLES] \
+            or not {"typeId", "metricId", "metricName"} <= cols[NAMES]:
+        return None, {}, [f"{base}: GPU metrics samples are in this export but not in the layout this version "
+                          f"reads (GPU_METRICS timestamp, typeId, metricId, value with TARGET_INFO_GPU_METRICS "
+                          f"names): they are not used"]
     names = con.execute(f'SELECT DISTINCT typeId, metricId, metricName FROM "{NAMES}"').fetchall()
     found, unused = match_names(names)
     if not found:
