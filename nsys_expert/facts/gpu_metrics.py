@@ -96,6 +96,7 @@ def _busy_facts(ctx: Context, by_dev: dict, src: str | None) -> None:
         fs.put("gm_sm_active_busy_pct", sum(vals) / len(vals), src)
     copies = ops.filter(pl.col("copy_kind").is_in(["HtoD", "DtoH"]) & (pl.col("e") > win.start_ns)
                         & (pl.col("s") < win.end_ns))
+    fs.tables["gpu_metrics"]["copies"] = copies.height > 0
     if copies.height == 0:
         fs.put("gm_pcie_copy_pct", 0.0, src)   # no host-device copy in the window: none saturates the link
     else:
