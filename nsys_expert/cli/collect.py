@@ -108,12 +108,13 @@ def collect_run(app: list[str], scenario: str = "quick", out_dir: str = "nsys-ex
                     raise InputError(f"nsys stats failed (exit {rc}) and wrote no CSV: {_trim(tail)}", sqlite)
                 if rc != 0:
                     warnings.append(f"nsys stats exited with {rc}: {_trim(tail, 2)}")
-    result = {"report": rep, "sqlite": sqlite, "csv_dir": csv_dir, "log": log_path, "warnings": warnings,
+    result = {"diagnose_input": sqlite if opts.gpu_metrics else csv_dir, "report": rep, "sqlite": sqlite, "csv_dir": csv_dir, "log": log_path, "warnings": warnings,
               "csv": sorted(f for f in os.listdir(csv_dir) if f.endswith(".csv")), "doc": None}
     if diagnose:
         from .. import pipeline, report
 
-        doc = pipeline.diagnose(pipeline.Request([csv_dir], lang=lang))
+        # GPU metrics samples are only in the SQLite export (nsys stats has no report of them)
+        doc = pipeline.diagnose(pipeline.Request([sqlite] if opts.gpu_metrics else [csv_dir], lang=lang))
         md, js = base + ".diagnosis.md", base + ".diagnosis.json"
         with open(md, "w", encoding="utf-8") as fh:
             fh.write(report.render_markdown(doc, lang))
@@ -131,7 +132,7 @@ def summary(res: dict) -> str:
              f"  log        {res['log']}"]
     doc = res.get("doc")
     if doc is None:
-        lines.append(f"  diagnose   nsys-expert diagnose {res['csv_dir']}")
+        lines.append(f"  diagnose   nsys-expert diagnose {res.get('diagnose_input', res['csv_dir'])}")
     else:
         lines.append(f"  diagnosis  {res['markdown']}, {res['json']}")
         v = doc.get("verdict") or {}
@@ -161,11 +162,13 @@ def summary(res: dict) -> str:
 @click.option("--delay", type=click.IntRange(min=0), default=120, show_default=True, help="long-run: seconds to skip")
 @click.option("--duration", type=click.IntRange(min=1), default=30, show_default=True, help="long-run: seconds to collect")
 @click.option("--cuda-graph-trace", type=click.Choice(["graph", "node"]), help="node: trace each kernel of CUDA graphs")
+@click.option("--gpu-metrics", "gpu_metrics", is_flag=False, flag_value="all", default=None, metavar="[all|IDS]",
+              help="sample GPU metrics (--gpu-metrics-devices; bare: all) and diagnose the SQLite export, which holds them")
 @click.option("--no-diagnose", is_flag=True, help="profile and export only (diagnose the CSV folder elsewhere)")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="do not echo the application's output")
 def collect_cmd(app, scenario, out_dir, name, nsys_args, pytorch_modes, range_name, delay, duration,
-                cuda_graph_trace, no_diagnose, lang, quiet):
+                cuda_graph_trace, gpu_metrics, no_diagnose, lang, quiet):
     """Profile APP with nsys, export the reports and SQLite the rules read, and diagnose.
 
     nsys-expert collect [--scenario quick] [--out DIR] -- python train.py [args]
@@ -173,6 +176,7 @@ def collect_cmd(app, scenario, out_dir, name, nsys_args, pytorch_modes, range_na
     if name != os.path.basename(name) or name in ("", ".", ".."):
         raise InputError(f"--name {name!r}: a plain file name, without folders")
     opts = sc.Options(pytorch=tuple(pytorch_modes) or ("autograd-nvtx",), range_name=range_name, delay=delay,
-                      duration=duration, cuda_graph_trace=cuda_graph_trace, extra=tuple(nsys_args))
+                      duration=duration, cuda_graph_trace=cuda_graph_trace, extra=tuple(nsys_args),
+                      gpu_metrics=gpu_metrics)
     res = collect_run(list(app), scenario, out_dir, name, opts, diagnose=not no_diagnose, lang=lang, echo=not quiet)
     click.echo(summary(res), nl=False)

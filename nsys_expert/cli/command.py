@@ -108,6 +108,8 @@ def _list_scenarios() -> str:
 @click.option("--cuda-graph-trace", type=click.Choice(["graph", "node"]),
               help="nsys: node traces every kernel of a CUDA graph (nsys-expert needs it for graphed code)")
 @click.option("--container", type=click.Choice(["docker", "k8s"]), help="add the capabilities nsys / ncu need")
+@click.option("--gpu-metrics", "gpu_metrics", is_flag=False, flag_value="all", default=None, metavar="[all|IDS]",
+              help="add --gpu-metrics-devices (SM / tensor / DRAM / PCIe samples; one process per GPU); bare: all")
 @click.option("--out-dir", type=click.Path(file_okay=False), help="write the wrapper files here")
 @click.option("--explain", is_flag=True, help="say why each option is there")
 @click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
@@ -115,7 +117,7 @@ def _list_scenarios() -> str:
 @format_option(["text", "json"], "text")
 def command_cmd(scenario, app, output, trace, pytorch_modes, ranks, nproc_per_node, nnodes, range_name, delay,
                 duration, kernel, launch_skip, launch_count, input_, before, after, cuda_graph_trace, container,
-                out_dir, explain, lang, one_line, fmt):
+                gpu_metrics, out_dir, explain, lang, one_line, fmt):
     """Print the nsys / ncu command(s) for a situation (playbook templates A-G and the ncu templates).
 
     Give the application after --, e.g.: nsys-expert command quick -- python train.py --lr 3e-4.
@@ -129,7 +131,7 @@ def command_cmd(scenario, app, output, trace, pytorch_modes, ranks, nproc_per_no
                       nproc_per_node=nproc_per_node, nnodes=nnodes, range_name=range_name, delay=delay,
                       duration=duration, kernel=kernel, launch_skip=launch_skip, launch_count=launch_count,
                       input=input_, before=_words(before), after=_words(after), cuda_graph_trace=cuda_graph_trace,
-                      container=container, wrapper_dir=out_dir, lang=lang)
+                      container=container, wrapper_dir=out_dir, lang=lang, gpu_metrics=gpu_metrics)
     try:
         plan = sc.build(scenario, opts)
     except ValueError as e:

@@ -30,6 +30,7 @@ class Evaluation:
     recoverable: dict = field(default_factory=dict)     # resolve.recoverable: the union of the gains
     notes: list[str] = field(default_factory=list)      # what the resolution says about the run (too little work)
     too_little_work: dict | None = None
+    not_collected: list[str] = field(default_factory=list)   # opt-in rules whose input was not collected
 
 
 def select_rules(packs: list[Pack], select: list[str] | None = None, ignore: list[str] | None = None) -> list[Rule]:
@@ -165,6 +166,11 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
         have = run_have if r.scope == "run" else kernel_have
         missing = _missing(r.when, have) | (_rhs_facts(r.when) - have)
         missing_inputs = [i for i in r.requires if i not in tables]
+        if missing_inputs and set(missing_inputs) <= registry.OPT_IN_INPUTS:
+            # an opt-in collection (GPU metrics samples) that this profile did not ask for: the rule
+            # is not listed under "not evaluated" (it would be on every report); `rules` lists it
+            ev.not_collected.append(r.id)
+            continue
         if missing or missing_inputs:
             ev.not_evaluated.append({
                 "rule": r.id, "category": r.category, "scope": r.scope,

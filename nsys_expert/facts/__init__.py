@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, allocator, api, busy, estimates, gaps, graph, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
+from . import (absent, allocator, api, busy, estimates, gaps, gpu_metrics, graph, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
                starved, summaries, timeline, waits, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
@@ -78,6 +78,7 @@ GROUPS: list[Group] = [
     Group("estimates", estimates.compute, _always, "last"),   # the summary tier: per-iteration estimates without a trace
     Group("starved", starved.compute, _always, "last"),       # idle time the cause facts leave unexplained
     Group("ncu", ncu.compute, _always, "last"),                # Nsight Compute kernel facts, joined with the nsys kernels
+    Group("gpu_metrics", gpu_metrics.compute, _has("gpu_metrics"), "last"),   # after ncu: ncu's verdict wins per kernel
     Group("absent", absent.compute, _always, "last"),
 ]
 

@@ -25,8 +25,13 @@ INPUTS = {
     "nvtx_gpu_proj_sum": "the nvtx_gpu_proj_sum report (nsys stats -r nvtx_gpu_proj_sum)",
     "gpu_sum": "the cuda_gpu_sum report (nsys stats -r cuda_gpu_sum)",
     "ranks": "several ranks of one job (per-rank CSV sets or SQLite files, or one export with several processes)",
+    "gpu_metrics": "GPU metrics samples (nsys profile --gpu-metrics-devices=all, then nsys export --type sqlite)",
     "ncu": "an Nsight Compute CSV of the hot kernels (ncu --set full ... then ncu -i X.ncu-rep --csv --page details)",
 }
+
+# inputs a profile has only when the user opted in at collection time (a costly option): a rule that
+# requires one of them is left out of "not evaluated" when it is missing (engine.evaluate)
+OPT_IN_INPUTS = {"gpu_metrics"}
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,22 @@ _RUN += [
     _f("straggler_rank", "", "the rank that arrives last most often (by compute skew when there are no collectives)", ("ranks",)),
     _f("nccl_last_arrival_pct", "%", "share of the collectives this rank arrived at last (its NCCL kernel was the shortest)", ("ranks",)),
     _f("compute_ms_per_iter", "ms", "non-NCCL kernel time per iteration (per window when there are no iterations)", ("ranks",)),
+    # GPU metrics samples (facts/gpu_metrics.py): time-weighted means, % of the GPU's peak, mean over devices
+    *(_f(n, "%", d, ("gpu_metrics",)) for n, d in [
+        ("gm_sm_active_pct", "SMs active (SM Active / SMs Active metric) over the window"),
+        ("gm_sm_issue_pct", "SM instruction issue throughput over the window"),
+        ("gm_tensor_active_pct", "tensor pipe active over the window"),
+        ("gm_dram_read_pct", "DRAM read bandwidth over the window, % of peak"),
+        ("gm_dram_write_pct", "DRAM write bandwidth over the window, % of peak"),
+        ("gm_dram_pct", "DRAM bandwidth (read + write) over the window, % of peak"),
+        ("gm_pcie_rx_pct", "PCIe receive throughput over the window, % of peak"),
+        ("gm_pcie_tx_pct", "PCIe transmit throughput over the window, % of peak"),
+        ("gm_nvlink_rx_pct", "NVLink receive throughput over the window, % of peak"),
+        ("gm_nvlink_tx_pct", "NVLink transmit throughput over the window, % of peak"),
+        ("gm_gr_active_pct", "graphics / compute engine active (GR Active) over the window"),
+    ]),
+    _f("gm_sm_active_busy_pct", "%", "SMs active while a kernel runs (samples under the kernel union): low means kernels too small to fill the GPU", ("gpu_metrics",)),
+    _f("gm_pcie_copy_pct", "%", "PCIe throughput (the busier direction) while a host-device copy runs, % of peak (0 when the window has no host-device copy)", ("gpu_metrics",)),
 ]
 RUN_FACTS: dict[str, Fact] = {f.name: f for f in _RUN}
 
@@ -154,6 +175,14 @@ _KERNEL = [
     _f("count", "", "instances in the window", ("gpu_trace", "kern_sum"), "kernel"),
     _f("median_us", "us", "median duration", ("gpu_trace", "kern_sum"), "kernel"),
     _f("avg_us", "us", "mean duration", ("gpu_trace", "kern_sum"), "kernel"),
+    # GPU metrics under the kernel's launches (facts/gpu_metrics.py)
+    *(_f(n, u, d, ("gpu_metrics",), "kernel") for n, u, d in [
+        ("gm_sm_active_pct", "%", "SMs active while this kernel runs (GPU metrics samples)"),
+        ("gm_sm_issue_pct", "%", "SM issue throughput while this kernel runs"),
+        ("gm_tensor_active_pct", "%", "tensor pipe active while this kernel runs"),
+        ("gm_dram_pct", "%", "DRAM bandwidth (read + write) while this kernel runs, % of peak"),
+        ("gm_verdict", "", "memory / tensor / compute / underfilled / mixed from the samples (ncu's class where ncu measured the kernel)"),
+    ]),
     # Nsight Compute (facts/ncu.py): median over the profiled launches of the kernel
     *(_f(n, u, d, ("ncu",), "kernel") for n, u, d in [
         ("nsys_matched", "", "the ncu kernel was found in the nsys data (its share of GPU time is known)"),

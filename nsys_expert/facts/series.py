@@ -19,7 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..load import Profile
-from . import intervals, timeline
+from . import gpu_metrics, intervals, timeline
 from .names import kernel_class_expr
 
 DEFAULT_BINS = 400
@@ -110,6 +110,8 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
         "graph_hidden": _graph_hidden(fs),
         "window": None, "startup": None,
         "idle_by_cause": {}, "idle_cause": [None] * b.height, "attributed": False,
+        # SM active / tensor active / DRAM per bin from the GPU metrics samples (None without them)
+        "gpu_metrics": gpu_metrics.series(prof.tables.get("gpu_metrics"), b["s"].to_list(), width),
     })
     if win.start_ns is not None and win.end_ns is not None and win.end_ns > win.start_ns and win.source != "whole":
         ws, we = int(win.start_ns), int(win.end_ns)

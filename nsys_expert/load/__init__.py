@@ -226,6 +226,10 @@ def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:
             e.frame = e.frame.filter(pl.col("pid") == pid)
         elif table in ("nvtx_trace",):
             prof.warnings.append(f"{table} has no process column: the NVTX ranges of every process are kept")
+        elif table == "gpu_metrics":   # samples belong to GPUs, not processes
+            prof.warnings.append("GPU metrics samples belong to GPUs, not processes: they are left out of the "
+                                 "per-process diagnosis (diagnose one process's export to use them)")
+            del loaded[table]
         else:
             del loaded[table]
     prof.meta["pid"] = pid

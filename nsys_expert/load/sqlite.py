@@ -24,7 +24,7 @@ import sqlite3
 import polars as pl
 
 from ..errors import InputError
-from . import Part
+from . import Part, gpu_metrics
 
 EXPORT_HINT = "export the report with: nsys export --type sqlite -o prof prof.nsys-rep"
 
@@ -182,6 +182,10 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
         part.tables["osrt_trace"] = osrt.filter(pl.col("name").is_in(sorted(OSRT_WAITS))).select(
             "start_ns", "end_ns", "dur_ns", "name", "pid", "tid")
     part.meta["processes"] = _processes(con, cols, part.tables)
+    gm, gm_meta, gm_warn = gpu_metrics.read(con, cols, gpus, path, _frame)   # --gpu-metrics-devices samples
+    part.warnings += gm_warn
+    if gm is not None:
+        part.tables["gpu_metrics"], part.meta["gpu_metrics"] = gm, gm_meta
     return part
 
 

@@ -18,7 +18,7 @@ from ..engine.rules import SEVERITIES
 from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
 from ..load import Profile
-from . import verdict
+from . import gpu_metrics as gm_report, verdict
 
 SCHEMA_VERSION = 1
 
@@ -182,6 +182,8 @@ LABELS = {
 }
 SEVERITY_ZH = {"info": "提示", "low": "低", "medium": "中", "high": "高", "critical": "严重"}
 
+for _lang, _words in gm_report.LABELS.items():   # the GPU metrics words (report/gpu_metrics.py)
+    LABELS[_lang]["gm"] = _words
 
 def _md_code(s) -> str:
     s = str(s).replace("`", "'").replace("|", "\\|").replace("\n", " ")

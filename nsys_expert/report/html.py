@@ -20,6 +20,7 @@ import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
 from . import LABELS, SEVERITY_ZH, _fmt, severity_word, template_env, verdict
+from . import gpu_metrics as gm_report
 
 # ------------------------------------------------------------------------------------------ colours
 SEVERITY_COLORS = {"info": "#6b7280", "low": "#2563eb", "medium": "#d97706", "high": "#dc2626", "critical": "#7f1d1d"}
@@ -359,6 +360,8 @@ def charts(doc: dict, ser: dict | None, zoom: dict | None, lang: str) -> dict:
     out: dict = {}
     out["timeline"] = timeline_chart(ser, L, H) if ser else None
     out["timeline_zoom"] = timeline_chart(zoom, L, H, "timeline_zoom", H["timeline_zoom"]) if zoom else None
+    out["gpu_metrics"] = gm_report.chart(ser, L["gm"])                  # beside the timeline (report/gpu_metrics.py)
+    out["gpu_metrics_zoom"] = gm_report.chart(zoom, L["gm"], "gpu_metrics_zoom", L["gm"]["chart_zoom"]) if zoom else None
     out["iterations"] = iteration_chart((ser or {}).get("iterations") or [
         {"index": r["index"], "ms": r["ms"], "warmup": r.get("warmup", False)} for r in t.get("iterations", [])], H)
     kern = [{"label": short_kernel_name(k["name"], 56), "full": k["name"], "value": k["total_ms"],

@@ -72,6 +72,7 @@ class Options:
     container: str | None = None         # docker | k8s
     extra: tuple[str, ...] = ()          # more nsys / ncu options, passed through as given
     wrapper_dir: str | None = None       # where the wrapper files are written (for the launch command)
+    gpu_metrics: str | None = None       # --gpu-metrics-devices: "all" or GPU ids ("0,1"); None: off
     lang: str = "en"
 
 
@@ -121,6 +122,8 @@ def _nsys_common(opts: Options) -> list[Opt]:
     out = []
     if opts.cuda_graph_trace:
         out.append(opt(f"--cuda-graph-trace={opts.cuda_graph_trace}"))
+    if opts.gpu_metrics:
+        out.append(opt(f"--gpu-metrics-devices={opts.gpu_metrics}"))
     out += [opt(w) for w in opts.extra]
     return out
 
@@ -252,7 +255,8 @@ def stats(opts: Options) -> Plan:
 def mpi(opts: Options) -> Plan:
     t = _t("mpi")
     output = opts.output or t["output"]
-    common = [opt(f"--trace={opts.trace or t['trace']}"), *_nsys_common(opts), opt(f"--output={output}"),
+    common = [opt(f"--trace={opts.trace or t['trace']}"), *_nsys_common(replace(opts, gpu_metrics=None)),
+              opt(f"--output={output}"),
               opt("--force-overwrite=true")]
     n = opts.nproc_per_node * opts.nnodes
     launch = Command(("mpirun",), (opt("-np", n),), (_wrapper_path(opts, "nsys_mpi.sh", "./"), *opts.app))
@@ -333,6 +337,30 @@ def _container(plan: Plan, kind: str, lang: str) -> None:
                          else "capabilities: SYS_ADMIN, SYS_PTRACE", OPTION_DOC["--cap-add"][1 if lang == "zh" else 0]))
 
 
+GPU_METRICS_NOTE = (
+    "--gpu-metrics-devices samples the GPU's own counters (SM active, tensor active, DRAM, PCIe / NVLink) at "
+    "10 kHz: about 220,000 samples, 7 MB of SQLite export, per GPU and second on an H200 (--gpu-metrics-frequency "
+    "lowers that), with little overhead on the GPU itself. Only one process per GPU can sample (with 'all': one per node): profiling several processes that share "
+    "GPUs, enable it in one of them (the mpi scenario does it on local rank 0). nsys-expert reads the samples from "
+    "the SQLite export: diagnose the .sqlite, not the CSVs.",
+    "--gpu-metrics-devices 以 10 kHz 采样 GPU 自身计数器（SM 活跃、Tensor 活跃、显存、PCIe / NVLink）：H200 上每个 GPU 每秒约 22 万个采样、"
+    "7 MB SQLite 导出（--gpu-metrics-frequency 可降低），对 GPU 本身开销很小。每个 GPU 只能有一个进程采样（用 all 时每个节点一个）："
+    "多个进程共享 GPU 时只在其中一个开启（mpi 场景在 local rank 0 上开启）。nsys-expert 从 SQLite 导出读取采样：请诊断 .sqlite 而不是 CSV。")
+
+
+def _check_gpu_metrics(scenario: str, opts: Options) -> None:
+    """The one-process-per-GPU limit: GPU metrics in several processes of one node collide."""
+    if not re.fullmatch(r"all|none|\d+(,\d+)*", opts.gpu_metrics or ""):
+        raise ValueError(f"--gpu-metrics {opts.gpu_metrics}: 'all' or GPU ids such as 0,1")
+    if scenario in ("ncu-kernel", "ncu-roofline", "ncu-training-step", "ncu-compare", "stats"):
+        raise ValueError(f"--gpu-metrics: an nsys profile option; scenario '{scenario}' runs no nsys profile")
+    per_node = (len(set(opts.ranks)) if scenario == "torchrun" else opts.nproc_per_node if scenario == "deepspeed" else 1)
+    if per_node > 1:
+        raise ValueError(f"--gpu-metrics: only one process per GPU (per node with 'all') can sample GPU metrics, and "
+                         f"this plan profiles {per_node} processes; profile one rank (--ranks 0), or use the mpi "
+                         f"scenario, which samples them on each node's local rank 0")
+
+
 def build(scenario: str, opts: Options | None = None) -> Plan:
     """The commands, wrapper files and explanations for one scenario. ValueError on bad options."""
     opts = opts or Options()
@@ -351,8 +379,12 @@ def build(scenario: str, opts: Options | None = None) -> Plan:
         raise ValueError("--nproc-per-node and --nnodes must be at least 1")
     if not opts.app and scenario not in ("stats", "ncu-compare"):
         raise ValueError("no application command (give it after --, e.g. -- python train.py)")
+    if opts.gpu_metrics:
+        _check_gpu_metrics(scenario, opts)
     plan = SCENARIOS[scenario][1](opts)
     plan.explain = _explain(plan, opts.lang) + plan.explain
+    if opts.gpu_metrics and scenario != "mpi":
+        plan.notes.append(GPU_METRICS_NOTE[1 if opts.lang == "zh" else 0])
     if opts.container:
         _container(plan, opts.container, opts.lang)
     return plan

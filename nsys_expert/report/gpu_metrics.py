@@ -1,0 +1,101 @@
+"""GPU metrics in the report: the words (Markdown and HTML) and the HTML chart.
+
+The Markdown block is ``report.md.j2``'s GPU metrics section (a line per metric, the hot kernels'
+verdicts); the HTML page draws :func:`chart` (SM active, tensor active and DRAM bandwidth over the
+same bins as the utilization timeline, from ``series["gpu_metrics"]``) beside that timeline. Both
+read ``tables["gpu_metrics"]`` / ``tables["gpu_metrics_kernels"]`` and the ``gm_*`` facts; nothing
+is computed here.
+"""
+from __future__ import annotations
+
+# metric key (gm_<key>_pct) -> label; the order of the Markdown lines
+LABELS = {
+    "en": {
+        "title": "GPU metrics (the GPU's own counters, nsys --gpu-metrics-devices)",
+        "sampled": "sampled every", "binned": "read in bins of", "devices": "mean over GPUs",
+        "metrics": {"sm_active": "SMs active", "sm_issue": "SM instruction issue", "tensor_active": "Tensor pipe active",
+                    "dram": "DRAM bandwidth (read + write), % of peak", "dram_read": "DRAM read", "dram_write": "DRAM write",
+                    "pcie_rx": "PCIe receive", "pcie_tx": "PCIe transmit", "nvlink_rx": "NVLink receive",
+                    "nvlink_tx": "NVLink transmit"},
+        "sm_busy": "SMs active while a kernel runs", "pcie_copy": "PCIe (busier direction) while a host-device copy runs",
+        "not_sampled": "not in this GPU's metric set", "kernels": "Hot kernels under the samples",
+        "kernel": "Kernel", "share": "Share (%)", "verdict": "Verdict", "by": "From",
+        "verdicts": {"memory": "memory-bound (DRAM)", "tensor": "compute-bound (tensor cores)",
+                     "compute": "compute-bound (SM issue)", "underfilled": "SMs underfilled", "mixed": "mixed / latency"},
+        "by_words": {"gpu metrics": "GPU metrics", "ncu": "Nsight Compute (wins where it measured the kernel)",
+                     "shorter than two sampling periods": "shorter than two sampling periods: no verdict"},
+        "chart": "GPU metrics over the profile", "chart_zoom": "GPU metrics inside the analysis window",
+        "per_device": "Per GPU", "device": "GPU",
+    },
+    "zh": {
+        "title": "GPU 指标（GPU 自身计数器，nsys --gpu-metrics-devices）",
+        "sampled": "采样间隔", "binned": "按区间读取", "devices": "多 GPU 取平均",
+        "metrics": {"sm_active": "SM 活跃", "sm_issue": "SM 指令发射", "tensor_active": "Tensor 管线活跃",
+                    "dram": "显存带宽（读 + 写），占峰值 %", "dram_read": "显存读", "dram_write": "显存写",
+                    "pcie_rx": "PCIe 接收", "pcie_tx": "PCIe 发送", "nvlink_rx": "NVLink 接收", "nvlink_tx": "NVLink 发送"},
+        "sm_busy": "kernel 运行期间的 SM 活跃度", "pcie_copy": "主机-设备拷贝期间的 PCIe 吞吐（较忙的方向）",
+        "not_sampled": "该 GPU 的指标集中没有", "kernels": "热点 kernel 的采样结果",
+        "kernel": "Kernel", "share": "占比 (%)", "verdict": "判断", "by": "来源",
+        "verdicts": {"memory": "访存瓶颈（显存）", "tensor": "计算瓶颈（Tensor Core）", "compute": "计算瓶颈（SM 发射）",
+                     "underfilled": "SM 未填满", "mixed": "混合 / 延迟"},
+        "by_words": {"gpu metrics": "GPU 指标", "ncu": "Nsight Compute（测过的 kernel 以它为准）",
+                     "shorter than two sampling periods": "短于两个采样周期：不作判断"},
+        "chart": "整个采集期间的 GPU 指标", "chart_zoom": "分析窗口内的 GPU 指标",
+        "per_device": "每个 GPU", "device": "GPU",
+    },
+}
+
+COLORS = {"sm_active": "#2563eb", "tensor_active": "#16a34a", "dram": "#dc2626"}
+
+
+def chart(ser: dict | None, G: dict, cid: str = "gpu_metrics", title: str | None = None) -> dict | None:
+    """Lines of SM active, tensor active and DRAM bandwidth (% of peak) per timeline bin; the window
+    outlined as in the utilization timeline. None when the series hold no GPU metrics."""
+    from .html import _chart, _el, _legend, _n, _nice_step, _tick_label, _ticks
+
+    lines = (ser or {}).get("gpu_metrics")
+    if not ser or not ser.get("available") or not lines:
+        return None
+    W = 1100
+    x0, x1, y0, y1 = 56, W - 16, 24, 200
+    s0, s1 = ser["span_start_ns"], ser["span_end_ns"]
+    span = s1 - s0
+    px = lambda t: x0 + (t - s0) / span * (x1 - x0)  # noqa: E731
+    py = lambda p: y1 - min(100.0, max(0.0, p)) / 100.0 * (y1 - y0)  # noqa: E731
+    els: list[dict] = [_el("rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, class_="plotbg")]
+    for p in (0, 25, 50, 75, 100):
+        els.append(_el("line", x1=x0, x2=x1, y1=_n(py(p)), y2=_n(py(p)), class_="grid"))
+        els.append(_el("text", str(p), x=x0 - 6, y=_n(py(p) + 4), class_="axis", text_anchor="end"))
+    starts, widths = ser["bin_start_ns"], ser["bin_ns"]
+    legend, n_series = [], 0
+    for key in ("sm_active", "tensor_active", "dram"):
+        vals = lines.get(key)
+        if not vals:
+            continue
+        d, pen = [], False
+        for s, w, v in zip(starts, widths, vals):
+            if v is None:
+                pen = False
+                continue
+            x = px(s + w / 2)
+            d.append(f"{'L' if pen else 'M'}{_n(x)} {_n(py(v))}")
+            pen = True
+        label = G["metrics"][key]
+        els.append(_el("path", d="".join(d) or "M0 0", fill="none", stroke=COLORS[key], stroke_width=1.6,
+                       class_="series line", data_series=key, title=label))
+        legend.append((label, COLORS[key], "line"))
+        n_series += 1
+    win = ser.get("window")
+    if win:
+        xa, xb = px(max(s0, win["start_ns"])), px(min(s1, win["end_ns"]))
+        if xb > xa:
+            els.append(_el("rect", x=_n(xa), y=y0 - 2, width=_n(max(1.0, xb - xa)), height=y1 - y0 + 4, class_="window"))
+    t0, t1 = s0 / 1e9, s1 / 1e9
+    step = _nice_step(t1 - t0, 10)
+    for t in _ticks(t0, t1, 10):
+        x = px(t * 1e9)
+        els.append(_el("line", x1=_n(x), x2=_n(x), y1=y1, y2=y1 + 5, class_="tick"))
+        els.append(_el("text", _tick_label(t, step), x=_n(x), y=y1 + 18, class_="axis", text_anchor="middle"))
+    els.append(_el("text", "% of peak", x=x0, y=y0 - 8, class_="axis-title"))
+    leg, bottom = _legend(legend, x0, y1 + 40, x1 - x0)
+    return _chart(cid, title or G["chart"], W, int(bottom + 6), els + leg, n_series)
