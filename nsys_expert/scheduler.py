@@ -1,0 +1,141 @@
+"""Where the per-rank units of work run, and how their results come back.
+
+``--scheduler`` (or ``scheduler`` in ``[tool.nsys-expert]``) picks the place:
+
+- ``local`` (the default): a local process pool (``spawn``, one worker per core; ``Request.jobs``
+  sets the count), or in this process for one or two ranks;
+- ``dask``: a ``dask.distributed`` ``LocalCluster`` started for this run, worker *processes* bound to
+  127.0.0.1 (no other network, no dashboard), closed when the run ends;
+- ``tcp://HOST:PORT``: an existing Dask cluster's scheduler; its workers must have nsys-expert
+  installed and must read the rank files at the same paths (a shared file system).
+
+Dask is an optional extra (``pip install "nsys-expert[dask]"``): without it, the Dask schedulers are
+one line on stderr and exit 2.
+
+Every rank is one task, :func:`nsys_expert.pipeline.rank_unit`. :func:`run_units` yields
+``(index, result)`` as each rank finishes (not in rank order), so the caller keeps only the small
+per-rank results; a rank that fails yields its exception instead, and the others carry on.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Iterator
+
+from .errors import InputError
+
+LOCAL = "local"
+DASK = "dask"
+CHOICES = "local, dask or tcp://HOST:PORT"
+_ADDRESS = re.compile(r"tcp://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
+MISSING_EXTRA = 'pip install "nsys-expert[dask]"'
+
+
+def check(spec: str | None) -> str:
+    """The scheduler a setting names (``local``, ``dask`` or a ``tcp://HOST:PORT`` address)."""
+    if spec is None or str(spec).strip() in ("", LOCAL):
+        return LOCAL
+    s = str(spec).strip()
+    if s == DASK or _ADDRESS.fullmatch(s):
+        return s
+    raise InputError(f"unknown scheduler '{s}'", hint=f"use {CHOICES}")
+
+
+def workers_for(n_ranks: int, jobs: int | None) -> int:
+    """Worker processes for ``n_ranks`` ranks: ``jobs`` when given, else one per core (one worker, in
+    this process, for one or two ranks, where starting processes costs more than it wins)."""
+    if jobs is not None:
+        return max(1, jobs)
+    return min(n_ranks, os.cpu_count() or 1) if n_ranks > 2 else 1
+
+
+def run_units(ranks, opts, scheduler: str = LOCAL, jobs: int | None = None) -> Iterator[tuple[int, object]]:
+    """Run :func:`~nsys_expert.pipeline.rank_unit` for every rank; yield ``(index, RankResult or the
+    exception it raised)`` as each finishes. Consume it to the end: the pool or cluster closes then."""
+    scheduler = check(scheduler)
+    if scheduler == LOCAL:
+        yield from _local(ranks, opts, jobs)
+    else:
+        yield from _dask(ranks, opts, scheduler, jobs)
+
+
+def _unit(r, opts):
+    from .pipeline import rank_unit
+
+    return rank_unit(r.label, r.files, r.pid, opts)
+
+
+def _local(ranks, opts, jobs):
+    workers = workers_for(len(ranks), jobs)
+    if workers <= 1:
+        for i, r in enumerate(ranks):
+            try:
+                yield i, _unit(r, opts)
+            except Exception as e:  # noqa: BLE001 - a broken rank is reported, the others carry on
+                yield i, e
+        return
+    from .pipeline import rank_unit
+
+    # spawn, not fork: Polars' thread pools do not survive a fork
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futs = {pool.submit(rank_unit, r.label, r.files, r.pid, opts): i for i, r in enumerate(ranks)}
+        for f in as_completed(futs):
+            i = futs.pop(f)
+            try:
+                yield i, f.result()
+            except Exception as e:  # noqa: BLE001
+                yield i, e
+
+
+def _client(scheduler: str, workers: int):
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as e:
+        raise InputError(f"--scheduler {scheduler} needs Dask, an optional extra that is not installed",
+                         hint=MISSING_EXTRA) from e
+    if scheduler == DASK:
+        # worker processes (Polars holds the GIL-free work, but the facts' Python does not), bound to
+        # the loopback interface: nothing listens on another network, no dashboard
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None, silence_logs=logging.ERROR)
+        try:
+            return Client(cluster), cluster
+        except Exception:
+            cluster.close()
+            raise
+    try:
+        return Client(scheduler, timeout="10s"), None
+    except (OSError, TimeoutError) as e:
+        raise InputError(f"cannot reach the Dask scheduler ({e})", scheduler,
+                         hint="start one with `dask scheduler` and workers with `dask worker ADDRESS`, "
+                              "or use --scheduler dask for a cluster on this machine") from e
+
+
+def _dask(ranks, opts, scheduler, jobs):
+    from .pipeline import rank_unit
+
+    # a local cluster: ``jobs`` workers, else one per core (at most one per rank)
+    client, cluster = _client(scheduler, max(1, jobs or min(len(ranks), os.cpu_count() or 1)))
+    try:
+        from distributed import as_completed as dask_completed
+
+        futs = {}
+        for i, r in enumerate(ranks):
+            # one task per rank; pure=False: two runs over the same files are two runs
+            futs[client.submit(rank_unit, r.label, r.files, r.pid, opts, pure=False,
+                               key=f"nsys-expert-rank-{i}-{os.getpid()}-{id(futs)}")] = i
+        for f in dask_completed(list(futs)):
+            i = futs.pop(f)
+            try:
+                res = f.result()
+            except Exception as e:  # noqa: BLE001 - the worker's exception, raised here
+                res = e
+            f.release()               # the result lives on here only: the worker lets it go
+            yield i, res
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
