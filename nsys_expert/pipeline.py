@@ -148,9 +148,11 @@ def _why(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def _gather(ranks, opts, req, progress) -> tuple[list[RankResult], list[dict]]:
-    """Every rank's result, in rank order, as the scheduler streams them back; the failed ranks
-    ``[{"rank", "error"}]``. Fewer than half of the ranks left: the job is not diagnosed."""
+def _gather(ranks, opts, req, progress, arrived: Callable[[int, RankResult], None]
+            ) -> tuple[list[RankResult], list[dict]]:
+    """Every rank's result, in rank order, as the scheduler streams them back (``arrived(i, result)``
+    is called as each comes in, while the others still run); the failed ranks ``[{"rank", "error"}]``.
+    Fewer than half of the ranks left: the job is not diagnosed."""
     got: list[RankResult | None] = [None] * len(ranks)
     errors: dict[int, BaseException] = {}
     done = 0
@@ -159,6 +161,7 @@ def _gather(ranks, opts, req, progress) -> tuple[list[RankResult], list[dict]]:
             errors[i] = out
         else:
             got[i] = out
+            arrived(i, out)
         done += 1
         if progress is not None:
             progress("ranks", done, len(ranks), len(errors))
@@ -178,12 +181,27 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
     from . import engine, facts, report
     from .facts import ranks as rank_facts
 
-    results, failed = _gather(ranks, opts, req, progress)
+    # each rank's own diagnosis is made as its result arrives (the rank's facts alone: no rule of a
+    # single rank reads a cross-rank fact); the cross-rank facts of each rank are added to it below
+    entries: dict[int, dict] = {}
+
+    def arrived(i: int, r: RankResult) -> None:
+        rev = engine.evaluate(rules, r.fs, r.tables, overrides, req.lang)
+        rdoc = report.build(r.prof, r.fs, rev, req.lang)
+        entries[i] = {"rank": r.label, "pid": r.prof.meta.get("pid"), "facts": rdoc["facts"],
+                      "window": rdoc["window"], "verdict": rdoc["verdict"],
+                      "findings": [{k: f[k] for k in ("rule", "category", "severity", "rank", "title",
+                                                      "estimated_gain_pct", "scope")} for f in rdoc["findings"]]}
+
+    results, failed = _gather(ranks, opts, req, progress, arrived)
+    rank_docs = [entries[i] for i in sorted(entries)]
+    del entries
     labels = [r.label for r in results]
     cross = rank_facts.cross_rank(labels, [r.fs for r in results])
-    for r, extra in zip(results, cross["per_rank"]):
+    for r, rdoc, extra in zip(results, rank_docs, cross["per_rank"]):
         for k, v in extra.items():
             r.fs.put(k, v, "cross-rank")
+        rdoc["facts"] = dict(sorted((rdoc["facts"] | {k: report.clean_value(v) for k, v in extra.items()}).items()))
     # the representative rank is the typical one: median iteration time, then median compute per
     # iteration (ranks in lockstep share one iteration time; a straggler has more compute)
     def typical(i):
@@ -217,12 +235,5 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
                                f"{len(results)} of {len(ranks)} ranks")
     doc["ranks_failed"] = failed
     doc["representative_rank"] = rep.label
-    doc["ranks"] = []
-    for r in results:
-        rev = engine.evaluate(rules, r.fs, r.tables, overrides, req.lang)
-        rdoc = report.build(r.prof, r.fs, rev, req.lang)
-        doc["ranks"].append({"rank": r.label, "pid": r.prof.meta.get("pid"), "facts": rdoc["facts"],
-                             "window": rdoc["window"], "verdict": rdoc["verdict"],
-                             "findings": [{k: f[k] for k in ("rule", "category", "severity", "rank", "title",
-                                                             "estimated_gain_pct", "scope")} for f in rdoc["findings"]]})
+    doc["ranks"] = rank_docs
     return doc
