@@ -170,9 +170,10 @@ def _gather(ranks, opts, req, progress, arrived: Callable[[int, RankResult], Non
     if failed and 2 * left < len(ranks):
         if not any(isinstance(e, InputError) for e in errors.values()):
             raise next(iter(errors.values()))         # no rank's input was at fault: an internal error
-        first = "; ".join(f"{f['rank']}: {f['error']}" for f in failed[:3])
+        others = [f["rank"] for f in failed[1:]]
+        more = f"; also {', '.join(others[:8])}{', ...' if len(others) > 8 else ''}" if others else ""
         raise InputError(f"{len(failed)} of {len(ranks)} ranks could not be diagnosed, fewer than half remain "
-                         f"({first}{'; ...' if len(failed) > 3 else ''})",
+                         f"({failed[0]['rank']}: {failed[0]['error']}{more})",
                          hint="fix or leave out those ranks' files")
     return [g for g in got if g is not None], failed
 

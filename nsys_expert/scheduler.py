@@ -97,10 +97,7 @@ def _client(scheduler: str, workers: int):
         raise InputError(f"--scheduler {scheduler} needs Dask, an optional extra that is not installed",
                          hint=MISSING_EXTRA) from e
     if scheduler == DASK:
-        # worker processes (Polars holds the GIL-free work, but the facts' Python does not), bound to
-        # the loopback interface: nothing listens on another network, no dashboard
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, silence_logs=logging.ERROR)
+        cluster = LocalCluster(**local_cluster_options(workers))
         try:
             return Client(cluster), cluster
         except Exception:
@@ -112,6 +109,16 @@ def _client(scheduler: str, workers: int):
         raise InputError(f"cannot reach the Dask scheduler ({e})", scheduler,
                          hint="start one with `dask scheduler` and workers with `dask worker ADDRESS`, "
                               "or use --scheduler dask for a cluster on this machine") from e
+
+
+def local_cluster_options(workers: int) -> dict:
+    """The ``LocalCluster`` of ``--scheduler dask``: worker *processes* (the facts' Python holds the
+    GIL), one thread each, everything bound to the loopback interface (the scheduler, the workers,
+    their nannies and the HTTP endpoints Dask always starts, on free ports): nothing listens on another
+    network; no dashboard; the cluster's own logging silenced (a failed rank is reported, not logged)."""
+    return dict(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+                silence_logs=logging.CRITICAL)
 
 
 def _dask(ranks, opts, scheduler, jobs):
