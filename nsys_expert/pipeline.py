@@ -183,7 +183,9 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
     from .facts import ranks as rank_facts
 
     # each rank's own diagnosis is made as its result arrives (the rank's facts alone: no rule of a
-    # single rank reads a cross-rank fact); the cross-rank facts of each rank are added to it below
+    # single rank reads a cross-rank fact; its cross-rank facts are added to its row below). Then only
+    # what the cross-rank facts and the job's report read of it is kept (its facts, NCCL kernel
+    # sequence, warnings, inputs): the client's memory grows by a few KB per rank, not by its tables
     entries: dict[int, dict] = {}
 
     def arrived(i: int, r: RankResult) -> None:
@@ -193,9 +195,13 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
                       "window": rdoc["window"], "verdict": rdoc["verdict"],
                       "findings": [{k: f[k] for k in ("rule", "category", "severity", "rank", "title",
                                                       "estimated_gain_pct", "scope")} for f in rdoc["findings"]]}
+        seq = r.fs.tables.get("_nccl_sequence")
+        r.fs = facts.FactSet(run=r.fs.run, warnings=r.fs.warnings,
+                             tables={} if seq is None else {"_nccl_sequence": seq})
 
     results, failed = _gather(ranks, opts, req, progress, arrived)
     rank_docs = [entries[i] for i in sorted(entries)]
+    indices = sorted(entries)                         # results[j] is ranks[indices[j]]
     del entries
     labels = [r.label for r in results]
     cross = rank_facts.cross_rank(labels, [r.fs for r in results])
@@ -209,7 +215,13 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
         f = results[i].fs.run
         return (f.get("iter_median_ms") or 0.0, f.get("compute_ms_per_iter") or 0.0, f.get("gpu_active_pct") or 0.0, i)
     order = sorted(range(len(results)), key=typical)
-    rep = results[order[len(order) // 2]]
+    mid = order[len(order) // 2]
+    # the representative's full facts (kernels, tables, sources) once more, here: one rank's load
+    # (the client reads the job's files too: it found the ranks), instead of every rank's tables kept
+    r = ranks[indices[mid]]
+    rep = rank_unit(r.label, r.files, r.pid, opts)
+    for k, v in cross["per_rank"][mid].items():
+        rep.fs.put(k, v, "cross-rank")
     job = facts.FactSet(run=dict(rep.fs.run), kernels=rep.fs.kernels, window=rep.fs.window,
                         sources=dict(rep.fs.sources), absent=dict(rep.fs.absent), tables=dict(rep.fs.tables),
                         warnings=list(rep.fs.warnings), tiers=dict(rep.fs.tiers))

@@ -129,10 +129,12 @@ def _dask(ranks, opts, scheduler, jobs):
     try:
         from distributed import as_completed as dask_completed
 
+        # another machine's worker has another working directory: it gets the absolute paths
+        where = (lambda fs: fs) if cluster is not None else (lambda fs: [os.path.abspath(f) for f in fs])
         futs = {}
         for i, r in enumerate(ranks):
             # one task per rank; pure=False: two runs over the same files are two runs
-            futs[client.submit(rank_unit, r.label, r.files, r.pid, opts, pure=False,
+            futs[client.submit(rank_unit, r.label, where(r.files), r.pid, opts, pure=False,
                                key=f"nsys-expert-rank-{i}-{os.getpid()}-{id(futs)}")] = i
         for f in dask_completed(list(futs)):
             i = futs.pop(f)
