@@ -22,6 +22,7 @@ import logging
 import multiprocessing
 import os
 import re
+import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Iterator
 
@@ -62,23 +63,17 @@ def run_units(ranks, opts, scheduler: str = LOCAL, jobs: int | None = None) -> I
         yield from _dask(ranks, opts, scheduler, jobs)
 
 
-def _unit(r, opts):
+def _local(ranks, opts, jobs):
     from .pipeline import rank_unit
 
-    return rank_unit(r.label, r.files, r.pid, opts)
-
-
-def _local(ranks, opts, jobs):
     workers = workers_for(len(ranks), jobs)
     if workers <= 1:
         for i, r in enumerate(ranks):
             try:
-                yield i, _unit(r, opts)
+                yield i, rank_unit(r.label, r.files, r.pid, opts)
             except Exception as e:  # noqa: BLE001 - a broken rank is reported, the others carry on
                 yield i, e
         return
-    from .pipeline import rank_unit
-
     # spawn, not fork: Polars' thread pools do not survive a fork
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futs = {pool.submit(rank_unit, r.label, r.files, r.pid, opts): i for i, r in enumerate(ranks)}
@@ -131,11 +126,12 @@ def _dask(ranks, opts, scheduler, jobs):
 
         # another machine's worker has another working directory: it gets the absolute paths
         where = (lambda fs: fs) if cluster is not None else (lambda fs: [os.path.abspath(f) for f in fs])
+        run = uuid.uuid4().hex[:12]       # this run's tasks, among other clients' on a shared cluster
         futs = {}
         for i, r in enumerate(ranks):
             # one task per rank; pure=False: two runs over the same files are two runs
             futs[client.submit(rank_unit, r.label, where(r.files), r.pid, opts, pure=False,
-                               key=f"nsys-expert-rank-{i}-{os.getpid()}-{id(futs)}")] = i
+                               key=f"nsys-expert-{run}-rank{i}")] = i
         for f in dask_completed(list(futs)):
             i = futs.pop(f)
             try:
