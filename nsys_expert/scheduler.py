@@ -99,11 +99,34 @@ def _client(scheduler: str, workers: int):
             cluster.close()
             raise
     try:
-        return Client(scheduler, timeout="10s"), None
+        client = Client(scheduler, timeout="10s")
     except (OSError, TimeoutError) as e:
         raise InputError(f"cannot reach the Dask scheduler ({e})", scheduler,
                          hint="start one with `dask scheduler` and workers with `dask worker ADDRESS`, "
                               "or use --scheduler dask for a cluster on this machine") from e
+    try:
+        check_workers(client, scheduler)
+    except BaseException:
+        client.close()
+        raise
+    return client, None
+
+
+def check_workers(client, where: str) -> None:
+    """Every worker of an existing cluster has this nsys-expert (a worker that cannot unpickle the
+    task does not fail it: it stalls the run). A cluster without workers is said so too."""
+    from importlib.metadata import version
+
+    versions = client.run(version, "nsys-expert", on_error="return")
+    if not versions:
+        raise InputError("the Dask cluster has no workers", where, hint="start some with `dask worker ADDRESS`")
+    mine = version("nsys-expert")
+    bad = {w: v for w, v in versions.items() if v != mine}
+    if bad:
+        w, v = next(iter(sorted(bad.items())))
+        said = f"has nsys-expert {v}" if isinstance(v, str) else "has no nsys-expert"
+        raise InputError(f"{len(bad)} of {len(versions)} Dask workers cannot run the per-rank work ({w} {said})",
+                         where, hint=f"pip install nsys-expert=={mine} on every worker")
 
 
 def local_cluster_options(workers: int) -> dict:

@@ -12,7 +12,7 @@ import pytest
 
 from ranks.make_ranks import make
 
-from nsys_expert import config, pipeline, report, scheduler
+from nsys_expert import __version__, config, pipeline, report, scheduler
 from nsys_expert.errors import InputError
 from nsys_expert.report.terminal import rank_bar
 
@@ -193,3 +193,28 @@ def test_cli_scheduler_dask_from_the_settings_file(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stderr == ""                                  # the cluster's logs stay quiet
     assert same_fields(json.loads(p.stdout), diagnose(job)) == []
+
+
+PRETEND_NOT_INSTALLED = '''
+import importlib.metadata as m
+_version = m.version
+def version(name):
+    if name == "nsys-expert":
+        raise m.PackageNotFoundError(name)
+    return _version(name)
+m.version = version
+'''
+
+
+@pytest.mark.slow
+def test_workers_without_nsys_expert_are_named_not_waited_for(tmp_path):
+    """An existing cluster whose workers lack nsys-expert (a preload pretends so): one clear error
+    before any task is sent (a worker that cannot unpickle the task stalls, it does not fail)."""
+    distributed = pytest.importorskip("distributed", reason='the dask extra is not installed (pip install -e ".[test,dask]")')
+    make(str(tmp_path / "job"), ranks=3)
+    (tmp_path / "pretend.py").write_text(PRETEND_NOT_INSTALLED)
+    with distributed.LocalCluster(**scheduler.local_cluster_options(2), preload=[str(tmp_path / "pretend.py")]) as c:
+        with pytest.raises(InputError) as e:
+            diagnose(tmp_path / "job", scheduler=c.scheduler_address)
+    assert e.value.line().startswith(f"{c.scheduler_address}: 2 of 2 Dask workers cannot run the per-rank work (tcp://127.0.0.1:")
+    assert e.value.line().endswith(f"has no nsys-expert) (pip install nsys-expert=={__version__} on every worker)")
