@@ -80,9 +80,24 @@ def test_scheduler_from_settings(tmp_path):
 
 
 def test_rank_bar():
-    assert rank_bar(0, 64, width=8) == "[--------] 0/64 ranks"
-    assert rank_bar(32, 64, 1, width=8) == "[####----] 32/64 ranks (1 failed)"
-    assert rank_bar(64, 64, width=8) == "[########] 64/64 ranks"
+    assert rank_bar(0, 64, width=8) == "░░░░░░░░ 0/64 ranks"
+    assert rank_bar(32, 64, 1, width=8) == "████░░░░ 32/64 ranks (1 failed)"
+    assert rank_bar(64, 64, width=8) == "████████ 64/64 ranks"
+
+
+def test_the_bar_shows_on_the_terminal(tmp_path):
+    """What the spinner line really prints (Rich markup must not eat the bar)."""
+    import io
+
+    from nsys_expert.report.terminal import progress
+
+    import time
+
+    out = io.StringIO()
+    with progress(["job/"], "en", delay=0.0, stream=out, force=True) as step:
+        step("ranks", 3, 8, 1)
+        time.sleep(0.7)
+    assert "nsys-expert: " + "█" * 9 + "░" * 15 + " 3/8 ranks (1 failed) job/" in out.getvalue()
 
 
 def test_progress_is_told_each_rank(tmp_path):

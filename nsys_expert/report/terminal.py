@@ -104,10 +104,11 @@ def progress(paths: list[str] | tuple[str, ...], lang: str | None = "en", delay:
 
 
 def rank_bar(done: int, total: int, failed: int = 0, words: dict | None = None, width: int = 24) -> str:
-    """``[#########---------------] 37/96 ranks (1 failed)``: the ranks finished so far."""
+    """``█████████░░░░░░░░░░░░░░░ 37/96 ranks (1 failed)``: the ranks finished so far (no square
+    brackets: the spinner's text is Rich markup)."""
     W = words or WORDS["en"]
     fill = int(width * done / total) if total else width
-    text = f"[{'#' * fill}{'-' * (width - fill)}] {done}/{total} {W['ranks']}"
+    text = f"{'█' * fill}{'░' * (width - fill)} {done}/{total} {W['ranks']}"
     return text + (f" ({failed} {W['failed']})" if failed else "")
 
 
