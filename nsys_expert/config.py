@@ -2,7 +2,8 @@
 
 Keys: ``rules`` (pack folders, relative to the settings file), ``select``, ``ignore`` (rule ids or
 categories), ``set`` (a table ``{"rule.param" = value}`` or a list of ``"rule.param=value"``),
-``fail-on``, ``lang``, ``skip-iterations``.
+``fail-on``, ``lang``, ``skip-iterations``, ``iteration-range``, ``scheduler`` (``local``, ``dask`` or
+``tcp://HOST:PORT``: where a multi-rank job's per-rank work runs, docs/multi-rank.md).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import tomllib
 
 from .errors import InputError
 
-KEYS = {"rules", "select", "ignore", "set", "fail-on", "lang", "skip-iterations"}
+KEYS = {"rules", "select", "ignore", "set", "fail-on", "lang", "skip-iterations", "iteration-range", "scheduler"}
 
 
 def load(path: str | None = None) -> dict:
@@ -75,6 +76,8 @@ def merge(cfg: dict, req):
         req.lang = cfg.get("lang", "en")
     if getattr(req, "iteration_range", None) is None and cfg.get("iteration-range"):
         req.iteration_range = str(cfg["iteration-range"])
+    if getattr(req, "scheduler", None) is None and cfg.get("scheduler") is not None:
+        req.scheduler = str(cfg["scheduler"])
     if req.skip_iterations is None and cfg.get("skip-iterations") is not None:
         req.skip_iterations = int(cfg["skip-iterations"])
     return req

@@ -3,19 +3,21 @@ report the chart series (``facts.series``), which the report receives and does n
 
 One run gives one fact set. A multi-rank job (several per-rank inputs, or one export with several
 processes) gives one fact set per rank, computed by :func:`rank_unit` - a plain function of plain
-arguments, so the same unit of work runs in a local process pool here and on a distributed engine
-(Dask, Ray) for jobs with hundreds of ranks (docs/multi-rank.md) - then cross-rank facts, and the
-job is diagnosed from the representative rank (the median one) plus those cross-rank facts.
+arguments, so the same unit of work runs in a local process pool or on Dask (``Request.scheduler``,
+:mod:`nsys_expert.scheduler`; docs/multi-rank.md) - then cross-rank facts from those small per-rank
+results only, and the job is diagnosed from the representative rank (the median one) plus those
+cross-rank facts. A rank that fails is reported and the job diagnosed from the others, unless fewer
+than half of the ranks remain.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from . import load
+from . import load, scheduler
+from .errors import InputError
 from .load import ranks as rank_inputs
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ class Request:
     lang: str | None = "en"
     jobs: int | None = None          # worker processes for per-rank facts (None: automatic)
     iteration_range: str | None = None   # --iteration-range NAME: the NVTX range that marks iterations
+    scheduler: str | None = None     # where per-rank work runs: local (default), dask, tcp://HOST:PORT
 
 
 @dataclass
@@ -69,8 +72,8 @@ class Result:
     fs: facts.FactSet | None = None
 
 
-def diagnose(req: Request) -> dict:
-    return run(req).doc
+def diagnose(req: Request, progress: Callable[..., None] | None = None) -> dict:
+    return run(req, progress).doc
 
 
 def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = None
@@ -82,7 +85,7 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
     half of the profile (else None). For a multi-rank job (``doc["ranks"]``) there is no timeline:
     the series say why. ``progress`` is told ``"charts"`` when the series start.
     """
-    res = run(req)
+    res = run(req, progress)
     doc, prof, fs = res.doc, res.prof, res.fs
     if doc.get("ranks") or prof is None:
         return doc, {"available": False, "reason": "a multi-rank job: one timeline per rank is not drawn",
@@ -101,8 +104,10 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
     return doc, ser, zoom
 
 
-def run(req: Request) -> Result:
+def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
+    """``progress`` (optional) is told ``("ranks", done, total)`` as each rank of a multi-rank job ends."""
     req.lang = req.lang or "en"
+    req.scheduler = scheduler.check(req.scheduler)   # a bad value is a usage error before any reading
     per_path, skipped = load.list_inputs(req.paths)
     ranks, notes = rank_inputs.discover(per_path)
     # one run: start reading it (Polars, off the GIL) while the rule packs load and validate
@@ -133,36 +138,90 @@ def run(req: Request) -> Result:
             return Result(report.build(prof, fs, ev, req.lang), prof, fs)
         ranks = [rank_inputs.RankInput(f"pid {p}", ranks[0].files, pid=p) for p in pids]
         notes.append(f"{len(pids)} processes ran GPU work in one export: each is diagnosed as a rank")
-    return Result(_diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req))
+    return Result(_diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress))
 
 
-def _run_units(ranks, opts, jobs):
-    workers = jobs if jobs is not None else (min(len(ranks), os.cpu_count() or 1) if len(ranks) > 2 else 1)
-    if workers <= 1:
-        return [rank_unit(r.label, r.files, r.pid, opts) for r in ranks]
-    # spawn, not fork: Polars' thread pools do not survive a fork
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futs = [pool.submit(rank_unit, r.label, r.files, r.pid, opts) for r in ranks]
-        return [f.result() for f in futs]
+def _why(e: BaseException) -> str:
+    if isinstance(e, InputError):
+        return e.line()
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
+def _gather(ranks, opts, req, progress, arrived: Callable[[int, RankResult], None]
+            ) -> tuple[list[RankResult], list[dict]]:
+    """Every rank's result, in rank order, as the scheduler streams them back (``arrived(i, result)``
+    is called as each comes in, while the others still run); the failed ranks ``[{"rank", "error"}]``.
+    Fewer than half of the ranks left: the job is not diagnosed."""
+    got: list[RankResult | None] = [None] * len(ranks)
+    errors: dict[int, BaseException] = {}
+    done = 0
+    for i, out in scheduler.run_units(ranks, opts, req.scheduler, req.jobs):
+        if isinstance(out, BaseException):
+            errors[i] = out
+        else:
+            got[i] = out
+            arrived(i, out)
+        done += 1
+        if progress is not None:
+            progress("ranks", done, len(ranks), len(errors))
+    failed = [{"rank": ranks[i].label, "error": _why(e)} for i, e in sorted(errors.items())]
+    left = len(ranks) - len(failed)
+    if failed and 2 * left < len(ranks):
+        if not any(isinstance(e, InputError) for e in errors.values()):
+            raise next(iter(errors.values()))         # no rank's input was at fault: an internal error
+        others = [f["rank"] for f in failed[1:]]
+        more = f"; also {', '.join(others[:8])}{', ...' if len(others) > 8 else ''}" if others else ""
+        raise InputError(f"{len(failed)} of {len(ranks)} ranks could not be diagnosed, fewer than half remain "
+                         f"({failed[0]['rank']}: {failed[0]['error']}{more})",
+                         hint="fix or leave out those ranks' files")
+    return [g for g in got if g is not None], failed
+
+
+def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress=None) -> dict:
     from . import engine, facts, report
     from .facts import ranks as rank_facts
 
-    results = _run_units(ranks, opts, req.jobs)
+    # each rank's own diagnosis is made as its result arrives (the rank's facts alone: no rule of a
+    # single rank reads a cross-rank fact; its cross-rank facts are added to its row below). Then only
+    # what the cross-rank facts and the job's report read of it is kept (its facts, NCCL kernel
+    # sequence, warnings, inputs): the client's memory grows by a few KB per rank, not by its tables
+    entries: dict[int, dict] = {}
+
+    def arrived(i: int, r: RankResult) -> None:
+        rev = engine.evaluate(rules, r.fs, r.tables, overrides, req.lang)
+        rdoc = report.build(r.prof, r.fs, rev, req.lang)
+        entries[i] = {"rank": r.label, "pid": r.prof.meta.get("pid"), "facts": rdoc["facts"],
+                      "window": rdoc["window"], "verdict": rdoc["verdict"],
+                      "findings": [{k: f[k] for k in ("rule", "category", "severity", "rank", "title",
+                                                      "estimated_gain_pct", "scope")} for f in rdoc["findings"]]}
+        seq = r.fs.tables.get("_nccl_sequence")
+        r.fs = facts.FactSet(run=r.fs.run, warnings=r.fs.warnings,
+                             tables={} if seq is None else {"_nccl_sequence": seq})
+
+    results, failed = _gather(ranks, opts, req, progress, arrived)
+    rank_docs = [entries[i] for i in sorted(entries)]
+    indices = sorted(entries)                         # results[j] is ranks[indices[j]]
+    del entries
     labels = [r.label for r in results]
     cross = rank_facts.cross_rank(labels, [r.fs for r in results])
-    for r, extra in zip(results, cross["per_rank"]):
+    for r, rdoc, extra in zip(results, rank_docs, cross["per_rank"]):
         for k, v in extra.items():
             r.fs.put(k, v, "cross-rank")
+        rdoc["facts"] = dict(sorted((rdoc["facts"] | {k: report.clean_value(v) for k, v in extra.items()}).items()))
     # the representative rank is the typical one: median iteration time, then median compute per
     # iteration (ranks in lockstep share one iteration time; a straggler has more compute)
     def typical(i):
         f = results[i].fs.run
         return (f.get("iter_median_ms") or 0.0, f.get("compute_ms_per_iter") or 0.0, f.get("gpu_active_pct") or 0.0, i)
     order = sorted(range(len(results)), key=typical)
-    rep = results[order[len(order) // 2]]
+    mid = order[len(order) // 2]
+    # the representative's full facts (kernels, tables, sources) once more, here: one rank's load
+    # (the client reads the job's files too: it found the ranks), instead of every rank's tables kept
+    r = ranks[indices[mid]]
+    rep = rank_unit(r.label, r.files, r.pid, opts)
+    for k, v in cross["per_rank"][mid].items():
+        rep.fs.put(k, v, "cross-rank")
     job = facts.FactSet(run=dict(rep.fs.run), kernels=rep.fs.kernels, window=rep.fs.window,
                         sources=dict(rep.fs.sources), absent=dict(rep.fs.absent), tables=dict(rep.fs.tables),
                         warnings=list(rep.fs.warnings), tiers=dict(rep.fs.tiers))
@@ -184,13 +243,10 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
     if skipped:
         doc["warnings"].append("subfolders not read (pass one as its own PATH to diagnose it): "
                                + ", ".join(os.path.basename(d) for d in skipped))
+    for f in failed:
+        doc["warnings"].append(f"[{f['rank']}] not diagnosed: {f['error']}; the job is diagnosed from the other "
+                               f"{len(results)} of {len(ranks)} ranks")
+    doc["ranks_failed"] = failed
     doc["representative_rank"] = rep.label
-    doc["ranks"] = []
-    for r in results:
-        rev = engine.evaluate(rules, r.fs, r.tables, overrides, req.lang)
-        rdoc = report.build(r.prof, r.fs, rev, req.lang)
-        doc["ranks"].append({"rank": r.label, "pid": r.prof.meta.get("pid"), "facts": rdoc["facts"],
-                             "window": rdoc["window"], "verdict": rdoc["verdict"],
-                             "findings": [{k: f[k] for k in ("rule", "category", "severity", "rank", "title",
-                                                             "estimated_gain_pct", "scope")} for f in rdoc["findings"]]})
+    doc["ranks"] = rank_docs
     return doc

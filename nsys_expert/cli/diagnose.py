@@ -64,19 +64,22 @@ def _no_progress(paths, lang):
 @click.option("--skip-iterations", type=click.IntRange(min=0), help="warm-up iterations to leave out (default 1)")
 @click.option("--iteration-range", metavar="NAME",
               help="the NVTX range that marks iterations (default: the outermost repeated non-library range)")
+@click.option("--scheduler", metavar="local|dask|tcp://HOST:PORT",
+              help="where a multi-rank job's per-rank work runs: local process pool (default), dask (a local "
+                   "Dask cluster), or an existing Dask scheduler; Dask needs pip install \"nsys-expert[dask]\"")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), help="exit 1 when a finding is at or above this severity")
 @click.option("--show-facts", is_flag=True, help="also print every fact of this run with its value and source")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="settings file (default: [tool.nsys-expert] in ./pyproject.toml, or ./nsys-expert.toml)")
 def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, iteration_range,
-             fail_on, show_facts, config_path):
+             scheduler, fail_on, show_facts, config_path):
     """Diagnose a profile: a folder of nsys stats CSVs (or the files themselves)."""
     from .. import config, pipeline
 
     cfg = config.load(config_path)
     req = config.merge(cfg, pipeline.Request(list(paths), list(packs), list(select), list(ignore),
                                              list(overrides), window, skip_iterations, lang,
-                                             iteration_range=iteration_range))
+                                             iteration_range=iteration_range, scheduler=scheduler))
     fail_on = fail_on or cfg.get("fail-on")
     lang = req.lang
     if fmt == "html" or _isatty(sys.stderr):
@@ -89,7 +92,7 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
         if fmt == "html":   # the pipeline computes the chart series; the report draws them
             doc, series, zoom = pipeline.diagnose_with_series(req, step)
         else:
-            doc = pipeline.diagnose(req)
+            doc = pipeline.diagnose(req, step)
     from .. import report
     from ..report import terminal
 

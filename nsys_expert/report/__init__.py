@@ -35,6 +35,11 @@ def rank_findings(findings: list[dict]) -> list[dict]:
     return out
 
 
+def clean_value(v):
+    """A fact's value as the JSON report writes it (floats rounded to 4 places, non-finite as null)."""
+    return _clean(v)
+
+
 def _clean(v):
     if isinstance(v, float):
         if not math.isfinite(v):

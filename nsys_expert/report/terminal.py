@@ -19,14 +19,14 @@ SEVERITY_STYLES = {"info": "dim", "low": "blue", "medium": "yellow", "high": "bo
 
 WORDS = {
     "en": {"working": "diagnosing", "loading": "loading the inputs", "facts": "computing facts",
-           "rules": "evaluating rules", "charts": "computing chart series",
+           "rules": "evaluating rules", "charts": "computing chart series", "ranks": "ranks", "failed": "failed",
            "findings": "Findings", "gain": "gain", "window": "window", "whole": "whole profile",
            "main_idle": "main idle cause", "active": "GPU active", "of_window": "of the window",
            "not_evaluated": "rule(s) not evaluated", "warnings": "warning(s)",
            "more": "Full report: add --format md (or html -o report.html); --lang zh for Chinese.",
            "iter": "median iteration"},
     "zh": {"working": "正在诊断", "loading": "读取输入", "facts": "计算指标", "rules": "评估规则",
-           "charts": "计算图表数据", "findings": "发现的问题", "gain": "预期收益",
+           "charts": "计算图表数据", "ranks": "个 rank", "failed": "失败", "findings": "发现的问题", "gain": "预期收益",
            "window": "窗口", "whole": "整个采集", "main_idle": "主要空闲原因", "active": "GPU 活跃",
            "of_window": "（占窗口）", "not_evaluated": "条规则未评估", "warnings": "条警告",
            "more": "完整报告：加 --format md（或 html -o report.html）。", "iter": "迭代中位耗时"},
@@ -45,7 +45,8 @@ def progress(paths: list[str] | tuple[str, ...], lang: str | None = "en", delay:
              force: bool = False) -> Iterator[Callable[[str], None]]:
     """A spinner on stderr while the inputs load and the facts are computed.
 
-    Yields ``step(phase)`` to name the current phase (``loading`` / ``facts`` / ``rules`` / ``charts``).
+    Yields ``step(phase)`` to name the current phase (``loading`` / ``facts`` / ``rules`` / ``charts``);
+    ``step("ranks", done, total, failed)`` draws a bar over a multi-rank job's ranks as they finish.
     Shown only when ``stream`` (stderr) is a terminal, or ``force``; it appears after ``delay`` seconds
     and is erased when the work ends, so short runs and pipes see nothing.
     """
@@ -53,7 +54,7 @@ def progress(paths: list[str] | tuple[str, ...], lang: str | None = "en", delay:
     W = WORDS.get(lang or "en", WORDS["en"])
     state = {"phase": W["working"], "status": None, "done": False}
     if not (force or _isatty(stream)):
-        yield lambda phase: None
+        yield lambda *a: None
         return
     from rich.console import Console
 
@@ -83,9 +84,9 @@ def progress(paths: list[str] | tuple[str, ...], lang: str | None = "en", delay:
                     return
                 state["status"].update(text())
 
-    def step(phase: str) -> None:
+    def step(phase: str, done: int | None = None, total: int | None = None, failed: int = 0) -> None:
         with lock:
-            state["phase"] = W.get(phase, phase)
+            state["phase"] = W.get(phase, phase) if total is None else rank_bar(done or 0, total, failed, W)
             if state["status"] is not None:
                 state["status"].update(text())
 
@@ -100,6 +101,15 @@ def progress(paths: list[str] | tuple[str, ...], lang: str | None = "en", delay:
             state["done"] = True
             if state["status"] is not None:
                 state["status"].stop()
+
+
+def rank_bar(done: int, total: int, failed: int = 0, words: dict | None = None, width: int = 24) -> str:
+    """``█████████░░░░░░░░░░░░░░░ 37/96 ranks (1 failed)``: the ranks finished so far (no square
+    brackets: the spinner's text is Rich markup)."""
+    W = words or WORDS["en"]
+    fill = int(width * done / total) if total else width
+    text = f"{'█' * fill}{'░' * (width - fill)} {done}/{total} {W['ranks']}"
+    return text + (f" ({failed} {W['failed']})" if failed else "")
 
 
 def wants_summary(output, fmt_given: bool, stream=None) -> bool:

@@ -1,0 +1,169 @@
+"""Where the per-rank units of work run, and how their results come back.
+
+``--scheduler`` (or ``scheduler`` in ``[tool.nsys-expert]``) picks the place:
+
+- ``local`` (the default): a local process pool (``spawn``, one worker per core; ``Request.jobs``
+  sets the count), or in this process for one or two ranks;
+- ``dask``: a ``dask.distributed`` ``LocalCluster`` started for this run, worker *processes* bound to
+  127.0.0.1 (no other network, no dashboard), closed when the run ends;
+- ``tcp://HOST:PORT``: an existing Dask cluster's scheduler; its workers must have nsys-expert
+  installed and must read the rank files at the same paths (a shared file system).
+
+Dask is an optional extra (``pip install "nsys-expert[dask]"``): without it, the Dask schedulers are
+one line on stderr and exit 2.
+
+Every rank is one task, :func:`nsys_expert.pipeline.rank_unit`. :func:`run_units` yields
+``(index, result)`` as each rank finishes (not in rank order), so the caller keeps only the small
+per-rank results; a rank that fails yields its exception instead, and the others carry on.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import re
+import uuid
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Iterator
+
+from .errors import InputError
+
+LOCAL = "local"
+DASK = "dask"
+CHOICES = "local, dask or tcp://HOST:PORT"
+_ADDRESS = re.compile(r"tcp://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
+MISSING_EXTRA = 'pip install "nsys-expert[dask]"'
+
+
+def check(spec: str | None) -> str:
+    """The scheduler a setting names (``local``, ``dask`` or a ``tcp://HOST:PORT`` address)."""
+    if spec is None or str(spec).strip() in ("", LOCAL):
+        return LOCAL
+    s = str(spec).strip()
+    if s == DASK or _ADDRESS.fullmatch(s):
+        return s
+    raise InputError(f"unknown scheduler '{s}'", hint=f"use {CHOICES}")
+
+
+def workers_for(n_ranks: int, jobs: int | None) -> int:
+    """Worker processes for ``n_ranks`` ranks: ``jobs`` when given, else one per core (one worker, in
+    this process, for one or two ranks, where starting processes costs more than it wins)."""
+    if jobs is not None:
+        return max(1, jobs)
+    return min(n_ranks, os.cpu_count() or 1) if n_ranks > 2 else 1
+
+
+def run_units(ranks, opts, scheduler: str = LOCAL, jobs: int | None = None) -> Iterator[tuple[int, object]]:
+    """Run :func:`~nsys_expert.pipeline.rank_unit` for every rank; yield ``(index, RankResult or the
+    exception it raised)`` as each finishes. Consume it to the end: the pool or cluster closes then."""
+    scheduler = check(scheduler)
+    if scheduler == LOCAL:
+        yield from _local(ranks, opts, jobs)
+    else:
+        yield from _dask(ranks, opts, scheduler, jobs)
+
+
+def _local(ranks, opts, jobs):
+    from .pipeline import rank_unit
+
+    workers = workers_for(len(ranks), jobs)
+    if workers <= 1:
+        for i, r in enumerate(ranks):
+            try:
+                yield i, rank_unit(r.label, r.files, r.pid, opts)
+            except Exception as e:  # noqa: BLE001 - a broken rank is reported, the others carry on
+                yield i, e
+        return
+    # spawn, not fork: Polars' thread pools do not survive a fork
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futs = {pool.submit(rank_unit, r.label, r.files, r.pid, opts): i for i, r in enumerate(ranks)}
+        for f in as_completed(futs):
+            i = futs.pop(f)
+            try:
+                yield i, f.result()
+            except Exception as e:  # noqa: BLE001
+                yield i, e
+
+
+def _client(scheduler: str, workers: int):
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as e:
+        raise InputError(f"--scheduler {scheduler} needs Dask, an optional extra that is not installed",
+                         hint=MISSING_EXTRA) from e
+    if scheduler == DASK:
+        cluster = LocalCluster(**local_cluster_options(workers))
+        try:
+            return Client(cluster), cluster
+        except Exception:
+            cluster.close()
+            raise
+    try:
+        client = Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError) as e:
+        raise InputError(f"cannot reach the Dask scheduler ({e})", scheduler,
+                         hint="start one with `dask scheduler` and workers with `dask worker ADDRESS`, "
+                              "or use --scheduler dask for a cluster on this machine") from e
+    try:
+        check_workers(client, scheduler)
+    except BaseException:
+        client.close()
+        raise
+    return client, None
+
+
+def check_workers(client, where: str) -> None:
+    """Every worker of an existing cluster has this nsys-expert (a worker that cannot unpickle the
+    task does not fail it: it stalls the run). A cluster without workers is said so too."""
+    from importlib.metadata import version
+
+    versions = client.run(version, "nsys-expert", on_error="return")
+    if not versions:
+        raise InputError("the Dask cluster has no workers", where, hint="start some with `dask worker ADDRESS`")
+    mine = version("nsys-expert")
+    bad = {w: v for w, v in versions.items() if v != mine}
+    if bad:
+        w, v = next(iter(sorted(bad.items())))
+        said = f"has nsys-expert {v}" if isinstance(v, str) else "has no nsys-expert"
+        raise InputError(f"{len(bad)} of {len(versions)} Dask workers cannot run the per-rank work ({w} {said})",
+                         where, hint=f"pip install nsys-expert=={mine} on every worker")
+
+
+def local_cluster_options(workers: int) -> dict:
+    """The ``LocalCluster`` of ``--scheduler dask``: worker *processes* (the facts' Python holds the
+    GIL), one thread each, everything bound to the loopback interface (the scheduler, the workers,
+    their nannies and the HTTP endpoints Dask always starts, on free ports): nothing listens on another
+    network; no dashboard; the cluster's own logging silenced (a failed rank is reported, not logged)."""
+    return dict(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+                silence_logs=logging.CRITICAL)
+
+
+def _dask(ranks, opts, scheduler, jobs):
+    from .pipeline import rank_unit
+
+    # a local cluster: ``jobs`` workers, else one per core (at most one per rank)
+    client, cluster = _client(scheduler, max(1, jobs or min(len(ranks), os.cpu_count() or 1)))
+    try:
+        from distributed import as_completed as dask_completed
+
+        # another machine's worker has another working directory: it gets the absolute paths
+        where = (lambda fs: fs) if cluster is not None else (lambda fs: [os.path.abspath(f) for f in fs])
+        run = uuid.uuid4().hex[:12]       # this run's tasks, among other clients' on a shared cluster
+        futs = {}
+        for i, r in enumerate(ranks):
+            # one task per rank; pure=False: two runs over the same files are two runs
+            futs[client.submit(rank_unit, r.label, where(r.files), r.pid, opts, pure=False,
+                               key=f"nsys-expert-{run}-rank{i}")] = i
+        for f in dask_completed(list(futs)):
+            i = futs.pop(f)
+            try:
+                res = f.result()
+            except Exception as e:  # noqa: BLE001 - the worker's exception, raised here
+                res = e
+            f.release()               # the result lives on here only: the worker lets it go
+            yield i, res
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
