@@ -83,7 +83,7 @@ def test_check_rules_warns_on_a_rule_without_cases(tmp_path):
     assert "WARN team-min-gpu-util" in p.stdout and "untested (no .cases.yaml): team-min-gpu-util" in p.stdout
     assert "warning: 1 rule(s) have no fixture cases: team-min-gpu-util" in p.stderr
     p = nsx("check-rules", "--strict", pack)
-    assert p.returncode == 2 and "FAIL team-min-gpu-util" in p.stdout
+    assert p.returncode == 1 and "FAIL team-min-gpu-util" in p.stdout
 
 
 def test_check_rules_fails_on_a_wrong_case(tmp_path):
@@ -91,7 +91,7 @@ def test_check_rules_fails_on_a_wrong_case(tmp_path):
     (pack / "rules" / "team-min-gpu-util.cases.yaml").write_text(
         "- {name: wrong, facts: {gpu_active_pct: 99}, expect: fire}\n- {name: q, facts: {gpu_active_pct: 99}, expect: quiet}\n")
     p = nsx("check-rules", pack)
-    assert p.returncode == 2 and "FAIL team-min-gpu-util: wrong" in p.stdout
+    assert p.returncode == 1 and "FAIL team-min-gpu-util: wrong" in p.stdout
 
 
 def test_rules_explain_facts_commands():
@@ -103,7 +103,7 @@ def test_rules_explain_facts_commands():
     p = nsx("explain", "lunch-bound")
     assert p.returncode == 2 and "did you mean 'launch-bound'" in p.stderr
     facts = json.loads(nsx("facts", "--format", "json").stdout)
-    assert any(f["name"] == "gpu_active_pct" and "gpu_trace" in f["needs"] for f in facts)
+    assert any(f["name"] == "gpu_active_pct" and "cuda_gpu_trace" in f["needs"] for f in facts)
 
 
 def test_rule_reference_in_docs_is_generated_from_the_rules():

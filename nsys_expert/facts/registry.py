@@ -28,6 +28,18 @@ INPUTS = {
     "ncu": "an Nsight Compute CSV of the hot kernels (ncu --set full ... then ncu -i X.ncu-rep --csv --page details)",
 }
 
+# what a user exports for each input: the nsys stats report name (others: how it is collected)
+_OTHER_NAMES = {"osrt_trace": "SQLite export with --trace=osrt", "ranks": "several ranks",
+                "ncu": "ncu --csv --page details"}
+
+
+def user_name(input_id: str) -> str:
+    """The name a user knows an input by: ``gpu_trace`` -> ``cuda_gpu_trace`` (the nsys stats report)."""
+    import re
+
+    m = re.search(r"nsys stats -r (\w+)", INPUTS.get(input_id, ""))
+    return m.group(1) if m else _OTHER_NAMES.get(input_id, input_id)
+
 
 @dataclass(frozen=True)
 class Fact:
