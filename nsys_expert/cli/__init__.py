@@ -51,7 +51,7 @@ class _LazyGroup(click.Group):
         name = args[0] if args else None
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
             hint = difflib.get_close_matches(name, self.list_commands(ctx), 1, 0.5)
-            ctx.fail(f"no such command '{name}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+            ctx.fail(f"No such command '{name}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
                      + "; nsys-expert --help lists them")
         return super().resolve_command(ctx, args)
 

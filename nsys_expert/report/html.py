@@ -19,7 +19,8 @@ import math
 import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
-from . import LABELS, SEVERITY_ZH, _fmt, severity_word, template_env, verdict
+from ..textsafe import visible
+from . import LABELS, SEVERITY_ZH, _fmt, group_not_evaluated, severity_word, split_warnings, template_env, verdict
 
 # ------------------------------------------------------------------------------------------ colours
 SEVERITY_COLORS = {"info": "#6b7280", "low": "#2563eb", "medium": "#d97706", "high": "#dc2626", "critical": "#7f1d1d"}
@@ -401,6 +402,7 @@ def _env() -> jinja2.Environment:
     env = template_env(True)
     env.filters["fmt"] = _fmt
     env.filters["short"] = short_kernel_name
+    env.filters["basename"] = lambda p: str(p).replace("\\", "/").rsplit("/", 1)[-1]
     return env
 
 
@@ -411,12 +413,10 @@ def render_html(doc: dict, ser: dict | None = None, lang: str = "en", zoom: dict
     L, H = LABELS.get(lang, LABELS["en"]), HTML_LABELS.get(lang, HTML_LABELS["en"])
     tpl = _env().get_template("report.html.j2")
     sev = severity_word(lang)
-    groups: dict[str, list[str]] = {}   # rules that miss the same inputs, listed together (as the Markdown)
-    for n in doc.get("not_evaluated", []):
-        groups.setdefault("; ".join(n["missing"]), []).append(n["rule"])
-    return tpl.render(doc=doc, L=L, H=H, w=doc["window"], f=doc["facts"], t=doc["tables"], lang=lang,
+    return visible(tpl.render(doc=doc, L=L, H=H, w=doc["window"], f=doc["facts"], t=doc["tables"], lang=lang,
                       ser=ser, charts=charts(doc, ser, zoom, lang), sev=sev, sev_color=SEVERITY_COLORS,
                       vw=verdict.words(doc, L, sev),
                       graph_hidden=bool(ser and ser.get("graph_hidden")),
-                      not_evaluated_groups=[(rules, missing) for missing, rules in groups.items()],
-                      no_timeline_reason=(ser or {}).get("reason")).rstrip() + "\n"
+                      not_evaluated_groups=group_not_evaluated(doc.get("not_evaluated", []), doc),
+                      warnings=split_warnings(doc.get("warnings", [])),
+                      no_timeline_reason=(ser or {}).get("reason")).rstrip() + "\n")
