@@ -330,6 +330,47 @@ def test_html_in_headless_chromium(case, browser, tmp_path):
         (dst / f"report-{case}.png").write_bytes(doc_png)
 
 
+OVERFLOW_JS = """JSON.stringify((() => {
+  const main = document.querySelector('main').getBoundingClientRect();
+  const out = [];
+  for (const e of document.querySelectorAll('main *')) {
+    if (e instanceof SVGElement && !(e instanceof SVGSVGElement)) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    const wider = r.right > main.right + 1 || r.left < main.left - 1;
+    const spills = e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible';
+    if (wider || spills)
+      out.push({tag: e.tagName, cls: e.className && e.className.baseVal === undefined ? e.className : '',
+                text: (e.textContent || '').slice(0, 60), right: Math.round(r.right), main: Math.round(main.right),
+                scroll: e.scrollWidth, client: e.clientWidth});
+  }
+  return out;
+})())"""
+
+
+@pytest.mark.parametrize("case, width", [("compute_bound_ncu", 1200), ("memory_bound_ncu", 600)])
+def test_no_element_is_wider_than_the_page(case, width, browser, tmp_path):
+    """The ncu fact tables (long metric values, kernel names) wrap: no element of the page reaches
+    past the main column, none spills its own content (by element width, in Chromium), at the
+    screenshot width and at a half-screen window (600 px: the evidence table's headers wrap)."""
+    doc, ser, page_html = render([FIXTURES / case / "input"])
+    assert any(k.get("ncu") or k.get("registers_per_thread") for k in doc["tables"].get("top_kernels", [])) or \
+        any("ncu" in str(src) or "details" in str(src) for src in doc["fact_sources"].values())
+    path = tmp_path / f"report-{case}.html"
+    path.write_text(page_html, encoding="utf-8")
+    page = browser.open(path, width=width)
+    try:
+        bad = json.loads(page.eval(OVERFLOW_JS))
+        scroll = page.eval("document.documentElement.scrollWidth - innerWidth")
+        png = page.screenshot(scale=0.5)
+    finally:
+        page.close()
+    assert bad == [], bad[:5]
+    assert scroll <= 0
+    w, h, ink = png_size_and_ink(png)
+    assert w == width // 2 and ink > 0.05
+
+
 # ------------------------------------------------------------------------------------- escaping
 @pytest.fixture
 def evil_case(tmp_case):
