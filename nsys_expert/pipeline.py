@@ -54,6 +54,12 @@ def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options
 
     prof = load.load_files(files, pid=pid)
     fs = facts.compute(prof, opts)
+    try:   # the rank's row of the HTML report's rank timeline, binned here where its frames are
+        from .facts.series import rank_row
+
+        fs.tables["_rank_row"] = rank_row(prof, fs)
+    except Exception:  # noqa: BLE001 - a chart must never break a diagnosis
+        fs.tables["_rank_row"] = None
     tables = set(prof.tables)
     prof.tables = {}                                   # the frames stay in the worker
     fs.tables = {k: v for k, v in fs.tables.items() if k not in facts.PRIVATE_TABLES}
@@ -84,9 +90,9 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
     """
     res = run(req)
     doc, prof, fs = res.doc, res.prof, res.fs
-    if doc.get("ranks") or prof is None:
-        return doc, {"available": False, "reason": "a multi-rank job: one timeline per rank is not drawn",
-                     "iterations": [], "causes": []}, None
+    if doc.get("ranks") or prof is None:   # one row per rank instead (report/html.py: rank_timeline_chart)
+        return doc, {"available": False, "reason": "a multi-rank job: one row per rank below, no single timeline",
+                     "iterations": [], "causes": [], "ranks": doc.pop("_rank_rows", [])}, None
     if progress is not None:
         progress("charts")
     from .facts.series import series
@@ -185,6 +191,7 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
         doc["warnings"].append("subfolders not read (pass one as its own PATH to diagnose it): "
                                + ", ".join(os.path.basename(d) for d in skipped))
     doc["representative_rank"] = rep.label
+    doc["_rank_rows"] = [{"rank": r.label, **(r.fs.tables.get("_rank_row") or {})} for r in results]
     doc["ranks"] = []
     for r in results:
         rev = engine.evaluate(rules, r.fs, r.tables, overrides, req.lang)

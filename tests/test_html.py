@@ -622,3 +622,24 @@ def test_progress_spinner_only_on_a_terminal_and_only_when_slow():
         step("facts")
         time.sleep(0.7)
     assert "computing facts" in slow.getvalue() and "a (+2)" in slow.getvalue()
+
+
+def test_multi_rank_job_draws_one_timeline_row_per_rank(tmp_path):
+    """A multi-rank job has no single timeline: one row per rank (compute, NCCL, copies; the rest idle)
+    over each rank's window, from the ranks' own traces."""
+    doc, ser, page_html = render([FIXTURES / "ddp_derived_4rank" / "input"])
+    ranks = [r["rank"] for r in doc["ranks"]]
+    assert len(ranks) == 4 and "_rank_rows" not in doc and len(ser["ranks"]) == 4
+    chart = html.charts(doc, ser, None, "en")["ranks"]
+    labels = [e["text"] for e in chart["elements"] if e["tag"] == "text" and e["attrs"].get("text-anchor") == "end"]
+    assert labels == ranks
+    drawn = {e["attrs"]["data-series"] for e in chart["elements"] if "series" in str(e["attrs"].get("class"))}
+    assert {"compute", "nccl"} <= drawn
+    for row in ser["ranks"]:   # each row bins that rank's own window; busy never exceeds the bin
+        assert row["start_ns"] < row["end_ns"] and len(row["compute_pct"]) == len(row["bin_start_ns"])
+        assert all(0 <= c + (n or 0) + p <= 100.01 for c, n, p in zip(row["compute_pct"], row["nccl_pct"], row["copy_pct"]))
+    # the straggler's row is busier with compute than the others (it is what the others wait for)
+    mean = {r["rank"]: sum(r["compute_pct"]) / len(r["compute_pct"]) for r in ser["ranks"]}
+    assert max(mean, key=mean.get) == doc["facts"]["straggler_rank"]
+    assert 'data-chart="ranks"' in page_html and "one row per rank" not in page_html
+    assert "_rank_rows" not in report.to_json(doc)

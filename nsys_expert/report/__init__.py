@@ -107,7 +107,7 @@ def _next_steps(doc: dict) -> list[dict]:
 
 
 def to_json(doc: dict) -> str:
-    public = {k: v for k, v in doc.items() if k != "lang"}
+    public = {k: v for k, v in doc.items() if k != "lang" and not k.startswith("_")}
     return json.dumps(public, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
@@ -275,16 +275,35 @@ def split_warnings(warnings: list[str]) -> tuple[list[str], list[str]]:
     return [w for w in warnings if w not in notes], notes
 
 
+def localized(doc: dict, lang: str) -> dict:
+    """The run-time sentences of a report in ``lang`` (``i18n``: the message catalog), for both
+    renderers: the window (its reason), the not-evaluated groups, the warnings (split into those
+    that matter and the notes on the inputs) and the next steps."""
+    from .i18n import translate
+
+    def tr(s):
+        return translate(s, lang)
+
+    groups = [(rules, tr(missing) if "; " not in missing else "; ".join(tr(m) for m in missing.split("; ")))
+              for rules, missing in group_not_evaluated(doc.get("not_evaluated", []), doc)]
+    important, notes = split_warnings(doc.get("warnings", []))
+    return {"w": dict(doc["window"], reason=tr(doc["window"].get("reason"))),
+            "not_evaluated_groups": groups, "warnings": ([tr(x) for x in important], [tr(x) for x in notes]),
+            "next_steps": [dict(st, need=tr(st["need"]), why=tr(st["why"])) for st in doc.get("next_steps") or []],
+            "absent_active": tr(doc.get("facts_absent", {}).get("gpu_active_pct") or "not computed")}
+
+
 def render_markdown(doc: dict, lang: str = "en") -> str:
     L = LABELS.get(lang, LABELS["en"])
-    w = doc["window"]
     units = {n: (registry.lookup("run", n).unit if registry.lookup("run", n) else "") for n in doc["facts"]}
     tpl = _env().get_template("report.md.j2")
     sev = severity_word(lang)
-    text = tpl.render(doc=doc, L=L, w=w, f=doc["facts"], t=doc["tables"], units=units, lang=lang,
-                      not_evaluated_groups=group_not_evaluated(doc["not_evaluated"], doc), sev=sev,
-                      warnings=split_warnings(doc.get("warnings", [])),
-                      vw=verdict.words(doc, L, sev)).rstrip() + "\n"
+    text = tpl.render(doc=doc, L=L, f=doc["facts"], t=doc["tables"], units=units, lang=lang, sev=sev,
+                      vw=verdict.words(doc, L, sev), **localized(doc, lang)).rstrip() + "\n"
+    if lang == "zh":
+        from .i18n import zh_markdown_brackets
+
+        text = zh_markdown_brackets(text)
     return visible(text)   # a kernel name's RTL override or zero-width space is shown, not obeyed
 
 
