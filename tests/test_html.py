@@ -278,6 +278,7 @@ def expected_series(doc: dict, ser: dict) -> dict:
     return exp
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", BROWSER_CASES)
 def test_html_in_headless_chromium(case, browser, tmp_path):
     doc, ser, page_html = render([FIXTURES / case / "input"])
@@ -348,6 +349,7 @@ OVERFLOW_JS = """JSON.stringify((() => {
 })())"""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, width", [("compute_bound_ncu", 1200), ("memory_bound_ncu", 600)])
 def test_no_element_is_wider_than_the_page(case, width, browser, tmp_path):
     """The ncu fact tables (long metric values, kernel names) wrap: no element of the page reaches
@@ -417,6 +419,7 @@ def test_names_with_markup_are_escaped(evil_case, tmp_path):
 
 
 # ------------------------------------------------------------------------------- size, no network
+@pytest.mark.slow
 @pytest.mark.parametrize("case", fixture_cases())
 def test_html_is_small_and_self_contained(case):
     _, _, page = render([FIXTURES / case / "input"])
@@ -475,6 +478,7 @@ def test_en_markdown_has_the_same_sections_in_english():
 
 
 # --------------------------------------------------------------------------------------- series
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in fixture_cases() if c != "launch_bound_summaries"])
 def test_series_agree_with_the_facts(case):
     from nsys_expert.errors import InputError

@@ -68,6 +68,7 @@ def test_yaml_error_names_the_line(tmp_path):
     assert p.returncode == 2 and "r.yaml:" in p.stderr
 
 
+@pytest.mark.slow
 def test_check_rules_passes_on_example_and_builtin_packs():
     for pack in (TEAM, ROOT / "rules"):
         p = nsx("check-rules", "--strict", pack)   # every built-in rule has its cases
@@ -112,6 +113,7 @@ def test_rule_reference_in_docs_is_generated_from_the_rules():
     assert (ROOT / "docs" / "rules.md").read_text() == p.stdout, "regenerate: nsys-expert rules --format md > docs/rules.md"
 
 
+@pytest.mark.slow
 def test_select_ignore_and_show_facts():
     case = FIXTURES / "sync_bound" / "input"
     d = json.loads(nsx("diagnose", case, "--format", "json", "--select", "sync-bound").stdout)
@@ -124,12 +126,14 @@ def test_select_ignore_and_show_facts():
     assert "## Facts" in out and "`gpu_idle_sync_pct`" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", ["sync-bound.nope=1", "sync-bound.min_idle_pct=abc", "sync-bound.min_idle_pct=500", "x"])
 def test_bad_set_is_a_usage_error(bad):
     p = nsx("diagnose", FIXTURES / "sync_bound" / "input", "--set", bad)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_settings_from_pyproject_and_cli_wins(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.nsys-expert]\n'

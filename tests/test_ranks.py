@@ -34,6 +34,7 @@ def test_derived_4_rank_fixture_names_the_straggler():
     assert by["rank0"]["facts"]["nccl_kernel_count"] == 39
 
 
+@pytest.mark.slow
 def test_64_ranks_one_slowed(tmp_path):
     make(str(tmp_path), ranks=64, slow=17, factor=1.2)
     d = diagnose(tmp_path)
@@ -50,6 +51,7 @@ def test_balanced_ranks_have_no_straggler(tmp_path):
     assert d["facts"]["straggler_last_arrival_pct"] < 50
 
 
+@pytest.mark.slow
 def test_process_pool_gives_the_same_facts(tmp_path):
     make(str(tmp_path), ranks=4, slow=1, factor=1.3)
     seq = diagnose(tmp_path, jobs=1)
