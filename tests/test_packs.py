@@ -25,6 +25,7 @@ def make_pack(tmp_path, text, name="r.yaml", pack_yaml="name: bad\nversion: '1'\
     return pack
 
 
+@pytest.mark.slow
 def test_first_rule_fires_and_is_silenced():
     case = FIXTURES / "launch_bound" / "input"
     p = nsx("diagnose", case, "--rules", TEAM, "--format", "json")
@@ -76,6 +77,7 @@ def test_check_rules_passes_on_example_and_builtin_packs():
         assert "checks passed" in p.stdout and "FAIL" not in p.stdout and "WARN" not in p.stdout
 
 
+@pytest.mark.slow
 def test_check_rules_warns_on_a_rule_without_cases(tmp_path):
     pack = make_pack(tmp_path, GOOD_RULE, "team-min-gpu-util.yaml")
     assert not list((pack / "rules").glob("*.cases.yaml"))
@@ -95,6 +97,7 @@ def test_check_rules_fails_on_a_wrong_case(tmp_path):
     assert p.returncode == 1 and "FAIL team-min-gpu-util: wrong" in p.stdout
 
 
+@pytest.mark.slow
 def test_rules_explain_facts_commands():
     rules = json.loads(nsx("rules", "--format", "json").stdout)
     assert {r["id"] for r in rules} >= {"launch-bound", "sync-bound", "memcpy-bound"}

@@ -82,6 +82,7 @@ def test_a_copy_is_one_rank_not_two(tmp_path):
     assert len(ranks) == 1 and any("is a copy of" in n for n in notes)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "public-samples" / "nsys-ai__h100_2gpu_1s.sqlite").exists(), reason="needs ../shared")
 def test_two_gpu_export_reports_two_ranks():
     p = subprocess.run(NSX + ["diagnose", str(SHARED / "public-samples" / "nsys-ai__h100_2gpu_1s.sqlite"), "--format", "json"],

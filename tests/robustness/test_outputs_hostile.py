@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
@@ -15,12 +14,21 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from conftest import FIXTURES  # noqa: E402
 
-NSX = [sys.executable, "-m", "nsys_expert"]
 HIDDEN = ("\u202e", "\u200b", "\x1b")
 
 
-def run(*args, cwd=None):
-    return subprocess.run(NSX + [str(a) for a in args], capture_output=True, text=True, timeout=120, cwd=cwd)
+class Ran:
+    def __init__(self, r):
+        self.returncode, self.stdout, self.stderr = r.exit_code, r.stdout, r.stderr
+
+
+def run(*args):
+    """The command line, in process (click's runner keeps stdout and stderr apart)."""
+    from click.testing import CliRunner
+
+    from nsys_expert.cli import main
+
+    return Ran(CliRunner().invoke(main, [str(a) for a in args]))
 
 
 def digest(path) -> str:
