@@ -9,6 +9,7 @@ job is diagnosed from the representative rank (the median one) plus those cross-
 """
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -37,6 +38,7 @@ class Request:
     lang: str | None = "en"
     jobs: int | None = None          # worker processes for per-rank facts (None: automatic)
     iteration_range: str | None = None   # --iteration-range NAME: the NVTX range that marks iterations
+    charts: bool = False             # the HTML report's series (set by diagnose_with_series)
 
 
 @dataclass
@@ -54,12 +56,13 @@ def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options
 
     prof = load.load_files(files, pid=pid)
     fs = facts.compute(prof, opts)
-    try:   # the rank's row of the HTML report's rank timeline, binned here where its frames are
-        from .facts.series import rank_row
+    if opts.rank_rows:   # the rank's row of the HTML report's rank timeline, binned here where its frames are
+        try:
+            from .facts.series import rank_row
 
-        fs.tables["_rank_row"] = rank_row(prof, fs)
-    except Exception:  # noqa: BLE001 - a chart must never break a diagnosis
-        fs.tables["_rank_row"] = None
+            fs.tables["_rank_row"] = rank_row(prof, fs)
+        except Exception:  # noqa: BLE001 - a chart must never break a diagnosis
+            fs.tables["_rank_row"] = None
     tables = set(prof.tables)
     prof.tables = {}                                   # the frames stay in the worker
     fs.tables = {k: v for k, v in fs.tables.items() if k not in facts.PRIVATE_TABLES}
@@ -88,7 +91,7 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
     half of the profile (else None). For a multi-rank job (``doc["ranks"]``) there is no timeline:
     the series say why. ``progress`` is told ``"charts"`` when the series start.
     """
-    res = run(req)
+    res = run(dataclasses.replace(req, charts=True))
     doc, prof, fs = res.doc, res.prof, res.fs
     if doc.get("ranks") or prof is None:   # one row per rank instead (report/html.py: rank_timeline_chart)
         return doc, {"available": False, "reason": "a multi-rank job: one row per rank below, no single timeline",
@@ -118,7 +121,7 @@ def run(req: Request) -> Result:
             from . import engine, facts, report  # imported while the input is read (durable, Jinja2, JSON Schema)
 
             opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations,
-                                 iteration_range=req.iteration_range)
+                                 iteration_range=req.iteration_range, rank_rows=req.charts)
             packs = engine.load_packs(req.packs)   # a rule error is reported before any input error
             rules = engine.select_rules(packs, req.select, req.ignore)
             overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])
@@ -191,7 +194,8 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
         doc["warnings"].append("subfolders not read (pass one as its own PATH to diagnose it): "
                                + ", ".join(os.path.basename(d) for d in skipped))
     doc["representative_rank"] = rep.label
-    doc["_rank_rows"] = [{"rank": r.label, **(r.fs.tables.get("_rank_row") or {})} for r in results]
+    if opts.rank_rows:
+        doc["_rank_rows"] = [{"rank": r.label, **(r.fs.tables.get("_rank_row") or {})} for r in results]
     doc["ranks"] = []
     for r in results:
         rev = engine.evaluate(rules, r.fs, r.tables, overrides, req.lang)
