@@ -203,7 +203,8 @@ def _md_safe(s) -> str:
 
 
 def _fmt(v, nd: int = 1) -> str:
-    """A number for a reader (Babel's number formatting, the CLDR patterns): thousands grouped,
+    """A number for a reader (Babel's number formatting, the CLDR patterns; the root locale, whose
+    data loads in a third of the time of en and writes numbers the same way): thousands grouped,
     ``nd`` decimals from 1 up, no decimals from 100 up or for a whole number (``grid_size 1``, not
     ``1.00``), three significant digits under 1 and never scientific notation (``0.000009``, not
     ``9e-06``)."""
@@ -214,15 +215,15 @@ def _fmt(v, nd: int = 1) -> str:
     if isinstance(v, bool):
         return str(v).lower()
     if isinstance(v, int):
-        return format_decimal(v, "#,##0", locale="en")
+        return format_decimal(v, "#,##0", locale="root")
     if isinstance(v, float):
         if not math.isfinite(v):
             return str(v)
         if abs(v) >= 100 or (v.is_integer() and abs(v) < 1e15):
-            return format_decimal(v, "#,##0", locale="en")
+            return format_decimal(v, "#,##0", locale="root")
         if abs(v) >= 1:
-            return format_decimal(v, "#,##0." + "0" * nd if nd > 0 else "#,##0", locale="en")
-        return format_decimal(v, "@##", locale="en")
+            return format_decimal(v, "#,##0." + "0" * nd if nd > 0 else "#,##0", locale="root")
+        return format_decimal(v, "@##", locale="root")
     return str(v)
 
 
