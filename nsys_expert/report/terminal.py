@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from ..textsafe import visible
+from ..textsafe import one_line, visible
 from . import LABELS, severity_word, verdict
 
 SEVERITY_STYLES = {"info": "dim", "low": "blue", "medium": "yellow", "high": "bold red", "critical": "bold white on red"}
@@ -62,7 +62,7 @@ def progress(paths: list[str] | tuple[str, ...], lang: str | None = "en", delay:
     t0 = time.monotonic()
     lock = threading.Lock()
 
-    what = (str(paths[0]) + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")) if paths else ""
+    what = (one_line(str(paths[0])) + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")) if paths else ""
 
     def text() -> str:
         return f"nsys-expert: {state['phase']} {what} … {time.monotonic() - t0:.0f} s"
