@@ -388,6 +388,7 @@ def evil_case(tmp_case):
     return d
 
 
+@pytest.mark.slow
 def test_names_with_markup_are_escaped(evil_case, tmp_path):
     doc, ser, page_html = render([evil_case])
     assert any(k["name"] == EVIL_KERNEL for k in doc["tables"]["top_kernels"])   # the rename took

@@ -44,6 +44,7 @@ def test_64_ranks_one_slowed(tmp_path):
     assert d["findings"][0]["rule"] == "rank-straggler"
 
 
+@pytest.mark.slow
 def test_balanced_ranks_have_no_straggler(tmp_path):
     make(str(tmp_path), ranks=8, slow=3, factor=1.0)
     d = diagnose(tmp_path)
@@ -59,6 +60,7 @@ def test_process_pool_gives_the_same_facts(tmp_path):
     assert seq["facts"] == par["facts"] and [r["facts"] for r in seq["ranks"]] == [r["facts"] for r in par["ranks"]]
 
 
+@pytest.mark.slow
 def test_one_folder_per_rank_on_the_command_line(tmp_path):
     make(str(tmp_path / "all"), ranks=3, slow=0, factor=1.3)
     for k in range(3):
