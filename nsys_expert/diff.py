@@ -67,7 +67,7 @@ def compare(before: dict, after: dict, fail_pct: float | None = None) -> dict:
                 # percentage points for shares, relative change for times
                 delta = abs(a - b) if n.endswith("_pct") else (abs(row["change_pct"] or 0.0))
                 if worse and fail_pct is not None and delta > fail_pct:
-                    regressions.append(f"{n}: {b} -> {a} ({'points' if n.endswith('_pct') else '%'} {delta:.1f} > {fail_pct})")
+                    regressions.append(f"{n}: {b} -> {a} ({delta:.1f} {'pp' if n.endswith('_pct') else '%'} > {fail_pct})")
         facts.append(row)
     kb = {_key(f): f for f in before.get("findings", [])}
     ka = {_key(f): f for f in after.get("findings", [])}
@@ -104,6 +104,12 @@ def compare(before: dict, after: dict, fail_pct: float | None = None) -> dict:
                                                                                "tripped": bool(regressions)},
             "facts": facts, "resolved": resolved, "new": new, "persisting": persisting, "not_comparable": unknown,
             "comparability": notes}
+
+
+def gate_reasons(d: dict, n: int = 3) -> str:
+    """What tripped the regression gate, in one line (the first ``n`` reasons)."""
+    regs = d.get("regressions") or []
+    return "; ".join(regs[:n]) + (f" and {len(regs) - n} more" if len(regs) > n else "")
 
 
 def _label(doc: dict) -> dict:
@@ -159,6 +165,11 @@ def render_markdown(d: dict) -> str:
         out.append("")
     out += ["## Facts", "", "| fact | before | after | change | |", "|---|---:|---:|---:|---|"]
     for r in d["facts"]:
-        ch = "–" if r["change"] is None else (f"{r['change']:+,.2f}" + (f" ({r['change_pct']:+.1f} %)" if r["change_pct"] is not None else ""))
+        if r["change"] is None:
+            ch = "–"
+        elif r["fact"].endswith("_pct"):   # a share: the change is in percentage points, not relative
+            ch = f"{r['change']:+,.1f} pp"
+        else:
+            ch = f"{r['change']:+,.2f}" + (f" ({r['change_pct']:+.1f} %)" if r["change_pct"] is not None else "")
         out.append(f"| `{r['fact']}` | {fmt(r['before'])} | {fmt(r['after'])} | {ch} | {r['verdict'] or ''} |")
     return "\n".join(out) + "\n"

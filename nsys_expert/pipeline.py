@@ -11,6 +11,7 @@ than half of the ranks remain.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ class Request:
     jobs: int | None = None          # worker processes for per-rank facts (None: automatic)
     iteration_range: str | None = None   # --iteration-range NAME: the NVTX range that marks iterations
     scheduler: str | None = None     # where per-rank work runs: local (default), dask, tcp://HOST:PORT
+    charts: bool = False             # the HTML report's series (set by diagnose_with_series)
 
 
 @dataclass
@@ -57,6 +59,13 @@ def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options
 
     prof = load.load_files(files, pid=pid)
     fs = facts.compute(prof, opts)
+    if opts.rank_rows:   # the rank's row of the HTML report's rank timeline, binned here where its frames are
+        try:
+            from .facts.series import rank_row
+
+            fs.tables["_rank_row"] = rank_row(prof, fs)
+        except Exception:  # noqa: BLE001 - a chart must never break a diagnosis
+            fs.tables["_rank_row"] = None
     tables = set(prof.tables)
     prof.tables = {}                                   # the frames stay in the worker
     fs.tables = {k: v for k, v in fs.tables.items() if k not in facts.PRIVATE_TABLES}
@@ -85,11 +94,11 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
     half of the profile (else None). For a multi-rank job (``doc["ranks"]``) there is no timeline:
     the series say why. ``progress`` is told ``"charts"`` when the series start.
     """
-    res = run(req, progress)
+    res = run(dataclasses.replace(req, charts=True), progress)
     doc, prof, fs = res.doc, res.prof, res.fs
-    if doc.get("ranks") or prof is None:
-        return doc, {"available": False, "reason": "a multi-rank job: one timeline per rank is not drawn",
-                     "iterations": [], "causes": []}, None
+    if doc.get("ranks") or prof is None:   # one row per rank instead (report/html.py: rank_timeline_chart)
+        return doc, {"available": False, "reason": "a multi-rank job: one row per rank below, no single timeline",
+                     "iterations": [], "causes": [], "ranks": doc.pop("_rank_rows", [])}, None
     if progress is not None:
         progress("charts")
     from .facts.series import series
@@ -117,7 +126,7 @@ def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
             from . import engine, facts, report  # imported while the input is read (durable, Jinja2, JSON Schema)
 
             opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations,
-                                 iteration_range=req.iteration_range)
+                                 iteration_range=req.iteration_range, rank_rows=req.charts)
             packs = engine.load_packs(req.packs)   # a rule error is reported before any input error
             rules = engine.select_rules(packs, req.select, req.ignore)
             overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])
@@ -195,9 +204,8 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
                       "window": rdoc["window"], "verdict": rdoc["verdict"],
                       "findings": [{k: f[k] for k in ("rule", "category", "severity", "rank", "title",
                                                       "estimated_gain_pct", "scope")} for f in rdoc["findings"]]}
-        seq = r.fs.tables.get("_nccl_sequence")
-        r.fs = facts.FactSet(run=r.fs.run, warnings=r.fs.warnings,
-                             tables={} if seq is None else {"_nccl_sequence": seq})
+        kept = {k: r.fs.tables[k] for k in ("_nccl_sequence", "_rank_row") if r.fs.tables.get(k) is not None}
+        r.fs = facts.FactSet(run=r.fs.run, warnings=r.fs.warnings, tables=kept)
 
     results, failed = _gather(ranks, opts, req, progress, arrived)
     rank_docs = [entries[i] for i in sorted(entries)]
@@ -248,5 +256,7 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
                                f"{len(results)} of {len(ranks)} ranks")
     doc["ranks_failed"] = failed
     doc["representative_rank"] = rep.label
+    if opts.rank_rows:
+        doc["_rank_rows"] = [{"rank": r.label, **(r.fs.tables.get("_rank_row") or {})} for r in results]
     doc["ranks"] = rank_docs
     return doc

@@ -24,3 +24,22 @@ def tmp_case(tmp_path):
         shutil.copytree(FIXTURES / name / "input", dst)
         return dst
     return make
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Say why tests skipped, grouped by reason (a fresh clone has no ../shared: its tests skip, and
+    the run should say so rather than pass quietly with fewer tests)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: dict[str, int] = {}
+    for rep in skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.write_sep("-", f"{len(skipped)} skipped, by reason")
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{n:4d} skipped: {reason}")
+    if not (SHARED / "cases").is_dir():
+        terminalreporter.write_line(f"     the real shared profiles are read from {SHARED}: put the shared folder "
+                                    "there to run those tests")

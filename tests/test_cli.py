@@ -63,3 +63,101 @@ def test_a_user_error_is_one_line_and_exit_2(tmp_path):
     assert r.exit_code == 2
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("nsys-expert: error: ")
     assert "cannot write the report" in r.stderr
+
+
+# --- the conventions every subcommand shares (issue 22) --------------------------------------------
+
+def test_fail_on_says_on_stderr_which_finding_tripped_it():
+    r = CliRunner().invoke(main, ["diagnose", str(FIXTURES / "launch_bound" / "input"), "--fail-on", "high",
+                                  "--format", "json"])
+    assert r.exit_code == 1
+    assert r.stderr == "nsys-expert: exit 1: --fail-on high tripped by launch-bound (high)\n"
+    r = CliRunner().invoke(main, ["diagnose", str(FIXTURES / "healthy" / "input"), "--fail-on", "high",
+                                  "--format", "json"])
+    assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_regression_gate_says_on_stderr_what_got_worse():
+    r = CliRunner().invoke(main, ["diff", str(FIXTURES / "healthy" / "input"), str(FIXTURES / "launch_bound" / "input"),
+                                  "--fail-on-regression", "5"])
+    assert r.exit_code == 1
+    line = r.stderr.strip()
+    assert line.count("\n") == 0 and line.startswith("nsys-expert: exit 1: --fail-on-regression 5 tripped by ")
+    assert "gpu_active_pct" in line and " pp > 5" in line
+    assert " pp |" in r.stdout       # a share's change is in percentage points in the table too
+
+
+@pytest.mark.parametrize("args", [["rules"], ["rules", "--format", "md"], ["facts"], ["facts", "--format", "json"],
+                                  ["explain", "launch-bound"], ["command", "quick"], ["command"],
+                                  ["check-rules", "examples/team-pack"],
+                                  ["diagnose", str(FIXTURES / "healthy" / "input"), "--format", "md"]])
+def test_o_means_the_output_file_in_every_subcommand(tmp_path, args):
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    args = [str(root / a) if a.startswith("examples/") else a for a in args]
+    printed = CliRunner().invoke(main, args)
+    out = tmp_path / "out.txt"
+    r = CliRunner().invoke(main, args + ["-o", str(out)])
+    assert printed.exit_code == r.exit_code == 0, r.output
+    assert r.stdout == "" and r.stderr.endswith(f"nsys-expert: wrote {out}\n")
+    assert out.read_text(encoding="utf-8") == printed.stdout
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["command", "quik"], "did you mean 'quick'?"),
+    (["diagnose", "x", "--format", "jsno"], "did you mean 'json'?"),
+    (["diagnose", "x", "--lang", "zn"], "did you mean 'zh'?"),
+    (["rules", "--format", "jsn"], "did you mean 'json'?"),
+    (["diagnos", "x"], "did you mean 'diagnose'?"),
+    (["explain", "lunch-bound"], "did you mean 'launch-bound'?"),
+    (["diagnose", str(FIXTURES / "healthy" / "input"), "--select", "sync-bond"], "did you mean 'sync-bound'?"),
+    (["diagnose", str(FIXTURES / "healthy" / "input"), "--set", "sync-bound.min_idle=3"], "did you mean 'min_idle_pct'?"),
+])
+def test_every_choice_suggests_the_closest(args, hint):
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 2 and hint in r.output + r.stderr
+
+
+def test_explain_takes_a_category_and_reads_like_prose():
+    r = CliRunner().invoke(main, ["explain", "launch-config"])
+    assert r.exit_code == 0 and "## `tail-effect`" in r.stdout
+    r = CliRunner().invoke(main, ["explain", "launch-bound"])
+    assert "{{" not in r.stdout and "{%" not in r.stdout
+    assert "one launch replaces <kernels_per_iter> per iteration" in r.stdout
+    refs = r.stdout.split("References:")[1]
+    assert "docs/rules.md#launch-bound" in refs and ".md section" not in refs and "peers.md" not in refs
+    assert "from cuda_gpu_trace" in r.stdout      # the nsys report a user exports, not an internal table id
+    r = CliRunner().invoke(main, ["explain", "slow-startup"])
+    assert "`nsys-expert command long-run`" in r.stdout
+
+
+def test_facts_names_the_nsys_reports():
+    r = CliRunner().invoke(main, ["facts"])
+    assert "cuda_gpu_trace" in r.stdout and "nvtx_pushpop_trace" in r.stdout
+    assert " gpu_trace " not in r.stdout and "| nvtx_trace" not in r.stdout
+
+
+def test_check_rules_lists_every_failure_and_exits_1(tmp_path):
+    import pathlib
+    import shutil
+
+    pack = tmp_path / "pack"
+    shutil.copytree(pathlib.Path(__file__).resolve().parents[1] / "examples" / "team-pack", pack)
+    cases = sorted(pack.rglob("*.cases.yaml"))
+    for c in cases:   # every case expects the opposite of what it expected
+        c.write_text(c.read_text().replace("expect: fire", "expect: XX").replace("expect: quiet", "expect: fire")
+                     .replace("expect: XX", "expect: quiet"))
+    r = CliRunner().invoke(main, ["check-rules", str(pack)])
+    assert r.exit_code == 1
+    fails = [ln for ln in r.stdout.splitlines() if ln.startswith("FAIL")]
+    assert len(fails) >= 2 and {ln.split()[1] for ln in fails} >= {c.name.split(".")[0] + ":" for c in cases}
+    assert r.stderr.startswith(f"nsys-expert: exit 1: {len(fails)} check(s) failed: ")
+    (pack / "pack.yaml").write_text("name: [unclosed\n")
+    assert CliRunner().invoke(main, ["check-rules", str(pack)]).exit_code == 2
+
+
+def test_diagnose_help_names_every_input_kind():
+    text = " ".join(CliRunner().invoke(main, ["diagnose", "--help"]).output.split())
+    for kind in ("nsys stats", "sqlite", ".nsys-rep", "console text", "Nsight Compute", "gzipped", "ranks"):
+        assert kind in text, kind

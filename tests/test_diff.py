@@ -21,6 +21,7 @@ def run(*args):
     return subprocess.run(NSX + [str(a) for a in args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 @needs_sqlite
 def test_graphs_resolve_launch_bound():
     """The shared cases hold the SQLite export, whose graph trace shows the graph work."""
@@ -32,6 +33,7 @@ def test_graphs_resolve_launch_bound():
     assert d["new"] == [] and d["verdict"] == "improved"
 
 
+@pytest.mark.slow
 @needs_sqlite
 def test_reverse_trips_the_gate():
     p = run("diff", SHARED / "cases" / "launch_bound_graphed", SHARED / "cases" / "launch_bound",
@@ -51,6 +53,7 @@ def test_graph_work_unseen_is_not_comparable_not_resolved():
     assert any("GPU utilization is known before but not after" in n for n in d["comparability"])
 
 
+@pytest.mark.slow
 def test_same_run_is_unchanged_and_passes_the_gate(tmp_path):
     report = tmp_path / "base.json"
     p = run("diagnose", FIXTURES / "sync_bound" / "input", "--format", "json", "-o", report)
@@ -63,6 +66,7 @@ def test_same_run_is_unchanged_and_passes_the_gate(tmp_path):
     assert all(f["severity_change"] == 0 for f in d["persisting"])
 
 
+@pytest.mark.slow
 def test_key_fact_regression_in_points(tmp_path):
     base = json.loads(run("diagnose", FIXTURES / "healthy" / "input", "--format", "json").stdout)
     worse = json.loads(json.dumps(base))

@@ -88,6 +88,7 @@ def test_action_errors_surface():
     assert eng.run([("run", {"gpu_active_pct": 99.0})]) == []   # the engine still works afterwards
 
 
+@pytest.mark.slow
 def test_thousand_runs_flat_threads_and_memory():
     rules = select_rules(load_packs())
     run = {"gpu_active_pct": 4.7, "gpu_idle_launch_pct": 95.2, "gpu_idle_short_gaps_pct": 95.2,
@@ -107,6 +108,7 @@ def test_thousand_runs_flat_threads_and_memory():
     assert grew_mb < 50, grew_mb
 
 
+@pytest.mark.slow
 def test_thousand_full_diagnoses_flat_threads_and_memory():
     """Issue 9: 1,000 diagnoses in one process (load + facts + engine + report), no thread or memory growth.
     Four in five use the summaries-only fixture, one in five a real trace (the thread-pool paths)."""

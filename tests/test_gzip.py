@@ -183,6 +183,7 @@ def _bad_inputs(tmp_path):
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["cut.sqlite.gz", "cut_cuda_gpu_trace.csv.gz", "plain_cuda_api_sum.csv.gz",
                                   "junk.log.gz", "corrupt.txt.gz"])
 def test_bad_gzip_is_one_line_naming_the_file(tmp_path, private_tmp, name):

@@ -278,6 +278,7 @@ def expected_series(doc: dict, ser: dict) -> dict:
     return exp
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", BROWSER_CASES)
 def test_html_in_headless_chromium(case, browser, tmp_path):
     doc, ser, page_html = render([FIXTURES / case / "input"])
@@ -330,6 +331,48 @@ def test_html_in_headless_chromium(case, browser, tmp_path):
         (dst / f"report-{case}.png").write_bytes(doc_png)
 
 
+OVERFLOW_JS = """JSON.stringify((() => {
+  const main = document.querySelector('main').getBoundingClientRect();
+  const out = [];
+  for (const e of document.querySelectorAll('main *')) {
+    if (e instanceof SVGElement && !(e instanceof SVGSVGElement)) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    const wider = r.right > main.right + 1 || r.left < main.left - 1;
+    const spills = e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible';
+    if (wider || spills)
+      out.push({tag: e.tagName, cls: e.className && e.className.baseVal === undefined ? e.className : '',
+                text: (e.textContent || '').slice(0, 60), right: Math.round(r.right), main: Math.round(main.right),
+                scroll: e.scrollWidth, client: e.clientWidth});
+  }
+  return out;
+})())"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, width", [("compute_bound_ncu", 1200), ("memory_bound_ncu", 600)])
+def test_no_element_is_wider_than_the_page(case, width, browser, tmp_path):
+    """The ncu fact tables (long metric values, kernel names) wrap: no element of the page reaches
+    past the main column, none spills its own content (by element width, in Chromium), at the
+    screenshot width and at a half-screen window (600 px: the evidence table's headers wrap)."""
+    doc, ser, page_html = render([FIXTURES / case / "input"])
+    assert any(k.get("ncu") or k.get("registers_per_thread") for k in doc["tables"].get("top_kernels", [])) or \
+        any("ncu" in str(src) or "details" in str(src) for src in doc["fact_sources"].values())
+    path = tmp_path / f"report-{case}.html"
+    path.write_text(page_html, encoding="utf-8")
+    page = browser.open(path, width=width)
+    try:
+        bad = json.loads(page.eval(OVERFLOW_JS))
+        scroll = page.eval("document.documentElement.scrollWidth - innerWidth")
+        png = page.screenshot(scale=0.5)
+    finally:
+        page.close()
+    assert bad == [], bad[:5]
+    assert scroll <= 0
+    w, h, ink = png_size_and_ink(png)
+    assert w == width // 2 and ink > 0.05
+
+
 # ------------------------------------------------------------------------------------- escaping
 @pytest.fixture
 def evil_case(tmp_case):
@@ -345,6 +388,7 @@ def evil_case(tmp_case):
     return d
 
 
+@pytest.mark.slow
 def test_names_with_markup_are_escaped(evil_case, tmp_path):
     doc, ser, page_html = render([evil_case])
     assert any(k["name"] == EVIL_KERNEL for k in doc["tables"]["top_kernels"])   # the rename took
@@ -376,6 +420,7 @@ def test_names_with_markup_are_escaped(evil_case, tmp_path):
 
 
 # ------------------------------------------------------------------------------- size, no network
+@pytest.mark.slow
 @pytest.mark.parametrize("case", fixture_cases())
 def test_html_is_small_and_self_contained(case):
     _, _, page = render([FIXTURES / case / "input"])
@@ -434,6 +479,7 @@ def test_en_markdown_has_the_same_sections_in_english():
 
 
 # --------------------------------------------------------------------------------------- series
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in fixture_cases() if c != "launch_bound_summaries"])
 def test_series_agree_with_the_facts(case):
     from nsys_expert.errors import InputError
@@ -581,3 +627,24 @@ def test_progress_spinner_only_on_a_terminal_and_only_when_slow():
         step("facts")
         time.sleep(0.7)
     assert "computing facts" in slow.getvalue() and "a (+2)" in slow.getvalue()
+
+
+def test_multi_rank_job_draws_one_timeline_row_per_rank(tmp_path):
+    """A multi-rank job has no single timeline: one row per rank (compute, NCCL, copies; the rest idle)
+    over each rank's window, from the ranks' own traces."""
+    doc, ser, page_html = render([FIXTURES / "ddp_derived_4rank" / "input"])
+    ranks = [r["rank"] for r in doc["ranks"]]
+    assert len(ranks) == 4 and "_rank_rows" not in doc and len(ser["ranks"]) == 4
+    chart = html.charts(doc, ser, None, "en")["ranks"]
+    labels = [e["text"] for e in chart["elements"] if e["tag"] == "text" and e["attrs"].get("text-anchor") == "end"]
+    assert labels == ranks
+    drawn = {e["attrs"]["data-series"] for e in chart["elements"] if "series" in str(e["attrs"].get("class"))}
+    assert {"compute", "nccl"} <= drawn
+    for row in ser["ranks"]:   # each row bins that rank's own window; busy never exceeds the bin
+        assert row["start_ns"] < row["end_ns"] and len(row["compute_pct"]) == len(row["bin_start_ns"])
+        assert all(0 <= c + (n or 0) + p <= 100.01 for c, n, p in zip(row["compute_pct"], row["nccl_pct"], row["copy_pct"]))
+    # the straggler's row is busier with compute than the others (it is what the others wait for)
+    mean = {r["rank"]: sum(r["compute_pct"]) / len(r["compute_pct"]) for r in ser["ranks"]}
+    assert max(mean, key=mean.get) == doc["facts"]["straggler_rank"]
+    assert 'data-chart="ranks"' in page_html and "one row per rank" not in page_html
+    assert "_rank_rows" not in report.to_json(doc)

@@ -9,6 +9,7 @@ import os
 import tempfile
 
 import polars as pl
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,10 @@ from nsys_expert import engine, facts, load
 from nsys_expert.errors import InputError, RuleError
 from nsys_expert.facts import intervals
 from nsys_expert.facts import registry, timeline
+
+# every property test runs hundreds to thousands of generated cases (4-40 s each): the full suite
+# runs them, the fast development command (README) leaves them out
+pytestmark = pytest.mark.slow
 
 BUDGET = {"merge": 3500, "gaps": 2500, "coverage": 2000, "containing": 1500, "pipeline": 300,
           "garbage": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800, "iteration_of": 500}

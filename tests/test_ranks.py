@@ -34,6 +34,7 @@ def test_derived_4_rank_fixture_names_the_straggler():
     assert by["rank0"]["facts"]["nccl_kernel_count"] == 39
 
 
+@pytest.mark.slow
 def test_64_ranks_one_slowed(tmp_path):
     make(str(tmp_path), ranks=64, slow=17, factor=1.2)
     d = diagnose(tmp_path)
@@ -43,6 +44,7 @@ def test_64_ranks_one_slowed(tmp_path):
     assert d["findings"][0]["rule"] == "rank-straggler"
 
 
+@pytest.mark.slow
 def test_balanced_ranks_have_no_straggler(tmp_path):
     make(str(tmp_path), ranks=8, slow=3, factor=1.0)
     d = diagnose(tmp_path)
@@ -50,6 +52,7 @@ def test_balanced_ranks_have_no_straggler(tmp_path):
     assert d["facts"]["straggler_last_arrival_pct"] < 50
 
 
+@pytest.mark.slow
 def test_process_pool_gives_the_same_facts(tmp_path):
     make(str(tmp_path), ranks=4, slow=1, factor=1.3)
     seq = diagnose(tmp_path, jobs=1)
@@ -57,6 +60,7 @@ def test_process_pool_gives_the_same_facts(tmp_path):
     assert seq["facts"] == par["facts"] and [r["facts"] for r in seq["ranks"]] == [r["facts"] for r in par["ranks"]]
 
 
+@pytest.mark.slow
 def test_one_folder_per_rank_on_the_command_line(tmp_path):
     make(str(tmp_path / "all"), ranks=3, slow=0, factor=1.3)
     for k in range(3):
@@ -80,6 +84,7 @@ def test_a_copy_is_one_rank_not_two(tmp_path):
     assert len(ranks) == 1 and any("is a copy of" in n for n in notes)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "public-samples" / "nsys-ai__h100_2gpu_1s.sqlite").exists(), reason="needs ../shared")
 def test_two_gpu_export_reports_two_ranks():
     p = subprocess.run(NSX + ["diagnose", str(SHARED / "public-samples" / "nsys-ai__h100_2gpu_1s.sqlite"), "--format", "json"],

@@ -46,6 +46,7 @@ def corpus(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECT))
 def test_broken_input(corpus, name, tmp_path):
     kind, text = EXPECT[name]

@@ -233,6 +233,7 @@ def _one_line_exit_2(r):
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+@pytest.mark.slow
 def test_broken_sqlite_files_exit_2_with_one_line(tmp_path):
     fake = tmp_path / "fake.sqlite"
     fake.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)

@@ -44,11 +44,43 @@ class _LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(set(self.commands) | set(COMMANDS))
 
+    def resolve_command(self, ctx, args):
+        """An unknown subcommand: the closest one ("did you mean 'diagnose'?")."""
+        import difflib
+
+        name = args[0] if args else None
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            hint = difflib.get_close_matches(name, self.list_commands(ctx), 1, 0.5)
+            ctx.fail(f"No such command '{name}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                     + "; nsys-expert --help lists them")
+        return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx):
+        """Usage errors quote what the user typed (a file name): escape sequences in it are shown,
+        never obeyed by the terminal (``textsafe.one_line``)."""
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as e:
+            from ..textsafe import one_line
+
+            e.message = one_line(e.message)
+            if isinstance(e, click.BadParameter) and e.param_hint:
+                e.param_hint = one_line(str(e.param_hint))
+            raise
+
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nsys-expert")
 def main():
-    """Diagnose GPU performance from Nsight Systems / Nsight Compute output."""
+    """Diagnose GPU performance from Nsight Systems / Nsight Compute output.
+
+    \b
+    Every subcommand: -o/--output FILE writes what it would print to FILE
+    (stderr says "wrote FILE"); --format picks the format where there is
+    more than one. Exit codes: 0 ran, 1 a gate tripped (--fail-on,
+    --fail-on-regression, a failing rule case; stderr says which),
+    2 bad input or usage, 3 internal error.
+    """
     import signal
 
     if hasattr(signal, "SIGPIPE"):  # `nsys-expert rules | head` ends quietly, like any Unix tool

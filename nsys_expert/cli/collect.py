@@ -14,7 +14,7 @@ import click
 
 from .. import scenarios as sc
 from ..errors import InputError
-from .options import command
+from .options import Choice, command, emit, output_option
 
 
 def _run(argv: list[str], log, echo: bool) -> tuple[int, list[str]]:
@@ -151,27 +151,28 @@ def summary(res: dict) -> str:
 
 @command("collect", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("app", nargs=-1, required=True, type=click.UNPROCESSED)
-@click.option("--scenario", type=click.Choice(list(sc.COLLECTABLE)), default="quick", show_default=True)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="nsys-expert-out", show_default=True,
+@click.option("--scenario", type=Choice(list(sc.COLLECTABLE)), default="quick", show_default=True)
+@click.option("--out-dir", "--out", "out_dir", type=click.Path(file_okay=False), default="nsys-expert-out", show_default=True,
               help="folder for the report, the SQLite, the CSVs and the diagnosis")
-@click.option("--name", default="profile", show_default=True, help="report name inside --out")
+@click.option("--name", default="profile", show_default=True, help="report name inside --out-dir")
+@output_option("write the summary to FILE instead of stdout (the diagnosis is in --out-dir)")
 @click.option("--nsys-arg", "nsys_args", multiple=True, metavar="OPTION",
               help="one more nsys profile option, e.g. --nsys-arg=--sample=none (repeatable)")
 @click.option("--pytorch", "pytorch_modes", multiple=True, help="pytorch scenario: --pytorch modes")
 @click.option("--range", "range_name", default="profile_region", show_default=True, help="nvtx-range: the NVTX range")
 @click.option("--delay", type=click.IntRange(min=0), default=120, show_default=True, help="long-run: seconds to skip")
 @click.option("--duration", type=click.IntRange(min=1), default=30, show_default=True, help="long-run: seconds to collect")
-@click.option("--cuda-graph-trace", type=click.Choice(["graph", "node"]), help="node: trace each kernel of CUDA graphs")
+@click.option("--cuda-graph-trace", type=Choice(["graph", "node"]), help="node: trace each kernel of CUDA graphs")
 @click.option("--gpu-metrics", "gpu_metrics", is_flag=False, flag_value="all", default=None, metavar="[all|IDS]",
               help="sample GPU metrics (--gpu-metrics-devices; bare: all) and diagnose the SQLite export, which holds them")
 @click.option("--no-diagnose", is_flag=True, help="profile and export only (diagnose the CSV folder elsewhere)")
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
+@click.option("--lang", type=Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="do not echo the application's output")
-def collect_cmd(app, scenario, out_dir, name, nsys_args, pytorch_modes, range_name, delay, duration,
+def collect_cmd(app, scenario, out_dir, name, output, nsys_args, pytorch_modes, range_name, delay, duration,
                 cuda_graph_trace, gpu_metrics, no_diagnose, lang, quiet):
     """Profile APP with nsys, export the reports and SQLite the rules read, and diagnose.
 
-    nsys-expert collect [--scenario quick] [--out DIR] -- python train.py [args]
+    nsys-expert collect [--scenario quick] [--out-dir DIR] -- python train.py [args]
     """
     if name != os.path.basename(name) or name in ("", ".", ".."):
         raise InputError(f"--name {name!r}: a plain file name, without folders")
@@ -179,4 +180,4 @@ def collect_cmd(app, scenario, out_dir, name, nsys_args, pytorch_modes, range_na
                       duration=duration, cuda_graph_trace=cuda_graph_trace, extra=tuple(nsys_args),
                       gpu_metrics=gpu_metrics)
     res = collect_run(list(app), scenario, out_dir, name, opts, diagnose=not no_diagnose, lang=lang, echo=not quiet)
-    click.echo(summary(res), nl=False)
+    emit(summary(res), output)

@@ -11,7 +11,7 @@ import click
 
 from .. import scenarios as sc
 from ..errors import InputError
-from .options import command, format_option, output_option
+from .options import Choice, command, emit, format_option, output_option
 
 
 def _ranks(ctx, param, value):
@@ -86,9 +86,10 @@ def _list_scenarios() -> str:
 
 
 @command("command", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("scenario", required=False, type=click.Choice(list(sc.SCENARIOS)))
+@click.argument("scenario", required=False, metavar="[SCENARIO]", type=Choice(list(sc.SCENARIOS)))
 @click.argument("app", nargs=-1, type=click.UNPROCESSED)
-@output_option("report name, without extension (default: the playbook's)", path=False)
+@output_option("write the commands to FILE instead of stdout")
+@click.option("--name", help="the nsys / ncu report name, without extension (default: the playbook's)")
 @click.option("--trace", help="override the --trace list (e.g. cuda,nvtx,osrt,cublas)")
 @click.option("--pytorch", "pytorch_modes", multiple=True,
               help="pytorch: autograd-nvtx (default), autograd-shapes-nvtx, functions-trace, none; repeat or comma-join")
@@ -105,17 +106,17 @@ def _list_scenarios() -> str:
 @click.option("--input", "input_", help="stats: the .nsys-rep to export (default report.nsys-rep)")
 @click.option("--before", help="ncu-compare: the first command (quoted)")
 @click.option("--after", help="ncu-compare: the second command (quoted)")
-@click.option("--cuda-graph-trace", type=click.Choice(["graph", "node"]),
+@click.option("--cuda-graph-trace", type=Choice(["graph", "node"]),
               help="nsys: node traces every kernel of a CUDA graph (nsys-expert needs it for graphed code)")
-@click.option("--container", type=click.Choice(["docker", "k8s"]), help="add the capabilities nsys / ncu need")
+@click.option("--container", type=Choice(["docker", "k8s"]), help="add the capabilities nsys / ncu need")
 @click.option("--gpu-metrics", "gpu_metrics", is_flag=False, flag_value="all", default=None, metavar="[all|IDS]",
               help="add --gpu-metrics-devices (SM / tensor / DRAM / PCIe samples; one process per GPU); bare: all")
 @click.option("--out-dir", type=click.Path(file_okay=False), help="write the wrapper files here")
 @click.option("--explain", is_flag=True, help="say why each option is there")
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True)
+@click.option("--lang", type=Choice(["en", "zh"]), default="en", show_default=True)
 @click.option("--one-line", is_flag=True, help="print each command on one line")
 @format_option(["text", "json"], "text")
-def command_cmd(scenario, app, output, trace, pytorch_modes, ranks, nproc_per_node, nnodes, range_name, delay,
+def command_cmd(scenario, app, output, name, trace, pytorch_modes, ranks, nproc_per_node, nnodes, range_name, delay,
                 duration, kernel, launch_skip, launch_count, input_, before, after, cuda_graph_trace, container,
                 gpu_metrics, out_dir, explain, lang, one_line, fmt):
     """Print the nsys / ncu command(s) for a situation (playbook templates A-G and the ncu templates).
@@ -124,9 +125,9 @@ def command_cmd(scenario, app, output, trace, pytorch_modes, ranks, nproc_per_no
     Without SCENARIO: the list of scenarios.
     """
     if not scenario:
-        click.echo(_list_scenarios(), nl=False)
+        emit(_list_scenarios(), output)
         return
-    opts = sc.Options(app=tuple(app) or sc.DEFAULT_APP, output=output, trace=trace,
+    opts = sc.Options(app=tuple(app) or sc.DEFAULT_APP, output=name, trace=trace,
                       pytorch=tuple(pytorch_modes) or ("autograd-nvtx",), ranks=ranks or (0,),
                       nproc_per_node=nproc_per_node, nnodes=nnodes, range_name=range_name, delay=delay,
                       duration=duration, kernel=kernel, launch_skip=launch_skip, launch_count=launch_count,
@@ -138,11 +139,12 @@ def command_cmd(scenario, app, output, trace, pytorch_modes, ranks, nproc_per_no
         raise InputError(str(e)) from None
     written = _write_files(plan, out_dir) if out_dir and plan.files else None
     if fmt == "json":
-        click.echo(json.dumps({
+        emit(json.dumps({
             "scenario": plan.scenario, "title": plan.title, "commands": plan.lines(),
             "files": [{"name": f.name, "executable": f.executable, "content": f.content,
                        **({"path": os.path.join(out_dir, f.name)} if written else {})} for f in plan.files],
             "notes": plan.notes, "container": plan.container, "outputs": plan.outputs,
-            "explain": [{"option": a, "why": b} for a, b in plan.explain]}, indent=2, ensure_ascii=False))
+            "explain": [{"option": a, "why": b} for a, b in plan.explain]}, indent=2, ensure_ascii=False) + "\n",
+            output)
         return
-    click.echo(render_plan(plan, written, explain, one_line), nl=False)
+    emit(render_plan(plan, written, explain, one_line), output)

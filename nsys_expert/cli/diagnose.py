@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from .options import command, format_option, output_option, write_output
+from .options import Choice, command, format_option, output_option, say, write_output
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
 
@@ -55,7 +55,7 @@ def _no_progress(paths, lang):
 @format_option(["md", "json", "html"], "md",
                help="md (Markdown), json, or html (one self-contained page with charts; use -o)")
 @output_option()
-@click.option("--lang", type=click.Choice(["en", "zh"]), default=None, help="report language (default en)")
+@click.option("--lang", type=Choice(["en", "zh"]), default=None, help="report language (default en)")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder (repeatable)")
 @click.option("--select", multiple=True, help="only these rules or categories (repeatable)")
 @click.option("--ignore", multiple=True, help="leave out these rules or categories (repeatable)")
@@ -67,13 +67,26 @@ def _no_progress(paths, lang):
 @click.option("--scheduler", metavar="local|dask|tcp://HOST:PORT",
               help="where a multi-rank job's per-rank work runs: local process pool (default), dask (a local "
                    "Dask cluster), or an existing Dask scheduler; Dask needs pip install \"nsys-expert[dask]\"")
-@click.option("--fail-on", type=click.Choice(SEVERITIES), help="exit 1 when a finding is at or above this severity")
+@click.option("--fail-on", type=Choice(SEVERITIES), help="exit 1 when a finding is at or above this severity")
 @click.option("--show-facts", is_flag=True, help="also print every fact of this run with its value and source")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="settings file (default: [tool.nsys-expert] in ./pyproject.toml, or ./nsys-expert.toml)")
 def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, iteration_range,
              scheduler, fail_on, show_facts, config_path):
-    """Diagnose a profile: a folder of nsys stats CSVs (or the files themselves)."""
+    """Diagnose a profile. PATHS: a folder of `nsys stats --format csv` reports (or the CSV files);
+    an `nsys export --type sqlite` file, or the .nsys-rep itself when nsys is on PATH; console text
+    holding nsys stats tables (a `nsys profile --stats=true` log, pasted output); Nsight Compute
+    CSVs (`ncu -i X.ncu-rep --csv --page details` or `--page raw`) beside them or in ncu/; any of
+    these gzipped; several ranks of one job (a folder per rank, per-rank files, or one export with
+    several processes).
+
+    \b
+    -o FILE writes the report to FILE (never one of the inputs) and says so on stderr;
+    --format md|json|html picks what is written (html: use -o); --scheduler picks where a
+    multi-rank job's per-rank work runs.
+    Exit codes: 0 ran, 1 --fail-on tripped (stderr names the findings), 2 bad input or usage,
+    3 internal error.
+    """
     from .. import config, pipeline
 
     cfg = config.load(config_path)
@@ -105,11 +118,15 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     if show_facts and fmt == "md":
         text += report.render_facts(doc)
     if output:
-        write_output(output, text)
+        write_output(output, text, paths)
     elif not show_facts and terminal.wants_summary(
             output, click.get_current_context().get_parameter_source("fmt").name != "DEFAULT"):
         terminal.summary(doc, req.lang)   # a person at a terminal who asked for nothing: the short version
     else:
         click.echo(text, nl=False)
-    if fail_on and any(SEVERITIES.index(f["severity"]) >= SEVERITIES.index(fail_on) for f in doc["findings"]):
+    tripped = [f for f in doc["findings"] if fail_on and SEVERITIES.index(f["severity"]) >= SEVERITIES.index(fail_on)]
+    if tripped:
+        names = ", ".join(f"{f['rule']} ({f['severity']})" for f in tripped[:3])
+        more = f" and {len(tripped) - 3} more" if len(tripped) > 3 else ""
+        say(f"exit 1: --fail-on {fail_on} tripped by {names}{more}")
         sys.exit(1)

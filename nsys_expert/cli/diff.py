@@ -6,14 +6,14 @@ import sys
 
 import click
 
-from .options import command, emit, format_option, output_option
+from .options import command, emit, format_option, output_option, say
 
 
 @command("diff")
 @click.argument("before", type=click.Path())
 @click.argument("after", type=click.Path())
 @format_option(["md", "json", "html"], "md")
-@output_option("write here instead of stdout")
+@output_option()
 @click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0),
               help="exit 1 when GPU active % / iteration time / a key fact gets worse by more than PCT "
                    "(points for % facts, percent for times), or a new high finding appears")
@@ -36,6 +36,7 @@ def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides):
                 + _html.escape(diff.render_markdown(d)) + "</pre>\n")
     else:
         text = diff.render_markdown(d)
-    emit(text, output)
+    emit(text, output, [before, after])
     if d["gate"] and d["gate"]["tripped"]:
+        say("exit 1: --fail-on-regression " + f"{fail_pct:g} tripped by " + diff.gate_reasons(d))
         sys.exit(1)

@@ -7,6 +7,7 @@ interrupted.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -15,11 +16,17 @@ import traceback
 import click
 
 from ..errors import InputError
+from ..textsafe import one_line
 
 
 def fail(msg: str, code: int = 2):
-    click.echo(f"nsys-expert: error: {msg}", err=True)
+    click.echo(f"nsys-expert: error: {one_line(msg)}", err=True)
     sys.exit(code)
+
+
+def say(msg: str) -> None:
+    """One line on stderr that is not an error ("wrote FILE", why the exit code is 1)."""
+    click.echo(f"nsys-expert: {one_line(msg)}", err=True)
 
 
 def guard(fn):
@@ -50,30 +57,83 @@ def command(name: str, **settings):
     return decorate
 
 
+class Choice(click.Choice):
+    """``click.Choice`` that suggests the closest choice ("did you mean 'quick'?")."""
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            import difflib
+
+            hint = difflib.get_close_matches(str(value), list(self.choices), 1, 0.5)
+            msg = f"'{value}' is not one of {', '.join(map(str, self.choices))}"
+            self.fail(msg + (f" (did you mean '{hint[0]}'?)" if hint else ""), param, ctx)
+
+
 def format_option(choices: list[str], default: str, help: str | None = None):
     """``--format`` (the value arrives as ``fmt``), its default shown in ``--help``."""
-    return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
-                        help=help)
+    return click.option("--format", "fmt", type=Choice(choices), default=default, show_default=True,
+                        help=help or "output format: " + ", ".join(choices))
 
 
-def output_option(help: str = "write the report here instead of stdout", path: bool = True):
-    """``-o`` / ``--output``: a file to write instead of stdout (``path=False``: a plain name, as
-    ``command`` takes for the report it will write)."""
-    return click.option("-o", "--output", type=click.Path(dir_okay=False) if path else None, help=help)
+def output_option(help: str = "write the output to FILE instead of stdout"):
+    """``-o`` / ``--output FILE``: the one meaning of ``-o`` in every subcommand (a file written
+    instead of stdout; never one of the inputs)."""
+    return click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE", help=help)
 
 
-def write_output(output: str, text: str) -> None:
-    """Write a report to ``-o FILE`` (a write error is the user's: one line, exit 2)."""
+def input_files(paths) -> set[str]:
+    """The real paths of every file the inputs name (a folder: every file below it), so ``-o`` can
+    refuse to overwrite one of them."""
+    out: set[str] = set()
+    for p in paths:
+        real = os.path.realpath(p)
+        if os.path.isdir(real):
+            for root, _dirs, files in os.walk(real):
+                out.update(os.path.realpath(os.path.join(root, f)) for f in files)
+        else:
+            out.add(real)
+    return out
+
+
+def write_output(output: str, text: str, inputs=()) -> None:
+    """Write a report to ``-o FILE``: refused when FILE resolves to one of the inputs (a symlink to
+    one included); written atomically (a temporary file in FILE's folder, then renamed over it), so
+    an interrupted run leaves the old file whole; then "wrote FILE" on stderr. A write error is the
+    user's: one line, exit 2."""
+    import tempfile
+
+    target = os.path.realpath(output)
+    if target in input_files(inputs):
+        raise InputError("is one of the inputs; refusing to overwrite it", output,
+                         "give -o a new file name")
+    folder = os.path.dirname(target) or "."
+    tmp = None
     try:
-        with open(output, "w", encoding="utf-8") as fh:
+        mode = os.stat(target).st_mode & 0o7777 if os.path.exists(target) else None
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+        tmp = None
     except OSError as e:
         raise InputError(f"cannot write the report ({e.strerror})", output) from e
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    say(f"wrote {output}")
 
 
-def emit(text: str, output: str | None) -> None:
+def emit(text: str, output: str | None, inputs=()) -> None:
     """The output of a subcommand: to ``-o FILE`` when given, else stdout as it is."""
     if output:
-        write_output(output, text)
+        write_output(output, text, inputs)
     else:
         click.echo(text, nl=False)

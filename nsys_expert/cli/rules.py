@@ -6,54 +6,72 @@ import sys
 
 import click
 
-from .options import command, format_option
+from .options import Choice, command, emit, format_option, output_option, say
 
 
 @command("rules")
-@format_option(["text", "json", "md"], "text")
+@format_option(["text", "json", "md"], "text", help="text (one line a rule), json, or md (the rule reference, docs/rules.md)")
+@output_option()
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
-def rules_cmd(fmt, packs):
+def rules_cmd(fmt, output, packs):
     """List every rule (category, severity, pack, params); md = the rule reference (docs/rules.md)."""
     from ..engine import describe, load_packs
 
     loaded = load_packs(list(packs))
     if fmt == "md":
-        click.echo(describe.reference(loaded), nl=False)
+        emit(describe.reference(loaded), output)
         return
     rows = [describe.rule_summary(r) for p in loaded for r in p.rules]
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        emit(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", output)
         return
     w = max(len(r["id"]) for r in rows)
+    lines = []
     for r in rows:
         params = ", ".join(f"{k}={v['default']}" for k, v in r["params"].items())
-        click.echo(f"{r['id']:<{w}}  {r['category']:<14} {r['severity']:<8} {r['scope']:<6} {r['pack']:<10} {params}")
+        lines.append(f"{r['id']:<{w}}  {r['category']:<14} {r['severity']:<8} {r['scope']:<6} {r['pack']:<10} {params}")
+    emit("\n".join(lines) + "\n", output)
 
 
 @command("explain")
 @click.argument("rule")
+@format_option(["md", "json"], "md", help="md (the rule in words), or json (its summary)")
+@output_option()
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
-@click.option("--lang", type=click.Choice(["en", "zh"]), default="en")
-def explain_cmd(rule, packs, lang):
-    """What a rule checks, why, its thresholds, advice and references."""
+@click.option("--lang", type=Choice(["en", "zh"]), default="en")
+def explain_cmd(rule, fmt, output, packs, lang):
+    """What a rule checks, why, its thresholds, advice and references. RULE is a rule id, or a
+    category (every rule of it, e.g. launch-bound)."""
     import difflib
 
     from ..engine import describe, load_packs
     from ..errors import InputError
 
-    rules = {r.id: r for p in load_packs(list(packs)) for r in p.rules}
-    if rule not in rules:
-        hint = difflib.get_close_matches(rule, list(rules), 1)
-        raise InputError(f"no rule '{rule}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""), None,
+    every = [r for p in load_packs(list(packs)) for r in p.rules]
+    rules = {r.id: r for r in every}
+    if rule in rules:
+        chosen = [rules[rule]]
+    else:
+        chosen = [r for r in every if r.category == rule]
+    if not chosen:
+        names = list(rules) + sorted({r.category for r in every})
+        hint = difflib.get_close_matches(rule, names, 1, 0.5)
+        raise InputError(f"no rule or category '{rule}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""), None,
                          "nsys-expert rules lists them")
-    click.echo(describe.explain(rules[rule], lang), nl=False)
+    if fmt == "json":
+        emit(json.dumps([describe.rule_summary(r) for r in chosen], indent=2, ensure_ascii=False) + "\n", output)
+        return
+    emit("\n".join(describe.explain(r, lang) for r in chosen), output)
 
 
 @command("check-rules")
 @click.argument("pack", type=click.Path())
 @click.option("--strict", is_flag=True, help="a rule without a .cases.yaml file is an error, not a warning")
-def check_rules_cmd(pack, strict):
-    """Validate a rule pack and run its rules' fixture cases (exit 0 all pass, 2 otherwise).
+@format_option(["text", "json"], "text")
+@output_option()
+def check_rules_cmd(pack, strict, fmt, output):
+    """Validate a rule pack and run every rule's fixture cases: every failure is listed; exit 0 when
+    all pass, 1 when a case fails, 2 when the pack cannot be read or does not validate.
 
     A valid rule with no cases file is reported as a warning naming it (an error with --strict)."""
     from ..engine import load_packs
@@ -65,28 +83,40 @@ def check_rules_cmd(pack, strict):
     results = run_all(p.rules, strict=strict)
     bad = [r for r in results if not r.ok]
     untested = [r.rule for r in results if r.warning]
-    for r in results:
-        click.echo(f"{'WARN' if r.warning else 'ok  ' if r.ok else 'FAIL'} {r.rule}: {r.name}: {r.detail}")
-    click.echo(f"{p.name} {p.version}: {len(p.rules)} rules, {len(results) - len(bad) - len(untested)}/{len(results) - len(untested)} checks passed"
-               + (f"; untested (no .cases.yaml): {', '.join(untested)}" if untested else ""))
+    if fmt == "json":
+        emit(json.dumps({"pack": p.name, "version": p.version, "rules": len(p.rules),
+                         "results": [{"rule": r.rule, "case": r.name, "ok": r.ok, "warning": r.warning,
+                                      "detail": r.detail} for r in results]}, indent=2, ensure_ascii=False) + "\n",
+             output)
+    else:
+        lines = [f"{'WARN' if r.warning else 'ok  ' if r.ok else 'FAIL'} {r.rule}: {r.name}: {r.detail}" for r in results]
+        lines.append(f"{p.name} {p.version}: {len(p.rules)} rules, {len(results) - len(bad) - len(untested)}/"
+                     f"{len(results) - len(untested)} checks passed"
+                     + (f"; untested (no .cases.yaml): {', '.join(untested)}" if untested else ""))
+        emit("\n".join(lines) + "\n", output)
     if untested:
         click.echo(f"warning: {len(untested)} rule(s) have no fixture cases: {', '.join(untested)} (--strict makes this an error)",
                    err=True)
     if bad:
-        sys.exit(2)
+        say(f"exit 1: {len(bad)} check(s) failed: " + "; ".join(f"{r.rule}: {r.name}" for r in bad[:3])
+            + (f" and {len(bad) - 3} more" if len(bad) > 3 else ""))
+        sys.exit(1)
 
 
 @command("facts")
 @format_option(["text", "json"], "text")
-def facts_cmd(fmt):
-    """Every fact a rule may use: name, unit, scope, meaning, the inputs it needs."""
+@output_option()
+def facts_cmd(fmt, output):
+    """Every fact a rule may use: name, unit, scope, meaning, and the nsys reports (or other inputs)
+    that supply it, by the names nsys stats -r takes."""
     from ..facts import registry
 
-    rows = [{"name": f.name, "unit": f.unit, "scope": f.scope, "doc": f.doc, "needs": list(f.needs)}
+    rows = [{"name": f.name, "unit": f.unit, "scope": f.scope, "doc": f.doc,
+             "needs": [registry.user_name(n) for n in f.needs]}
             for scope in registry.SCOPES.values() for f in scope.values()]
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        emit(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", output)
         return
-    for r in rows:
-        click.echo(f"{r['name']:<36} {r['unit']:<5} {r['scope']:<6} {' | '.join(r['needs']):<40} {r['doc']}")
-    click.echo("\nEvery run fact also exists as <name>_span: the same number over the whole profile.")
+    lines = [f"{r['name']:<36} {r['unit']:<5} {r['scope']:<6} {' or '.join(r['needs']):<44} {r['doc']}" for r in rows]
+    lines.append("\nEvery run fact also exists as <name>_span: the same number over the whole profile.")
+    emit("\n".join(lines) + "\n", output)

@@ -33,12 +33,19 @@ class Evaluation:
     not_collected: list[str] = field(default_factory=list)   # opt-in rules whose input was not collected
 
 
+def _did_you_mean(name: str, names) -> str:
+    import difflib
+
+    hint = difflib.get_close_matches(name, sorted(names), 1, 0.5)
+    return f" (did you mean '{hint[0]}'?)" if hint else ""
+
+
 def select_rules(packs: list[Pack], select: list[str] | None = None, ignore: list[str] | None = None) -> list[Rule]:
     rules = [r for p in packs for r in p.rules]
     known = {r.id for r in rules} | {r.category for r in rules}
     for s in (select or []) + (ignore or []):
         if s not in known:
-            raise RuleError(f"--select/--ignore: no rule or category named '{s}'", None,
+            raise RuleError(f"--select/--ignore: no rule or category named '{s}'{_did_you_mean(s, known)}", None,
                             "see nsys-expert rules for the list")
     if select:
         rules = [r for r in rules if r.id in select or r.category in select]
@@ -57,10 +64,10 @@ def parse_overrides(items: list[str], rules: list[Rule]) -> dict[str, dict]:
         if not eq or not dot:
             raise RuleError(f"--set {item}: expected RULE.param=VALUE", None)
         if rid not in by_id:
-            raise RuleError(f"--set {item}: no rule '{rid}'", None, "see nsys-expert rules")
+            raise RuleError(f"--set {item}: no rule '{rid}'{_did_you_mean(rid, by_id)}", None, "see nsys-expert rules")
         rule = by_id[rid]
         if param not in rule.params:
-            raise RuleError(f"--set {item}: rule {rid} has no param '{param}'", None,
+            raise RuleError(f"--set {item}: rule {rid} has no param '{param}'{_did_you_mean(param, rule.params)}", None,
                             f"its params: {', '.join(rule.params) or 'none'}")
         spec = rule.params[param]
         default = spec["default"]

@@ -2,9 +2,64 @@
 from __future__ import annotations
 
 import os
+import re
+
+import jinja2
 
 from ..facts import registry
-from .rules import Pack, Rule
+from .rules import ENV, Pack, Rule
+
+_EXPR = re.compile(r"{{(.*?)}}", re.S)
+_TAG = re.compile(r"{%.*?%}", re.S)
+_COMMAND = re.compile(r"command\(\s*'([\w-]+)'")
+
+
+def reader_text(text: str, params: dict) -> str:
+    """A rule's message or advice template for a reader (``explain``), not for the engine: an
+    expression of parameters only is filled with their defaults, a command is named by the
+    ``nsys-expert command`` that prints it, and a value known only from a run is ``<fact_name>``;
+    ``{% %}`` tags are dropped."""
+    from jinja2 import meta
+
+    defaults = {k: v["default"] for k, v in params.items()}
+
+    def one(m: re.Match) -> str:
+        expr = m.group(1).strip()
+        try:
+            names = meta.find_undeclared_variables(ENV.parse("{{ " + expr + " }}")) - {"command"}
+        except jinja2.TemplateError:
+            return m.group(0)
+        if names <= set(defaults):
+            try:
+                return ENV.from_string("{{ " + expr + " }}").render(**defaults)
+            except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
+                pass
+        c = _COMMAND.search(expr)
+        if c:
+            return f"nsys-expert command {c.group(1)}"
+        return "<" + ", ".join(sorted(names - set(defaults)) or sorted(names)) + ">"
+
+    return re.sub(r"(?<=\S)  +", " ", _TAG.sub("", _EXPR.sub(one, text))).strip()
+
+
+# references that name a file of the project's private notes, not something a reader can open
+_PRIVATE = re.compile(r"^\s*(?:notes/)?(?:playbook|peers|design)\.md\b[^:]*:?\s*", re.I)
+
+
+def public_references(r: Rule) -> list[str]:
+    """What ``explain`` cites: the rule's own page of the rule reference, then its public references
+    (NVIDIA and PyTorch documents, Nsight tools' rule names); a reference to the project's private
+    notes keeps only the public thing it names (an ncu rule), or is left out."""
+    out = [f"docs/rules.md#{r.id} (this rule in the rule reference)"]
+    for x in r.references:
+        x = str(x)
+        if not _PRIVATE.match(x):
+            out.append(x)
+            continue
+        rest = _PRIVATE.sub("", x)
+        if re.match(r"(ncu|nsys)\b", rest):       # "peers.md 3.2: ncu SOLBottleneck ..." -> the ncu rule
+            out.append("Nsight Compute rule " + rest[4:] if rest.startswith("ncu") else rest)
+    return list(dict.fromkeys(out))
 
 _OPS = {"lt": "<", "lte": "≤", "gt": ">", "gte": "≥", "eq": "=", "neq": "≠", "in": "in", "not_in": "not in",
         "contains": "contains", "icontains": "contains (any case)", "startswith": "starts with",
@@ -63,7 +118,7 @@ def explain(r: Rule, lang: str = "en") -> str:
             if rel["when"]:
                 lines += condition_text(rel["when"], r.params, 1)
     if r.why:
-        lines += ["", t(r.why).strip()]
+        lines += ["", reader_text(t(r.why).strip(), r.params)]
     lines += ["", "Fires when:"] + condition_text(r.when, r.params)
     for e in r.escalate:
         lines += ["", f"Severity {e['severity']} when also:"] + condition_text(e["when"], r.params)
@@ -77,18 +132,17 @@ def explain(r: Rule, lang: str = "en") -> str:
         for f in facts:
             d = registry.lookup(r.scope, f)
             lines.append(f"- `{f}` ({d.unit or '-'}): {d.doc}; from "
-                         + " or ".join(d.needs) if d else f"- `{f}`")
+                         + " or ".join(registry.user_name(n) for n in d.needs) if d else f"- `{f}`")
     if r.estimate:
         lines += ["", f"Estimated gain: `{r.estimate['expr']}`" + (f" ({r.estimate['doc']})" if r.estimate.get("doc") else "")]
     adv = r.advice.get(lang) or r.advice.get("en") or []
     if adv:
         lines += ["", "Advice:"]
         for a, w in zip(adv, r.advice_when if any(r.advice_when) else [None] * len(adv)):
-            lines.append(f"- {a}" + (" (only when:)" if w else ""))
+            lines.append(f"- {reader_text(a, r.params)}" + (" (only when:)" if w else ""))
             if w:
                 lines += condition_text(w, r.params, 1)
-    if r.references:
-        lines += ["", "References:"] + [f"- {x}" for x in r.references]
+    lines += ["", "References:"] + [f"- {x}" for x in public_references(r)]
     return "\n".join(lines) + "\n"
 
 

@@ -30,6 +30,7 @@ class Options:
     user_window: tuple[int, int] | None = None
     skip_iterations: int | None = None
     iteration_range: str | None = None     # --iteration-range NAME: the NVTX range that marks iterations
+    rank_rows: bool = False                # bin each rank's timeline row (the HTML report of a multi-rank job)
 
 
 @dataclass

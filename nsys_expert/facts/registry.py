@@ -33,6 +33,18 @@ INPUTS = {
 # requires one of them is left out of "not evaluated" when it is missing (engine.evaluate)
 OPT_IN_INPUTS = {"gpu_metrics"}
 
+# what a user exports for each input: the nsys stats report name (others: how it is collected)
+_OTHER_NAMES = {"osrt_trace": "SQLite export with --trace=osrt", "ranks": "several ranks",
+                "ncu": "ncu --csv --page details", "gpu_metrics": "SQLite export with --gpu-metrics-devices=all"}
+
+
+def user_name(input_id: str) -> str:
+    """The name a user knows an input by: ``gpu_trace`` -> ``cuda_gpu_trace`` (the nsys stats report)."""
+    import re
+
+    m = re.search(r"nsys stats -r (\w+)", INPUTS.get(input_id, ""))
+    return m.group(1) if m else _OTHER_NAMES.get(input_id, input_id)
+
 
 @dataclass(frozen=True)
 class Fact:

@@ -173,3 +173,21 @@ def _iterations(fs) -> list[dict]:
                     "start_ns": starts[i] if i < len(starts) else None,
                     "gpu_busy_pct": r.get("gpu_busy_pct")})
     return out
+
+
+RANK_BINS = 120
+
+
+def rank_row(prof: Profile, fs, bins: int = RANK_BINS) -> dict | None:
+    """One rank's row of the multi-rank timeline: compute / NCCL / copy shares of each bin of its
+    analysis window (idle is the rest), small enough to travel back from a rank's worker process.
+    None when the rank has no GPU trace to bin."""
+    win = fs.window
+    if win is None or win.start_ns is None or win.end_ns is None or win.end_ns <= win.start_ns:
+        return None
+    s = series(prof, fs, bins, between=(int(win.start_ns), int(win.end_ns)))
+    if not s.get("available"):
+        return None
+    return {"start_ns": s["span_start_ns"], "end_ns": s["span_end_ns"], "bin_start_ns": s["bin_start_ns"],
+            "bin_ns": s["bin_ns"], "compute_pct": s["compute_pct"], "nccl_pct": s["nccl_pct"],
+            "copy_pct": s["copy_pct"], "source": win.source}

@@ -18,6 +18,7 @@ from ..engine.rules import SEVERITIES
 from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
 from ..load import Profile
+from ..textsafe import visible
 from . import gpu_metrics as gm_report, verdict
 
 SCHEMA_VERSION = 1
@@ -111,7 +112,7 @@ def _next_steps(doc: dict) -> list[dict]:
 
 
 def to_json(doc: dict) -> str:
-    public = {k: v for k, v in doc.items() if k != "lang"}
+    public = {k: v for k, v in doc.items() if k != "lang" and not k.startswith("_")}
     return json.dumps(public, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
@@ -122,7 +123,7 @@ LABELS = {
         "comm": "Communication", "diagnosis": "Bottleneck diagnosis", "advice": "Optimization advice by priority",
         "not_evaluated": "Not evaluated", "next_steps": "Next steps: collect what the rules above lacked", "warnings": "Warnings", "inputs": "Inputs", "gpus": "GPUs",
         "span": "Profile span", "eras": "Report formats", "source": "Chosen by", "start": "Start", "end": "End",
-        "length": "Length", "startup": "Start-up before the window", "iterations": "Iterations",
+        "length": "Length", "rel_note": "from the profile's first event; {abs} on the nsys timeline, as --window takes them", "startup": "Start-up before the window", "iterations": "Iterations",
         "median_iter": "median", "first_iter": "first (warm-up)", "slowest": "slowest",
         "active": "GPU active", "kernel_active": "kernels", "memcpy_active": "memcpy",
         "idle_by_cause": "Idle time by what the host was doing", "cause": "Cause", "share": "Share of window",
@@ -145,7 +146,7 @@ LABELS = {
         "reason_idle_unexplained": "The GPU is active only {active} % of the window and no rule names a cause",
         "reason_no_finding_partial": "No system-level bottleneck found by the rules that could run; the GPU is busy {active} % of the time ({basis})",
         "basis_measured": "measured on the GPU trace", "basis_estimated": "estimated from the summary reports",
-        "not_checked": "Not evaluated",
+        "not_checked": "Not evaluated", "input_notes": "{n} note(s) on the inputs (which file each table was read from, files not read)",
         "supporting": "Supporting evidence", "does_not_apply_cap": "Does not apply", "and_more": "and {n} more kernel(s)",
         "reason_too_little_work": "Too little GPU work in the window to judge: the GPU is busy {active} % of a short window; profile more steps",
         "recoverable": "Total recoverable time", "recoverable_how": "gains on one part of the window (the idle gaps, one kernel, the copies) overlap, each fix working on what the others leave; different parts add; no part gives back more than its share",
@@ -156,7 +157,7 @@ LABELS = {
         "comm": "通信分析（多卡场景）", "diagnosis": "瓶颈诊断", "advice": "优化建议（按优先级）",
         "not_evaluated": "未评估的规则", "next_steps": "下一步：采集上述规则缺少的数据", "warnings": "警告", "inputs": "输入文件", "gpus": "GPU",
         "span": "采集时长", "eras": "报告格式", "source": "选取依据", "start": "开始", "end": "结束",
-        "length": "时长", "startup": "窗口前的启动时间", "iterations": "迭代",
+        "length": "时长", "rel_note": "自采集的第一个事件起算；nsys 时间轴上为 {abs}，即 --window 使用的时间", "startup": "窗口前的启动时间", "iterations": "迭代",
         "median_iter": "中位数", "first_iter": "第一次（预热）", "slowest": "最慢",
         "active": "GPU 活跃时间占比", "kernel_active": "kernel", "memcpy_active": "拷贝",
         "idle_by_cause": "空闲时间按主机行为归因", "cause": "原因", "share": "占窗口比例",
@@ -179,7 +180,7 @@ LABELS = {
         "reason_idle_unexplained": "GPU 仅 {active} % 的时间活跃，且没有规则指出原因",
         "reason_no_finding_partial": "可运行的规则未发现系统级瓶颈；GPU 忙碌 {active} %（{basis}）",
         "basis_measured": "由 GPU trace 测得", "basis_estimated": "由汇总报告估计",
-        "not_checked": "未评估",
+        "not_checked": "未评估", "input_notes": "关于输入的 {n} 条说明（各表读自哪个文件、未读取的文件）",
         "supporting": "佐证", "does_not_apply_cap": "不适用", "and_more": "及另外 {n} 个 kernel",
         "reason_too_little_work": "窗口内 GPU 工作太少，无法判断：在很短的窗口内 GPU 仅 {active} % 的时间忙碌；请采集更多步",
         "recoverable": "可挽回的总时间", "recoverable_how": "同一部分时间（空闲间隙、某个 kernel、拷贝）上的收益相互重叠，每项优化作用于其余优化剩下的时间；不同部分相加；任何部分都不超过它所占的份额",
@@ -209,18 +210,27 @@ def _md_safe(s) -> str:
 
 
 def _fmt(v, nd: int = 1) -> str:
+    """A number for a reader (Babel's number formatting, the CLDR patterns; the root locale, whose
+    data loads in a third of the time of en and writes numbers the same way): thousands grouped,
+    ``nd`` decimals from 1 up, no decimals from 100 up or for a whole number (``grid_size 1``, not
+    ``1.00``), three significant digits under 1 and never scientific notation (``0.000009``, not
+    ``9e-06``)."""
+    from babel.numbers import format_decimal
+
     if v is None or isinstance(v, jinja2.Undefined):
         return "–"
     if isinstance(v, bool):
         return str(v).lower()
     if isinstance(v, int):
-        return f"{v:,}"
+        return format_decimal(v, "#,##0", locale="root")
     if isinstance(v, float):
-        if abs(v) >= 100:
-            return f"{v:,.0f}"
+        if not math.isfinite(v):
+            return str(v)
+        if abs(v) >= 100 or (v.is_integer() and abs(v) < 1e15):
+            return format_decimal(v, "#,##0", locale="root")
         if abs(v) >= 1:
-            return f"{v:,.{nd}f}"
-        return f"{v:.3g}"
+            return format_decimal(v, "#,##0." + "0" * nd if nd > 0 else "#,##0", locale="root")
+        return format_decimal(v, "@##", locale="root")
     return str(v)
 
 
@@ -249,23 +259,60 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def group_not_evaluated(items: list[dict]) -> list[tuple[list[str], str]]:
-    """Rules that miss the same inputs are listed together (one line per distinct reason)."""
+def group_not_evaluated(items: list[dict], doc: dict | None = None) -> list[tuple[list[str], str]]:
+    """Rules that miss the same inputs are listed together (one line per distinct reason, each need
+    said once). On a single-GPU run (``doc`` without ranks) the cross-rank rules are left out: they
+    cannot apply, and listing them on every report is noise (the JSON keeps them)."""
+    single = doc is not None and not doc.get("ranks")
     groups: dict[str, list[str]] = {}
     for n in items:
-        groups.setdefault("; ".join(n["missing"]), []).append(n["rule"])
+        if single and f"needs {registry.INPUTS['ranks']}" in n["missing"]:
+            continue
+        groups.setdefault("; ".join(dict.fromkeys(n["missing"])), []).append(n["rule"])
     return [(rules, missing) for missing, rules in groups.items()]
+
+
+# warnings that say where the numbers came from, not what to believe about them: folded into one
+# collapsed line (which source won, files not read, tables nsys writes only when it recorded some)
+_NOTE_MARKS = ("the richest source", "not read (not a report", "nsys writes a table only when it recorded")
+
+
+def split_warnings(warnings: list[str]) -> tuple[list[str], list[str]]:
+    """(warnings that change what the reader should believe, notes about the inputs)."""
+    notes = [w for w in warnings if any(m in w for m in _NOTE_MARKS)]
+    return [w for w in warnings if w not in notes], notes
+
+
+def localized(doc: dict, lang: str) -> dict:
+    """The run-time sentences of a report in ``lang`` (``i18n``: the message catalog), for both
+    renderers: the window (its reason), the not-evaluated groups, the warnings (split into those
+    that matter and the notes on the inputs) and the next steps."""
+    from .i18n import translate
+
+    def tr(s):
+        return translate(s, lang)
+
+    groups = [(rules, tr(missing) if "; " not in missing else "; ".join(tr(m) for m in missing.split("; ")))
+              for rules, missing in group_not_evaluated(doc.get("not_evaluated", []), doc)]
+    important, notes = split_warnings(doc.get("warnings", []))
+    return {"w": dict(doc["window"], reason=tr(doc["window"].get("reason"))),
+            "not_evaluated_groups": groups, "warnings": ([tr(x) for x in important], [tr(x) for x in notes]),
+            "next_steps": [dict(st, need=tr(st["need"]), why=tr(st["why"])) for st in doc.get("next_steps") or []],
+            "absent_active": tr(doc.get("facts_absent", {}).get("gpu_active_pct") or "not computed")}
 
 
 def render_markdown(doc: dict, lang: str = "en") -> str:
     L = LABELS.get(lang, LABELS["en"])
-    w = doc["window"]
     units = {n: (registry.lookup("run", n).unit if registry.lookup("run", n) else "") for n in doc["facts"]}
     tpl = _env().get_template("report.md.j2")
     sev = severity_word(lang)
-    return tpl.render(doc=doc, L=L, w=w, f=doc["facts"], t=doc["tables"], units=units, lang=lang,
-                      not_evaluated_groups=group_not_evaluated(doc["not_evaluated"]), sev=sev,
-                      vw=verdict.words(doc, L, sev)).rstrip() + "\n"
+    text = tpl.render(doc=doc, L=L, f=doc["facts"], t=doc["tables"], units=units, lang=lang, sev=sev,
+                      vw=verdict.words(doc, L, sev), **localized(doc, lang)).rstrip() + "\n"
+    if lang == "zh":
+        from .i18n import zh_markdown_brackets
+
+        text = zh_markdown_brackets(text)
+    return visible(text)   # a kernel name's RTL override or zero-width space is shown, not obeyed
 
 
 def severity_word(lang: str):

@@ -19,7 +19,8 @@ import math
 import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
-from . import LABELS, SEVERITY_ZH, _fmt, severity_word, template_env, verdict
+from ..textsafe import visible
+from . import LABELS, SEVERITY_ZH, _fmt, localized, severity_word, template_env, verdict
 from . import gpu_metrics as gm_report
 
 # ------------------------------------------------------------------------------------------ colours
@@ -34,7 +35,8 @@ STEADY_COLOR = "#2563eb"
 # words the Markdown report does not need (chart titles, legends)
 HTML_LABELS = {
     "en": {
-        "timeline": "GPU utilization over the profile", "timeline_zoom": "GPU utilization inside the analysis window",
+        "timeline": "GPU utilization over the profile", "rank_timeline": "Each rank over its analysis window",
+        "rank_time": "time since the window start (ms)", "timeline_zoom": "GPU utilization inside the analysis window",
         "time_s": "time (s)", "busy_axis": "% of each bin", "compute": "compute kernels", "nccl": "NCCL kernels",
         "copy": "copies / memsets", "idle": "idle", "unattributed": "idle (cause not attributed)",
         "startup_band": "start-up", "window_band": "analysis window",
@@ -53,7 +55,8 @@ HTML_LABELS = {
         "bin": "bin", "busy": "busy",
     },
     "zh": {
-        "timeline": "整个采集期间的 GPU 利用率", "timeline_zoom": "分析窗口内的 GPU 利用率",
+        "timeline": "整个采集期间的 GPU 利用率", "rank_timeline": "各 rank 在其分析窗口内的情况",
+        "rank_time": "自窗口开始的时间 (ms)", "timeline_zoom": "分析窗口内的 GPU 利用率",
         "time_s": "时间 (s)", "busy_axis": "占每个时间段的 %", "compute": "计算 kernel", "nccl": "NCCL kernel",
         "copy": "拷贝 / memset", "idle": "空闲", "unattributed": "空闲（未归因）",
         "startup_band": "启动阶段", "window_band": "分析窗口",
@@ -227,6 +230,60 @@ def timeline_chart(ser: dict, L: dict, H: dict, cid: str = "timeline", title: st
     return _chart(cid, title or H["timeline"], W, int(bottom + 6), els + leg, n_series)
 
 
+def rank_timeline_chart(rows: list[dict], H: dict) -> dict | None:
+    """A multi-rank job: one row per rank over its own analysis window (time from the window's start,
+    one scale for all rows), each bin stacked from the bottom: compute kernels, NCCL kernels, copies;
+    the rest of the row's height is idle. A rank without a GPU trace gets a labelled empty row."""
+    rows = [r for r in rows or [] if r.get("rank") is not None]
+    if not rows or not any(r.get("bin_start_ns") for r in rows):
+        return None
+    W, row_h, gap = 1100, 26, 6
+    label_w = min(180, 12 + 7 * max(len(str(r["rank"])) for r in rows))
+    x0, x1, y0 = label_w, W - 16, 12
+    longest = max(r["end_ns"] - r["start_ns"] for r in rows if r.get("bin_start_ns"))
+    px = lambda dt: x0 + dt / longest * (x1 - x0)  # noqa: E731
+    els: list[dict] = []
+    drawn: dict[str, list[str]] = {"compute": [], "nccl": [], "copy": []}
+    for i, r in enumerate(rows):
+        top = y0 + i * (row_h + gap)
+        bottom = top + row_h
+        els.append(_el("text", str(r["rank"]), x=x0 - 8, y=_n(top + row_h / 2 + 4), class_="axis", text_anchor="end"))
+        if not r.get("bin_start_ns"):
+            els.append(_el("text", H["no_timeline"], x=x0 + 6, y=_n(top + row_h / 2 + 4), class_="axis"))
+            continue
+        els.append(_el("rect", x=x0, y=top, width=_n(px(r["end_ns"] - r["start_ns"]) - x0), height=row_h,
+                       class_="plotbg", title=f"{r['rank']}: {H['idle']}"))
+        base = [0.0] * len(r["bin_start_ns"])
+        for key in ("compute", "nccl", "copy"):
+            vals = r.get(f"{key}_pct") or []
+            for j, v in enumerate(vals):
+                if v <= 0:
+                    continue
+                xa = px(r["bin_start_ns"][j] - r["start_ns"])
+                xb = px(r["bin_start_ns"][j] + r["bin_ns"][j] - r["start_ns"])
+                ya = bottom - base[j] / 100.0 * row_h
+                yb = bottom - min(100.0, base[j] + v) / 100.0 * row_h
+                drawn[key].append(f"M{_n(xa)} {_n(ya)}H{_n(xb)}V{_n(yb)}H{_n(xa)}Z")
+                base[j] += v
+    n_series = 0
+    legend = []
+    for key, d in drawn.items():
+        if d:
+            els.append(_el("path", d="".join(d), fill=BUSY_COLORS[key], class_="series", data_series=key, title=H[key]))
+            legend.append((H[key], BUSY_COLORS[key], ""))
+            n_series += 1
+    legend.append((H["idle"], "#f3f4f6", "idle"))
+    y1 = y0 + len(rows) * (row_h + gap) - gap
+    step = _nice_step(longest / 1e6, 8)
+    for t in _ticks(0.0, longest / 1e6, 8):
+        x = px(t * 1e6)
+        els.append(_el("line", x1=_n(x), x2=_n(x), y1=y1, y2=y1 + 5, class_="tick"))
+        els.append(_el("text", _tick_label(t, step), x=_n(x), y=y1 + 18, class_="axis", text_anchor="middle"))
+    els.append(_el("text", H["rank_time"], x=_n((x0 + x1) / 2), y=y1 + 34, class_="axis-title", text_anchor="middle"))
+    leg, legend_bottom = _legend(legend, x0, y1 + 58, x1 - x0)
+    return _chart("ranks", H["rank_timeline"], W, int(legend_bottom + 6), els + leg, n_series)
+
+
 def iteration_chart(iters: list[dict], H: dict) -> dict | None:
     """One bar per iteration (completion to completion); warm-up in orange, median dashed; bars taller
     than the scale (a slow first iteration) are clipped and labelled with their value."""
@@ -359,6 +416,7 @@ def charts(doc: dict, ser: dict | None, zoom: dict | None, lang: str) -> dict:
     t, f = doc["tables"], doc["facts"]
     out: dict = {}
     out["timeline"] = timeline_chart(ser, L, H) if ser else None
+    out["ranks"] = rank_timeline_chart((ser or {}).get("ranks") or [], H)
     out["timeline_zoom"] = timeline_chart(zoom, L, H, "timeline_zoom", H["timeline_zoom"]) if zoom else None
     out["gpu_metrics"] = gm_report.chart(ser, L["gm"])                  # beside the timeline (report/gpu_metrics.py)
     out["gpu_metrics_zoom"] = gm_report.chart(zoom, L["gm"], "gpu_metrics_zoom", L["gm"]["chart_zoom"]) if zoom else None
@@ -404,6 +462,7 @@ def _env() -> jinja2.Environment:
     env = template_env(True)
     env.filters["fmt"] = _fmt
     env.filters["short"] = short_kernel_name
+    env.filters["basename"] = lambda p: str(p).replace("\\", "/").rsplit("/", 1)[-1]
     return env
 
 
@@ -414,12 +473,11 @@ def render_html(doc: dict, ser: dict | None = None, lang: str = "en", zoom: dict
     L, H = LABELS.get(lang, LABELS["en"]), HTML_LABELS.get(lang, HTML_LABELS["en"])
     tpl = _env().get_template("report.html.j2")
     sev = severity_word(lang)
-    groups: dict[str, list[str]] = {}   # rules that miss the same inputs, listed together (as the Markdown)
-    for n in doc.get("not_evaluated", []):
-        groups.setdefault("; ".join(n["missing"]), []).append(n["rule"])
-    return tpl.render(doc=doc, L=L, H=H, w=doc["window"], f=doc["facts"], t=doc["tables"], lang=lang,
+    from .i18n import translate, zh_html_brackets
+
+    page = tpl.render(doc=doc, L=L, H=H, f=doc["facts"], t=doc["tables"], lang=lang, **localized(doc, lang),
                       ser=ser, charts=charts(doc, ser, zoom, lang), sev=sev, sev_color=SEVERITY_COLORS,
                       vw=verdict.words(doc, L, sev),
                       graph_hidden=bool(ser and ser.get("graph_hidden")),
-                      not_evaluated_groups=[(rules, missing) for missing, rules in groups.items()],
-                      no_timeline_reason=(ser or {}).get("reason")).rstrip() + "\n"
+                      no_timeline_reason=translate((ser or {}).get("reason"), lang)).rstrip() + "\n"
+    return visible(zh_html_brackets(page) if lang == "zh" else page)

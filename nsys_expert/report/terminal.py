@@ -13,6 +13,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from ..textsafe import one_line, visible
 from . import LABELS, severity_word, verdict
 
 SEVERITY_STYLES = {"info": "dim", "low": "blue", "medium": "yellow", "high": "bold red", "critical": "bold white on red"}
@@ -62,7 +63,7 @@ def progress(paths: list[str] | tuple[str, ...], lang: str | None = "en", delay:
     t0 = time.monotonic()
     lock = threading.Lock()
 
-    what = (str(paths[0]) + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")) if paths else ""
+    what = (one_line(str(paths[0])) + (f" (+{len(paths) - 1})" if len(paths) > 1 else "")) if paths else ""
 
     def text() -> str:
         return f"nsys-expert: {state['phase']} {what} … {time.monotonic() - t0:.0f} s"
@@ -149,12 +150,12 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     head.append(L["title"], style="bold")
     where = _where([i["path"] for i in doc["inputs"]])
     if where:
-        head.append(f"  {where}", style="dim")
+        head.append(f"  {visible(where)}", style="dim")
     console.print(head)
 
     vw = verdict.words(doc, L, sev)
     v = Text(f"{vw['label']}: ", style="bold")
-    v.append(vw["text"], style="green" if vw["ok"] else "")
+    v.append(visible(vw["text"]), style="green" if vw["ok"] else "")
     if vw["severity"]:
         v.append(f"  [{sev(vw['severity'])}]", style=SEVERITY_STYLES.get(vw["severity"], ""))
     console.print(v)
@@ -178,7 +179,8 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
         console.print(line)
     line = Text(style="dim")
     if w.get("start_ns") is not None and w.get("end_ns") is not None and w.get("source") != "whole":
-        line.append(f"{W['window']} {w['start_ns'] / 1e9:.3f}–{w['end_ns'] / 1e9:.3f} s ({w['source']})")
+        t0 = w.get("span_start_ns") or 0      # times from the profile's first event, as the report says them
+        line.append(f"{W['window']} {(w['start_ns'] - t0) / 1e9:.3f}–{(w['end_ns'] - t0) / 1e9:.3f} s ({w['source']})")
     if "iter_median_ms" in f:
         line.append(f"{' · ' if line.plain else ''}{W['iter']} {f['iter_median_ms']:.2f} ms")
     if line.plain:
@@ -194,7 +196,7 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
             g = x.get("estimated_gain_pct")
             tab.add_row(str(x["rank"]), Text(sev(x["severity"]).upper() if lang == "en" else sev(x["severity"]),
                                              style=SEVERITY_STYLES.get(x["severity"], "")),
-                        x["title"], f"{W['gain']} ≈ {g:.1f} %" if g is not None else "")
+                        visible(x["title"]), f"{W['gain']} ≈ {g:.1f} %" if g is not None else "")
         console.print(Text(f"{W['findings']}:", style="bold"))
         console.print(tab)
         if len(doc["findings"]) > max_findings:

@@ -1,0 +1,178 @@
+"""The words the program writes at run time (the window's reason, why a rule was not evaluated,
+warnings, next steps), in the report's language, from a gettext message catalog.
+
+The catalog is ``nsys_expert/locale/<lang>/LC_MESSAGES/nsys_expert.po`` (edited by hand, Babel's PO
+format); the compiled ``.mo`` beside it is built from it by ``python -m nsys_expert.report.i18n``
+(Babel) and shipped, so a fresh clone needs no build step (``tests/test_i18n.py`` fails when the two
+differ, and when a Chinese report of any fixture keeps an English sentence).
+
+These texts are built by the layers below the report with numbers and names in them, so a message
+id may hold ``{name}`` fields: ``{n} NVTX '{range}' ranges mark iterations`` matches the sentence
+with any value in each field, and the translation puts the same values in its own order. A text is
+translated clause by clause (clauses separated by ``; ``), the whole text first. A field whose name
+ends in ``_or`` holds alternatives (``A or B``: each translated, joined with 或), one ending in
+``_list`` a list of quoted names with their reasons (``'a' (why), 'b' (why)``: each translated).
+"""
+from __future__ import annotations
+
+import functools
+import gettext
+import os
+import re
+
+DOMAIN = "nsys_expert"
+LOCALE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale")
+_FIELD = re.compile(r"\\\{(\w+)\\\}")
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog(lang: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
+    """(exact message ids -> translations, [(pattern of a message id with fields, translation)])."""
+    try:
+        t = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang])
+    except OSError:
+        return {}, []
+    exact: dict[str, str] = {}
+    patterns = []
+    for msgid, msgstr in t._catalog.items():   # noqa: SLF001 - GNUTranslations keeps its catalog here
+        if not isinstance(msgid, str) or not msgid or not msgstr:
+            continue
+        if "{" in msgid:
+            rx = _FIELD.sub(lambda m: f"(?P<{m.group(1)}>.+?)", re.escape(msgid))
+            patterns.append((re.compile(f"^{rx}$", re.S), msgstr))
+        else:
+            exact[msgid] = msgstr
+    patterns.sort(key=lambda p: -len(p[0].pattern))   # the most specific first
+    return exact, patterns
+
+
+def _one(text: str, lang: str) -> str | None:
+    exact, patterns = _catalog(lang)
+    s = text.strip()
+    if s in exact:
+        return exact[s]
+    for rx, out in patterns:
+        m = rx.match(s)
+        if m:
+            return out.format(**{k: _field(k, v, lang) for k, v in m.groupdict().items()})
+    return None
+
+
+_JOIN = {"zh": {"or": " 或 ", "list": "，"}}
+
+
+def _field(name: str, value: str, lang: str) -> str:
+    joins = _JOIN.get(lang, {"or": " or ", "list": ", "})
+    if name.endswith("_or"):
+        return joins["or"].join(translate(v, lang) for v in value.split(" or "))
+    if name.endswith("_list"):
+        return joins["list"].join(translate(v, lang) for v in re.split(r"(?<=\)), (?=')", value))
+    return translate(value, lang) if " " in value else value
+
+
+def translate(text, lang: str | None) -> str:
+    """``text`` in ``lang`` (as it is for English, or where the catalog has no entry)."""
+    if not lang or lang == "en" or not isinstance(text, str) or not text:
+        return text
+    whole = _one(text, lang)
+    if whole is not None:
+        return whole
+    parts = text.split("; ")
+    if len(parts) == 1:
+        return text
+    return "；".join(_one(p, lang) or p for p in parts)
+
+
+def untranslated(text: str, lang: str) -> list[str]:
+    """The clauses of ``text`` the catalog does not translate (for the completeness test)."""
+    if _one(text, lang) is not None:
+        return []
+    return [p for p in text.split("; ") if _one(p, lang) is None]
+
+
+def compile_catalogs() -> list[str]:
+    """Build every ``.mo`` from its ``.po`` (Babel); -> the files written."""
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    written = []
+    for lang in sorted(os.listdir(LOCALE_DIR)):
+        po = os.path.join(LOCALE_DIR, lang, "LC_MESSAGES", DOMAIN + ".po")
+        if not os.path.exists(po):
+            continue
+        with open(po, "rb") as fh:
+            cat = read_po(fh, locale=lang)
+        mo = po[:-3] + ".mo"
+        with open(mo, "wb") as fh:
+            write_mo(fh, cat, use_fuzzy=False)
+        written.append(mo)
+    return written
+
+
+if __name__ == "__main__":
+    for path in compile_catalogs():
+        print("wrote", path)
+
+
+_IDENT = re.compile(r"[\w.:\]'\"\x00]")
+
+
+def _brackets(seg: str) -> str:
+    """Prose parentheses to full-width ones (a call such as ``range_pop()`` keeps its own)."""
+    out, stack = [], []
+    for i, ch in enumerate(seg):
+        if ch == "(":
+            prose = i == 0 or not _IDENT.match(seg[i - 1])
+            stack.append(prose)
+            if prose:
+                while out and out[-1] == " ":
+                    out.pop()
+                out.append("（")
+                continue
+        elif ch == ")" and stack:
+            if stack.pop():
+                out.append("）")
+                continue
+        out.append(ch)
+    text = re.sub(r"[ ]+（", "（", "".join(out))
+    return re.sub(r"）[ ]+(?=[\u3000-\u9fff\uff00-\uffef])", "）", text)
+
+
+def zh_markdown_brackets(md: str) -> str:
+    """A Chinese Markdown report with one kind of bracket in its prose: full-width （）, outside code
+    spans and fenced blocks (commands keep theirs)."""
+    out, fenced = [], False
+    for line in md.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            out.append(line)
+            continue
+        if fenced:
+            out.append(line)
+            continue
+        spans: list[str] = []   # code spans are set aside (their brackets are code), then put back
+
+        def keep(m, spans=spans):
+            spans.append(m.group(0))
+            return f"\x00{len(spans) - 1}\x00"
+        masked = _brackets(re.sub(r"`[^`]*`|“[^”]*”", keep, line))   # code, and quoted tool text
+        out.append(re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], masked))
+    return "\n".join(out)
+
+
+_TAG = re.compile(r"(<[^>]*>)")
+_RAW = ("code", "pre", "style", "svg", "title", "script")
+
+
+def zh_html_brackets(page: str) -> str:
+    """The same for the HTML page: text outside tags and outside code, pre, style and svg."""
+    out, depth = [], 0
+    for tok in _TAG.split(page):
+        if tok.startswith("<"):
+            m = re.match(r"<(/?)([a-zA-Z0-9]+)", tok)
+            if m and m.group(2).lower() in _RAW and not tok.endswith("/>"):
+                depth += -1 if m.group(1) else 1
+            out.append(tok)
+        else:
+            out.append(tok if depth > 0 else _brackets(tok))
+    return "".join(out)

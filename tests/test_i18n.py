@@ -1,0 +1,94 @@
+"""The Chinese report (issue 22): every sentence the program writes at run time comes from the
+message catalog (``nsys_expert/locale/zh/LC_MESSAGES``), the shipped ``.mo`` is the compiled ``.po``,
+and the prose uses one kind of bracket."""
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from conftest import FIXTURES, fixture_cases
+from nsys_expert import pipeline, report
+from nsys_expert.report import i18n
+
+# three or more English words in a row, outside code spans, fenced blocks and quoted tool text
+# (ncu's own rule descriptions are quoted as ncu wrote them)
+ENGLISH = re.compile(r"(?<![-\w])[A-Za-z][a-z]+(?: [a-z]{2,}){2,}(?![-\w])")
+# a few fixtures that between them hit every kind of run-time sentence: an NVTX window with
+# passed-over library ranges, summaries only, a multi-run console log, CUDA graphs, a SQLite
+# without some tables, too little work, ncu data
+FAST_CASES = ["library_nvtx", "sync_bound_summaries", "console_deep_dive", "launch_bound_graphed_sqlite",
+              "cupy_nsys2020_sqlite", "nccl_single", "compute_bound_ncu", "ddp_derived_4rank"]
+
+
+def prose(md: str) -> str:
+    md = re.sub(r"```.*?```", "", md, flags=re.S)
+    return re.sub(r"`[^`\n]*`|“[^”]*”", "", md)
+
+
+def english_lines(md: str) -> list[str]:
+    return [ln for ln in prose(md).splitlines() if ENGLISH.search(ln)]
+
+
+def test_the_shipped_mo_is_the_compiled_po():
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    po = f"{i18n.LOCALE_DIR}/zh/LC_MESSAGES/{i18n.DOMAIN}.po"
+    with open(po, "rb") as fh:
+        cat = read_po(fh, locale="zh")
+    buf = io.BytesIO()
+    write_mo(buf, cat, use_fuzzy=False)
+    with open(po[:-3] + ".mo", "rb") as fh:
+        assert fh.read() == buf.getvalue(), "run: python -m nsys_expert.report.i18n"
+    assert len(cat) > 40 and all(m.string for m in cat if m.id)   # every entry translated
+
+
+def test_fields_reorder_and_nest():
+    t = i18n.translate
+    assert t("needs the cuda_gpu_trace report or NVTX ranges with timestamps", "zh") == \
+        "需要 cuda_gpu_trace 报告 或 带时间戳的 NVTX 区间"
+    assert t("only 0.02 ms of GPU work in the 4.1 ms window (less than 1 ms): too little to judge the run; "
+             "findings are capped at low severity; profile more steps", "zh").startswith("4.1 ms 的窗口内只有 0.02 ms")
+    assert t("something new; iteration 1 left out as warm-up", "zh") == "something new；第 1 次迭代作为预热被排除"
+    assert i18n.untranslated("something new; iteration 1 left out as warm-up", "zh") == ["something new"]
+    assert t("iteration 1 left out as warm-up", "en") == "iteration 1 left out as warm-up"
+
+
+def _check(case):
+    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / case / "input")], lang="zh"))
+    md = report.render_markdown(doc, "zh")
+    assert english_lines(md) == [], case
+    # the run-time sentences one by one, so a miss names the sentence to add to the catalog
+    texts = [doc["window"].get("reason")] + [m for n in doc["not_evaluated"] for m in n["missing"]]
+    texts += doc["warnings"] + [s[k] for s in doc.get("next_steps", []) for k in ("need", "why")]
+    missing = [c for t in texts if t for c in i18n.untranslated(t, "zh") if ENGLISH.search(c)]
+    assert missing == [], f"{case}: add to the zh catalog: {missing}"
+    # one kind of bracket in the prose: no ASCII "(" opening a parenthesis after a space or a CJK character
+    assert not re.search(r"(^|[\s\u3000-\u9fff])\((?!\))", prose(md), re.M), case
+    return md
+
+
+@pytest.mark.parametrize("case", FAST_CASES)
+def test_zh_report_has_no_english_sentence(case):
+    _check(case)
+
+
+@pytest.mark.slow
+def test_zh_report_of_every_fixture_has_no_english_sentence():
+    for case in fixture_cases():
+        _check(case)
+
+
+def test_zh_html_uses_full_width_brackets_outside_code():
+    from nsys_expert.report import html
+
+    doc, ser, zoom = pipeline.diagnose_with_series(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh"))
+    page = html.render_html(doc, ser, "zh", zoom)
+    body = re.sub(r"<(style|svg|code|pre|title)\b.*?</\1>", "", page, flags=re.S)
+    import html as _html
+
+    text = _html.unescape(re.sub(r"<[^>]+>", "", body))
+    assert "（" in text and not re.search(r"[\u3000-\u9fff] ?\((?!\))", text)
+    assert "400 个 NVTX 'step' 区间标记迭代" in text
