@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -13,6 +14,7 @@ import polars as pl
 
 from ..errors import InputError
 from . import compressed, csv_reports, normalize, schema
+from . import files as files_mod
 
 
 @dataclass
@@ -65,21 +67,29 @@ class _Entry:
 
 
 def _list_files(paths: list[str]) -> tuple[list[str], list[str]]:
-    """Files of the given folders (one level), plus the files of an ``ncu`` subfolder."""
+    """Files of the given folders (one level), plus the files of an ``ncu`` subfolder. Every entry
+    is checked first (``files.check_path``): a link loop, a dangling link, a FIFO or an unreadable
+    file is an InputError naming it, not a crash or a hang."""
     files, skipped_dirs = [], []
     for p in paths:
-        if not os.path.exists(p):
-            raise InputError("no such file or folder", p)
-        if os.path.isdir(p):
-            for name in sorted(os.listdir(p)):
+        if stat.S_ISDIR(files_mod.check_path(p).st_mode):
+            for name in files_mod.list_folder(p):
                 full = os.path.join(p, name)
+                if name.startswith(".") and not os.path.isdir(full):
+                    continue
                 if os.path.isdir(full):
                     if name.lower() in ("ncu", "nsight-compute", "ncu-rep", "ncu_csv"):
-                        files += [os.path.join(full, f) for f in sorted(os.listdir(full))
-                                  if os.path.isfile(os.path.join(full, f)) and not f.startswith(".")]
+                        files_mod.check_path(full)
+                        for f in files_mod.list_folder(full):
+                            if not f.startswith("."):
+                                sub = os.path.join(full, f)
+                                if not os.path.isdir(sub):
+                                    files_mod.check_path(sub)
+                                    files.append(sub)
                     else:
                         skipped_dirs.append(full)
-                elif not name.startswith("."):
+                else:
+                    files_mod.check_path(full)
                     files.append(full)
         else:
             files.append(p)
