@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..errors import InputError
-from . import compressed, csv_reports, normalize, schema
+from . import compressed, csv_reports, normalize, sanity, schema
 from . import files as files_mod
 
 
@@ -297,6 +297,17 @@ def _check_consistency(prof: Profile) -> None:
                              f"timeline facts (GPU active %, idle gaps, window) are not computed")
         del prof.tables["gpu_trace"]
         del prof.sources["gpu_trace"]
+    g = prof.tables.get("gpu_trace")
+    if g is not None:
+        n, ex = sanity.stream_overlaps(g)
+        if n:
+            prof.warnings.append(
+                f"{prof.source_name('gpu_trace')}: {n} GPU operation(s) start before the previous one on the same "
+                f"stream ended (e.g. stream {ex['stream']} at {ex['start_ns']} ns, {(ex['prev_end'] - ex['start_ns']) / 1e6:.3f} "
+                f"ms early), which a CUDA stream cannot do: the durations or start times are damaged, so the GPU "
+                f"trace is ignored and the timeline facts (GPU active %, idle gaps, window) are not computed")
+            del prof.tables["gpu_trace"]
+            del prof.sources["gpu_trace"]
     a = prof.tables.get("api_trace")
     s = prof.tables.get("api_sum")
     if a is not None and a.height == 0 and s is not None and s.height > 0:
