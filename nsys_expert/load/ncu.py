@@ -203,6 +203,13 @@ def read_ncu(path: str) -> Part:
     rows = list(csv.reader(io.StringIO("\n".join(body))))
     header = [h.strip() for h in rows[0]]
     warnings: list[str] = []
+    if len(rows) > 1 and len(rows[-1]) < len(header):
+        # cut inside a row (then perhaps ended with a newline): that row's metric is not what ncu wrote
+        at = len(lines) - next(i for i, ln in enumerate(reversed(lines)) if ln.strip())
+        launch = rows[-1][0].strip() if rows[-1] else "?"
+        rows = rows[:-1]
+        warnings.append(f"{os.path.basename(path)}: the file was cut at line {at} (its last row is incomplete); that "
+                        f"row was left out, and the metrics of launch {launch} after it are missing")
     skipped = sum(1 for ln in lines[:start] if ln.strip() and not ln.startswith("=="))
     if skipped:
         warnings.append(f"{os.path.basename(path)}: {skipped} line(s) of other output (the application's own "

@@ -156,6 +156,13 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         if bad.height:
             warnings.append(f"{base}: {bad.height} rows without a valid total time or count were left out")
             frame = frame.filter(good)
+    if "name" in frame.columns and frame.height:
+        names = frame["name"].unique().drop_nulls().cast(pl.String)
+        lost = names.filter(names.str.contains("\ufffd", literal=True))
+        if lost.len():   # bytes that were not UTF-8 (or a re-encoded file): the names are not what nsys wrote
+            warnings.append(f"{base}: {lost.len()} name(s) hold U+FFFD replacement characters (e.g. "
+                            f"'{lost[0][:60]}'): characters were lost before nsys-expert read the file (not UTF-8, "
+                            f"or re-encoded); those names are shown as read and may not match other reports")
     return frame, warnings
 
 

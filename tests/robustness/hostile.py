@@ -536,7 +536,7 @@ CASES: list[Case] = [
     Case("overlap-one-stream", 6, _overlap_same_stream, "report", "same stream ended"),
     Case("292-year-kernel", 6, _292_years, "report", "longer than a day"),
     Case("292-year-kernel-sqlite", 6, _292_years_sqlite, "report", "longer than"),
-    Case("ncu-details-cut", 6, _ncu_cut, "report", "sync_bound_details.csv"),
+    Case("ncu-details-cut", 6, _ncu_cut, "report", "sync_bound_details.csv: the file was cut at line"),
     Case("names-replaced-by-fffd", 6, _fffd_names, "report", "U+FFFD"),
     Case("sqlite-without-stringids", 6, _no_stringids, "report", "StringIds"),
     Case("nul-bytes-in-trace", 6, _nul_bytes, "error", "sync_bound_cuda_gpu_trace.csv"),
