@@ -203,7 +203,10 @@ def read_ncu(path: str) -> Part:
     rows = list(csv.reader(io.StringIO("\n".join(body))))
     header = [h.strip() for h in rows[0]]
     warnings: list[str] = []
-    if len(rows) > 1 and len(rows[-1]) < len(header):
+    # metric rows are shorter than the header (16 of 20 fields), rule rows full: a last row shorter than
+    # every other row, or with a quote left open, was cut
+    last_line = next((ln for ln in reversed(body) if ln.strip()), "")
+    if len(rows) > 2 and (len(rows[-1]) < min(len(r) for r in rows[1:-1]) or last_line.count('"') % 2):
         # cut inside a row (then perhaps ended with a newline): that row's metric is not what ncu wrote
         at = len(lines) - next(i for i, ln in enumerate(reversed(lines)) if ln.strip())
         launch = rows[-1][0].strip() if rows[-1] else "?"
