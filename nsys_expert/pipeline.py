@@ -46,20 +46,24 @@ class RankResult:
     prof: load.Profile
     fs: facts.FactSet
     tables: set[str]
+    fingerprint: dict = field(default_factory=dict)    # load.runs: tells ranks from unrelated runs
 
 
 def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options) -> RankResult:
     """Load one rank's inputs and compute its facts (the unit a process pool or Dask runs)."""
     from . import facts
 
+    from .load import runs
+
     prof = load.load_files(files, pid=pid)
+    fp = runs.fingerprint(prof.tables, prof.meta)
     fs = facts.compute(prof, opts)
     tables = set(prof.tables)
     prof.tables = {}                                   # the frames stay in the worker
     fs.tables = {k: v for k, v in fs.tables.items() if k not in facts.PRIVATE_TABLES}
     if fs.window is not None:
         fs.window.iterations = None
-    return RankResult(label, prof, fs, tables)
+    return RankResult(label, prof, fs, tables, fp)
 
 
 @dataclass
@@ -151,6 +155,19 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req) -> dict:
     from .facts import ranks as rank_facts
 
     results = _run_units(ranks, opts, req.jobs)
+    if all(r.pid is None for r in ranks):   # separate files: ranks of one job, one run twice, or unrelated runs?
+        from .load import runs
+
+        keep, said = runs.relate([r.label for r in results], [r.fingerprint for r in results],
+                                 [runs.describe(r.files) for r in ranks])
+        notes = notes + said
+        results = [results[i] for i in keep]
+        if len(results) == 1:      # one run after all: its report, saying what was read once
+            r = results[0]
+            ev = engine.evaluate(rules, r.fs, r.tables, overrides, req.lang)
+            doc = report.build(r.prof, r.fs, ev, req.lang)
+            doc["warnings"] += notes
+            return doc
     labels = [r.label for r in results]
     cross = rank_facts.cross_rank(labels, [r.fs for r in results])
     for r, extra in zip(results, cross["per_rank"]):

@@ -298,6 +298,15 @@ def _check_consistency(prof: Profile) -> None:
         del prof.tables["gpu_trace"]
         del prof.sources["gpu_trace"]
     g = prof.tables.get("gpu_trace")
+    k = prof.tables.get("kern_sum")
+    if g is not None and k is not None and g.height and k.height:
+        other = sanity.summary_of_another_run(g, k)
+        if other:
+            prof.warnings.append(f"{prof.source_name('kern_sum')} does not match {prof.source_name('gpu_trace')} "
+                                 f"({other}): it looks like the summary of another run, so it was left out and the "
+                                 f"kernel facts come from the trace")
+            del prof.tables["kern_sum"]
+            del prof.sources["kern_sum"]
     if g is not None:
         n, ex = sanity.stream_overlaps(g)
         if n:

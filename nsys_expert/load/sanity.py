@@ -3,6 +3,8 @@ left out (never read as if it were true).
 
 - One GPU operation longer than a day (a 292-year kernel is an int64 end time read as a duration):
   the row is left out (``normalize``).
+- A kernel summary whose kernels are not the trace's (another run's file under this run's prefix):
+  it is left out, and the kernel facts come from the trace.
 - Operations that overlap on one CUDA stream: a stream runs its work in order, so an overlap means
   the durations or start times are wrong; every timeline fact would be built on them, so the GPU
   trace is left out and only the summary facts are computed (``load._check_consistency``).
@@ -34,3 +36,20 @@ def stream_overlaps(gpu: pl.DataFrame) -> tuple[int, dict | None]:
     if o.height == 0:
         return 0, None
     return o.height, o.row(0, named=True)
+
+
+def summary_of_another_run(gpu: pl.DataFrame, kern_sum: pl.DataFrame) -> str | None:
+    """Why a kernel summary cannot describe this trace, or None. Both come from one report, so their
+    kernel names agree and (unless the trace was cut) their counts too; a summary whose names are
+    mostly not in the trace, with another count, is another run's."""
+    k = gpu.filter(pl.col("kind") == "kernel") if "kind" in gpu.columns else gpu
+    if k.height == 0:
+        return None
+    tn = set(k["name"].cast(pl.String).unique().to_list())
+    sn = set(kern_sum["name"].cast(pl.String).to_list())
+    common = len(tn & sn) / len(tn | sn)
+    n_sum = int(kern_sum["count"].sum() or 0)
+    if common < 0.5 and n_sum != k.height:
+        return (f"{common * 100:.0f}% of the kernel names in common, {n_sum} kernels in the summary against "
+                f"{k.height} in the trace")
+    return None

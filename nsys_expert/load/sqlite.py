@@ -145,6 +145,7 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
     meta_export = _pairs(con, cols, "META_DATA_EXPORT")
     version = meta_export.get("EXPORT_PRODUCT_VERSION") or "2020-era (no META_DATA_EXPORT)"
     part = Part(kind="nsys-sqlite", path=path, version=version, warnings=checked)
+    part.meta["session_start_utc_ns"] = sqlite_open.session_start(con, cols)
     if "EXPORT_PRODUCT_VERSION" in meta_export:
         part.meta["nsys_version"] = meta_export["EXPORT_PRODUCT_VERSION"]
 

@@ -146,3 +146,11 @@ def check(con: sqlite3.Connection, cols: dict[str, set[str]], path: str) -> list
                         f"depend on names (kernel classes, sync and launch calls, NVTX iterations) cannot be "
                         f"trusted; export the report again with nsys export --type sqlite")
     return warnings
+
+
+def session_start(con: sqlite3.Connection, cols: dict[str, set[str]]) -> int | None:
+    """When the capture started (UTC epoch ns), to tell separate runs from ranks of one job."""
+    if "utcEpochNs" not in cols.get("TARGET_INFO_SESSION_START_TIME", set()):
+        return None
+    row = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1").fetchone()
+    return int(row[0]) if row and row[0] is not None else None

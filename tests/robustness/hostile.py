@@ -542,12 +542,12 @@ CASES: list[Case] = [
     Case("nul-bytes-in-trace", 6, _nul_bytes, "error", "sync_bound_cuda_gpu_trace.csv"),
     # class 7
     Case("two-runs-one-folder", 7, _two_runs_one_folder, "error", "different runs"),
-    Case("two-runs-two-folders", 7, _two_runs_two_folders, "report", "different runs"),
-    Case("two-exports-one-folder", 7, _two_exports_one_folder, "report", "different runs"),
+    Case("two-runs-two-folders", 7, _two_runs_two_folders, "error", "different runs"),
+    Case("two-exports-one-folder", 7, _two_exports_one_folder, "error", "different runs"),
     Case("one-export-copied-twice", 7, _same_export_twice, "report", "copy of"),
     Case("one-run-two-folders", 7, _same_run_two_folders, "report", "copy of"),
     Case("one-run-exported-twice-usec", 7, _timeunit_usec, "report", "same run"),
-    Case("summary-of-another-run", 7, _summaries_of_another_run, "report", "another run"),
+    Case("summary-of-another-run", 7, _summaries_of_another_run, "report", "summary of another run"),
     # class 8
     Case("all-reports-empty", 8, _all_empty, "report", "no rows"),
     Case("all-reports-header-only", 8, _header_only, "report", "no rows"),
