@@ -288,7 +288,18 @@ def _add(loaded: dict, item: _Entry, prof: Profile) -> None:
 
 
 def _check_consistency(prof: Profile) -> None:
-    """A trace that is empty while its summary counts work is broken or cut: do not trust it."""
+    """A trace that is empty while its summary counts work is broken or cut: do not trust it. Reports
+    that are all empty say so (an empty report set is no evidence of a healthy run)."""
+    if prof.tables and all(t.height == 0 for t in prof.tables.values()):
+        names = sorted({os.path.basename(p) for p in prof.sources.values()})
+        prof.warnings.append(f"every report read has no rows ({', '.join(names[:4])}"
+                             f"{f' and {len(names) - 4} more' if len(names) > 4 else ''}): no GPU work, CUDA API "
+                             f"call or NVTX range was recorded in them, so nothing can be judged; profile the "
+                             f"steady state of the program again (nsys profile --trace=cuda,nvtx,osrt)")
+    elif prof.tables.get("gpu_trace") is not None and prof.tables["gpu_trace"].height == 0 and not any(
+            prof.tables[t].height for t in ("kern_sum", "mem_time_sum", "gpu_sum") if t in prof.tables):
+        prof.warnings.append(f"{prof.source_name('gpu_trace')}: no rows of GPU work (no kernel, copy or memset was "
+                             f"recorded), so the GPU was not seen working at all: the GPU facts are not computed")
     g = prof.tables.get("gpu_trace")
     k = prof.tables.get("kern_sum")
     if g is not None and g.height == 0 and k is not None and k.height > 0:

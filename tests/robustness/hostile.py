@@ -445,19 +445,21 @@ def _window_before(dst):
 
 
 def _starved(dst):
-    """The GPU idle almost all the time with no cause in the data: 5 kernels spread over 10 s."""
+    """A GPU idle ~95 % of the time with no cause in the data: the real trace's gaps stretched 20x, and
+    no API trace, NVTX ranges or OS runtime summary to explain them."""
     d = copy_case(dst)
     for f in d.iterdir():
-        if not f.name.endswith(("_cuda_gpu_trace.csv", "_cuda_gpu_kern_sum.csv")):
+        if not f.name.endswith(("_cuda_gpu_trace.csv", "_cuda_gpu_kern_sum.csv", "_cuda_gpu_mem_time_sum.csv",
+                                "_cuda_gpu_mem_size_sum.csv")):
             f.unlink()
 
-    def spread(rows):
-        keep = rows[1:][::200][:5]
+    def stretch(rows):
         s = rows[0].index("Start (ns)")
-        for k, r in enumerate(keep):
-            r[s] = str(1_000_000_000 + k * 2_500_000_000)
-        return [rows[0]] + keep
-    rewrite_rows(trace_of(d), spread)
+        t0 = int(rows[1][s])
+        for r in rows[1:]:
+            r[s] = str(t0 + (int(r[s]) - t0) * 20)
+        return rows
+    rewrite_rows(trace_of(d), stretch)
     return diagnose(d)
 
 
@@ -554,7 +556,7 @@ CASES: list[Case] = [
     Case("window-after-profile", 8, _window_outside, "error", "--window"),
     Case("window-before-profile", 8, _window_before, "error", "--window"),
     Case("starved-gpu", 8, _starved, "report", None),
-    Case("sqlite-without-events", 8, _empty_sqlite_tables, "report", "no rows"),
+    Case("sqlite-without-gpu-work", 8, _empty_sqlite_tables, "report", "no rows of GPU work"),
     # class 10
     Case("sqlite-wal-uncheckpointed", 10, _wal, "report", "-wal"),
     Case("sqlite-wal-no-shm", 10, lambda d: _wal(d, shm=False), "report", "-wal"),
