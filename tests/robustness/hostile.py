@@ -146,14 +146,13 @@ def _fifo_arg(dst):
 
 
 def _pack_with_cases(dst, cases: bytes | None, folder: bool = False):
+    """A team pack holding a copy of a built-in rule (renamed) and a broken cases file beside it."""
     pack = dst / "pack"
     pack.mkdir()
-    (pack / "pack.yaml").write_text("name: team\nversion: 1\n")
-    src = ROOT / "rules"
-    rule = next(p for p in sorted(src.rglob("*.yaml")) if (p.with_name(p.stem + ".cases.yaml")).exists()
-                and not p.name.endswith(".cases.yaml") and p.name != "pack.yaml")
-    shutil.copy(rule, pack / rule.name)
-    target = pack / (rule.stem + ".cases.yaml")
+    (pack / "pack.yaml").write_text("name: team\nversion: \"1\"\n")
+    src = ROOT / "rules" / "kernel" / "bank-conflicts.yaml"
+    (pack / "team-bank-conflicts.yaml").write_text(src.read_text().replace("id: bank-conflicts", "id: team-bank-conflicts", 1))
+    target = pack / "team-bank-conflicts.cases.yaml"
     if folder:
         target.mkdir()
     else:
@@ -162,9 +161,8 @@ def _pack_with_cases(dst, cases: bytes | None, folder: bool = False):
 
 
 def _cases_latin1(dst):
-    rule = next(p for p in sorted((ROOT / "rules").rglob("*.cases.yaml")))
-    text = rule.read_bytes().replace(b"\n", " # caf\xe9\n", 1)
-    return _pack_with_cases(dst, text)
+    text = (ROOT / "rules" / "kernel" / "bank-conflicts.cases.yaml").read_bytes()
+    return _pack_with_cases(dst, text.replace(b"conflicts", b"conflicts caf\xe9", 1))
 
 
 def _cases_folder(dst):
