@@ -232,10 +232,8 @@ def _sqlite_view_endless(dst):
 
 
 # ------------------------------------------------------------------ class 6: damaged data, told
-def _thousands(dst):
-    d = copy_case(dst)
+def dmg_thousands(d):
     rewrite_rows(trace_of(d), lambda rows: set_col(rows, "Duration (ns)", lambda k, v: f"{int(v):,}"))
-    return diagnose(d)
 
 
 def _thousands_summary(dst):
@@ -278,12 +276,10 @@ def _unit_unknown(dst):
     return diagnose(d)
 
 
-def _cut_then_newline(dst):
-    d = copy_case(dst)
+def dmg_cut_then_newline(d):
     t = trace_of(d)
     b = t.read_bytes()
     t.write_bytes(b[: len(b) // 2].rstrip(b"\n") + b"\n")
-    return diagnose(d)
 
 
 def _cut_inside_quote(dst):
@@ -301,17 +297,13 @@ def _negative_durations(dst):
     return diagnose(d)
 
 
-def _overlap_same_stream(dst):
-    d = copy_case(dst)
-    # every 20th kernel lasts until well past the start of the next ones on the same stream
+def dmg_overlap(d):
+    # every 20th operation lasts until well past the start of the next ones on its stream
     rewrite_rows(trace_of(d), lambda rows: set_col(rows, "Duration (ns)", lambda k, v: "900000000" if k % 20 == 5 else v))
-    return diagnose(d)
 
 
-def _292_years(dst):
-    d = copy_case(dst)
+def dmg_292_years(d):
     rewrite_rows(trace_of(d), lambda rows: set_col(rows, "Duration (ns)", lambda k, v: "9223372036854775000" if k == 40 else v))
-    return diagnose(d)
 
 
 def _292_years_sqlite(dst):
@@ -393,9 +385,8 @@ def _same_run_two_folders(dst):
     return diagnose(a, str(b))
 
 
-def _timeunit_usec(dst):
+def dmg_usec_twice(d):
     """One run exported twice: once in ns, once with --timeunit usec under another prefix."""
-    d = copy_case(dst)
     t = trace_of(d)
 
     def usec(rows):
@@ -406,10 +397,26 @@ def _timeunit_usec(dst):
             for r in rows[1:]:
                 r[i] = f"{int(r[i]) / 1000:.3f}"
         return rows
-    u = d / t.name.replace("sync_bound_", "sync_bound_usec_")
+    prefix = t.name.removesuffix("_cuda_gpu_trace.csv")
+    u = d / f"{prefix}_usec_cuda_gpu_trace.csv"
     shutil.copy(t, u)
     rewrite_rows(u, usec)
-    return diagnose(d)
+
+
+def fixture(damage, name="sync_bound"):
+    def build(dst):
+        d = copy_case(dst, name)
+        damage(d)
+        return diagnose(d)
+    return build
+
+
+def shared(case, damage):
+    def build(dst):
+        d = shared_case(dst, case, "in")
+        damage(d)
+        return diagnose(d)
+    return build
 
 
 def _summaries_of_another_run(dst):
@@ -505,7 +512,7 @@ CASES: list[Case] = [
     Case("dangling-symlink-in-folder", 5, _dangling_in_folder, "error", "sync_bound_extra_cuda_gpu_trace.csv"),
     Case("dangling-symlink-argument", 5, _dangling_arg, "error", "link.sqlite"),
     Case("unreadable-file", 5, _unreadable_file, "error", "permission", spawn=True, needs_user=True),
-    Case("unreadable-folder", 5, _unreadable_folder, "error", "permission", spawn=True, needs_user=True),
+    Case("unreadable-folder", 5, _unreadable_folder, "error", "readable", spawn=True, needs_user=True),
     Case("fifo-in-folder", 5, _fifo, "error", "sync_bound_osrt_trace.csv", spawn=True),
     Case("fifo-argument", 5, _fifo_arg, "error", "prof.sqlite", spawn=True),
     Case("cases-yaml-latin1", 5, _cases_latin1, "error", ".cases.yaml"),
@@ -523,18 +530,18 @@ CASES: list[Case] = [
     Case("config-is-folder", 5, _config_is_folder, "error", "cfgdir"),
     Case("sqlite-view-endless", 5, _sqlite_view_endless, "report", "not a table", spawn=True),
     # class 6
-    Case("thousands-separators", 6, _thousands, "report", "thousands separators"),
+    Case("thousands-separators", 6, fixture(dmg_thousands), "report", "thousands separators"),
     Case("thousands-separators-summary", 6, _thousands_summary, "report", "thousands separators"),
     Case("scientific-notation", 6, _scientific, "report", "scientific notation"),
     Case("unit-microseconds", 6, _unit_micro, "report", "Duration (\u00b5s)"),
     Case("unit-mib", 6, _unit_mib, "report", "MiB"),
     Case("unit-unknown", 6, _unit_unknown, "error", "fortnights"),
-    Case("cut-then-newline", 6, _cut_then_newline, "report", "cut"),
+    Case("cut-then-newline", 6, fixture(dmg_cut_then_newline), "report", "cut"),
     Case("cut-inside-quoted-name", 6, _cut_inside_quote, "report", "cut"),
     Case("negative-durations", 6, _negative_durations, "report", "negative"),
     Case("negative-durations-sqlite", 6, _negative_sqlite, "report", "negative"),
-    Case("overlap-one-stream", 6, _overlap_same_stream, "report", "same stream ended"),
-    Case("292-year-kernel", 6, _292_years, "report", "longer than a day"),
+    Case("overlap-one-stream", 6, fixture(dmg_overlap), "report", "same stream ended"),
+    Case("292-year-kernel", 6, fixture(dmg_292_years), "report", "longer than a day"),
     Case("292-year-kernel-sqlite", 6, _292_years_sqlite, "report", "longer than"),
     Case("ncu-details-cut", 6, _ncu_cut, "report", "sync_bound_details.csv: the file was cut at line"),
     Case("names-replaced-by-fffd", 6, _fffd_names, "report", "U+FFFD"),
@@ -546,7 +553,7 @@ CASES: list[Case] = [
     Case("two-exports-one-folder", 7, _two_exports_one_folder, "error", "different runs"),
     Case("one-export-copied-twice", 7, _same_export_twice, "report", "copy of"),
     Case("one-run-two-folders", 7, _same_run_two_folders, "report", "copy of"),
-    Case("one-run-exported-twice-usec", 7, _timeunit_usec, "report", "same run"),
+    Case("one-run-exported-twice-usec", 7, fixture(dmg_usec_twice), "report", "same run"),
     Case("summary-of-another-run", 7, _summaries_of_another_run, "report", "summary of another run"),
     # class 8
     Case("all-reports-empty", 8, _all_empty, "report", "no rows"),
@@ -559,4 +566,12 @@ CASES: list[Case] = [
     Case("sqlite-wal-uncheckpointed", 10, _wal, "report", "-wal"),
     Case("sqlite-wal-no-shm", 10, lambda d: _wal(d, shm=False), "report", "-wal"),
     Case("sqlite-wal-checkpointed", 10, lambda d: _wal(d, checkpointed=True), "report", None),
+    # the same damage to the real shared cases (../shared/cases): other shapes, sizes and stream layouts
+    *[Case(f"{case}-{kind}", cls, shared(case, dmg), "report", text, needs_shared=True)
+      for case in ("healthy", "launch_bound", "memcpy_bound")
+      for kind, cls, dmg, text in (("thousands-separators", 6, dmg_thousands, "thousands separators"),
+                                   ("cut-then-newline", 6, dmg_cut_then_newline, "was cut at line"),
+                                   ("overlap-one-stream", 6, dmg_overlap, "same stream ended"),
+                                   ("292-year-kernel", 6, dmg_292_years, "longer than a day"),
+                                   ("exported-twice-usec", 7, dmg_usec_twice, "same run"))],
 ]
