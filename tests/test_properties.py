@@ -89,13 +89,16 @@ op = st.tuples(st.integers(0, 2_000_000), st.integers(0, 50_000), st.integers(0,
 
 
 def trace_csv(ops) -> str:
+    """A trace of these ops. A CUDA stream runs its work in order, so ops of one stream never overlap
+    in a real trace (a trace where they do is damaged and its timeline is left out: load/sanity.py):
+    each generated op gets a stream of its own, and ops still overlap across streams."""
     rows = [HEADER]
     for i, (s, d, n, dev, strm, kind) in enumerate(ops):
         name = NAMES[n]
         is_copy = name.startswith("[CUDA memcpy")
         rows.append(",".join([str(s), str(d), str(i + 1), "", "", "", "", "", "", "", "", "",
                               "1.000" if is_copy else "", "", kind if is_copy else "", "Device" if is_copy else "",
-                              f"NVIDIA H200 ({dev})", "1", "", str(strm), name]))
+                              f"NVIDIA H200 ({dev})", "1", "", str(strm * 1000 + i), name]))
     return "\n".join(rows) + "\n"
 
 

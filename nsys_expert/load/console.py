@@ -59,15 +59,6 @@ def read_console(path: str) -> Part | None:
     warnings say why) when sections were found but none of their tables could be read; None when
     the text holds no nsys stats output at all."""
     text = compressed.read_all(path).decode("utf-8", errors="replace")
-    cut_note = []
-    last = text[text.rfind("\n") + 1:]
-    if (text and not text.endswith(("\n", "\r")) and "\n" in text.rstrip()
-            and len(last.split()) >= 2 and re.search(r"(?:^|\s)[\d.,]+(?:\s|$)", last)):
-        # cut short: the last line may end inside a number ('137,38' of '137,388,386'): never read it
-        line_no = text.count("\n") + 1
-        text = text[: text.rfind("\n") + 1]
-        cut_note.append(f"{os.path.basename(path)}: the file was cut at line {line_no} (it ends in the middle of a "
-                        f"line); that line was left out")
     events = list(scan(*split_lines(text)))
     tables = [e for e in events if isinstance(e, Table)]
     european = _is_european(tables)
@@ -100,6 +91,12 @@ def read_console(path: str) -> Part | None:
         if table is None:
             unused.append(ev.context)
             continue
+        if table.endswith("_sum") and "name" in frame.columns and frame["name"].null_count():
+            # nsys prints a summary row's name last: a row without one was cut inside its numbers
+            n = frame["name"].null_count()
+            frame = frame.filter(pl.col("name").is_not_null())
+            run.lost.append(f"{base}: {n} row(s) of the {table} table (line {ev.line + 1}) end before their name "
+                            f"(cut short inside the numbers?): left out")
         if table in run.tables:
             run = _new_run(runs)
         run.tables[table] = (frame, ev)
@@ -115,7 +112,7 @@ def read_console(path: str) -> Part | None:
             (runs[k - 1] if k else next(x for x in runs if x.tables)).lost += r.lost
     runs = [r for r in runs if r.tables]
     first = runs[0]
-    warnings = cut_note + first.lost + _warnings(path, first, runs, unused)
+    warnings = first.lost + _warnings(path, first, runs, unused)
     frames = {t: f for t, (f, _) in first.tables.items()}
     era = next((e for e in ("2020-2021", "2021-2022", "2023+") if e in first.eras), "2023+")
     return Part(kind="nsys-console", path=path, tables=frames, version=era, warnings=warnings)

@@ -190,6 +190,16 @@ def _console_cut_in_number(dst):
     return diagnose(d)
 
 
+def _console_cut_in_count_then_newline(dst):
+    """Cut inside the Instances column ('4' of '400'), then a newline: a count that would be a lie."""
+    d = copy_case(dst, "sync_bound_console")
+    f = d / "stats_column.txt"
+    text = f.read_text()
+    cut = text.index("137,388,386        4") + len("137,388,386        4")
+    f.write_text(text[:cut] + "\n")
+    return diagnose(d)
+
+
 def _window(spec):
     def build(dst):
         return diagnose(copy_case(dst), f"--window={spec}")
@@ -519,7 +529,9 @@ CASES: list[Case] = [
     Case("cases-yaml-folder", 5, _cases_folder, "error", ".cases.yaml"),
     Case("sqlite-kernel-without-end", 5, _sqlite_kernel_without_end, "error", "'end'"),
     Case("csv-trace-without-duration", 5, _csv_trace_without_duration, "error", "sync_bound_cuda_gpu_trace.csv"),
-    Case("console-cut-in-number", 5, _console_cut_in_number, "report", "stats_column.txt"),
+    Case("console-cut-in-number", 5, _console_cut_in_number, "report", "cut short inside the numbers"),
+    Case("console-cut-in-count-then-newline", 6, _console_cut_in_count_then_newline, "report",
+         "cut short inside the numbers"),
     Case("window-1e300", 5, _window("1e300:2e300"), "error", "--window"),
     Case("window-1e19", 5, _window("0:1e19"), "error", "--window"),
     Case("window-1e400", 5, _window("1e400:1e401"), "error", "--window"),
