@@ -181,7 +181,8 @@ def _is_european(tables: list[Table]) -> bool:
     cells = []
     for t in tables:
         numeric = [k for k, p in enumerate(schema.column_plan(t.cells)) if p[2] != "str"]
-        cells += [row[k] for row in t.rows for k in numeric]
+        # a row cut inside its numbers ('1,07' of '1,075.7') has no name: it must not decide the locale
+        cells += [row[k] for row in t.rows if row and row[-1].strip() for k in numeric]
     return bool(cells) and bool(pl.Series(cells, dtype=pl.String).str.replace_all(_GROUPING_RX, "")
                                 .str.contains(_EUROPEAN.pattern).any())
 
