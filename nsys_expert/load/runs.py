@@ -34,9 +34,10 @@ def fingerprint(tables: dict[str, pl.DataFrame], meta: dict) -> dict:
     if g is not None and g.height:
         k = g.filter(pl.col("kind") == "kernel") if "kind" in g.columns else g
         fp["first_start_ns"] = int(g["start_ns"].min())
-        head = g.sort("start_ns").head(200)
+        head = g.head(200) if g["start_ns"].is_sorted() else g.sort("start_ns").head(200)
         fp["head"] = list(zip(head["start_ns"].to_list(), head["dur_ns"].to_list()))
-        per = k.group_by(pl.col("name").cast(pl.String)).agg(pl.col("dur_ns").sum().alias("t"), pl.len().alias("n"))
+        per = (k.group_by("name").agg(pl.col("dur_ns").sum().alias("t"), pl.len().alias("n"))
+                .with_columns(pl.col("name").cast(pl.String)))
     elif tables.get("kern_sum") is not None and tables["kern_sum"].height:
         per = tables["kern_sum"].select(pl.col("name").cast(pl.String), pl.col("total_ns").alias("t"),
                                         pl.col("count").alias("n"))
