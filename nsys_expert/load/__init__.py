@@ -323,8 +323,8 @@ def _check_consistency(prof: Profile) -> None:
         if n:
             prof.warnings.append(
                 f"{prof.source_name('gpu_trace')}: {n} GPU operation(s) start before the previous one on the same "
-                f"stream ended (e.g. stream {ex['stream']} at {ex['start_ns']} ns, {(ex['prev_end'] - ex['start_ns']) / 1e6:.3f} "
-                f"ms early), which a CUDA stream cannot do: the durations or start times are damaged, so the GPU "
+                f"stream ended (e.g. stream {ex['stream']} at {ex['start_ns']} ns, "
+                f"{(ex['prev_end'] - ex['start_ns']) / 1e6:.3f} ms early), which a CUDA stream cannot do: the durations or start times are damaged, so the GPU "
                 f"trace is ignored and the timeline facts (GPU active %, idle gaps, window) are not computed")
             del prof.tables["gpu_trace"]
             del prof.sources["gpu_trace"]

@@ -6,8 +6,9 @@ only true when they are. From each loaded rank a small :func:`fingerprint` is ke
 :func:`relate` compares them:
 
 - **the same run twice** (one report exported twice, e.g. once with ``--timeunit usec``): the same
-  number of kernels, the same kernel names, the same total kernel time and the same start and
-  duration of each of the first 200 operations (within the rounding of the coarser unit). Read once; the report says which file was used.
+  number of kernels, the same kernel names, the same total kernel time and the same start
+  and duration of each of the first 200 operations (within the rounding of the coarser unit).
+  Read once; the report says which file was used.
 - **different runs**: ranks of one data-parallel job run the same kernels with about the same mix
   of time and the same number of launches, and their nsys sessions start together. Kernel-time mix
   overlapping less than 30 %, kernel counts more than 3x apart, or SQLite session starts more than

@@ -74,7 +74,8 @@ def readable(path: str):
         except OSError as e:
             raise InputError(f"its {', '.join(os.path.basename(j) for j in pending)} holds changes not yet in the "
                              f"export, and a private copy to read both could not be made ({e.strerror})", path,
-                             "open it once with sqlite3 (or run nsys export again) so the changes are folded in") from None
+                             "open it once with sqlite3 (or run nsys export again) so the changes are folded "
+                             "in") from None
         except sqlite3.DatabaseError as e:
             raise InputError(f"its {', '.join(os.path.basename(j) for j in pending)} cannot be applied ({e}); "
                              f"reading the export without it would show rows that were changed or deleted", path,

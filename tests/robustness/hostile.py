@@ -151,7 +151,8 @@ def _pack_with_cases(dst, cases: bytes | None, folder: bool = False):
     pack.mkdir()
     (pack / "pack.yaml").write_text("name: team\nversion: \"1\"\n")
     src = ROOT / "rules" / "kernel" / "bank-conflicts.yaml"
-    (pack / "team-bank-conflicts.yaml").write_text(src.read_text().replace("id: bank-conflicts", "id: team-bank-conflicts", 1))
+    rule = src.read_text().replace("id: bank-conflicts", "id: team-bank-conflicts", 1)
+    (pack / "team-bank-conflicts.yaml").write_text(rule)
     target = pack / "team-bank-conflicts.cases.yaml"
     if folder:
         target.mkdir()
@@ -303,17 +304,20 @@ def _cut_inside_quote(dst):
 
 def _negative_durations(dst):
     d = copy_case(dst)
-    rewrite_rows(trace_of(d), lambda rows: set_col(rows, "Duration (ns)", lambda k, v: str(-int(v)) if k % 50 == 3 else v))
+    rewrite_rows(trace_of(d), lambda rows: set_col(rows, "Duration (ns)",
+                                                   lambda k, v: str(-int(v)) if k % 50 == 3 else v))
     return diagnose(d)
 
 
 def dmg_overlap(d):
     # every 20th operation lasts until well past the start of the next ones on its stream
-    rewrite_rows(trace_of(d), lambda rows: set_col(rows, "Duration (ns)", lambda k, v: "900000000" if k % 20 == 5 else v))
+    rewrite_rows(trace_of(d), lambda rows: set_col(rows, "Duration (ns)",
+                                                   lambda k, v: "900000000" if k % 20 == 5 else v))
 
 
 def dmg_292_years(d):
-    rewrite_rows(trace_of(d), lambda rows: set_col(rows, "Duration (ns)", lambda k, v: "9223372036854775000" if k == 40 else v))
+    rewrite_rows(trace_of(d), lambda rows: set_col(rows, "Duration (ns)",
+                                                   lambda k, v: "9223372036854775000" if k == 40 else v))
 
 
 def _292_years_sqlite(dst):
