@@ -171,3 +171,22 @@ def test_damaged_numbers_give_the_same_facts(tmp_path):
         d = tmp_path / name
         d.mkdir()
         assert facts(BY_NAME[name].build(d)) == base, name
+
+
+@pytest.mark.parametrize("name", ["all-reports-empty", "all-reports-header-only", "sqlite-without-gpu-work",
+                                  "starved-gpu"])
+def test_nothing_to_judge_is_never_called_healthy(name, tmp_path, monkeypatch):
+    """Class 8: an empty report set, an export without GPU work and a starved GPU never read "No
+    system-level bottleneck" in the Markdown; the JSON verdict agrees with the words."""
+    from nsys_expert.report import LABELS
+
+    args = BY_NAME[name].build(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, md, err, _ = _run_in_process(args[:2] + ["--format", "md"])
+    assert code == 0, err
+    assert LABELS["en"]["none_found"] not in md
+    code, out, err, _ = _run_in_process(args)
+    doc = json.loads(out)
+    assert doc["verdict"]["state"] != "diagnosed" or doc["findings"], doc["verdict"]
+    if name == "starved-gpu":
+        assert "gpu-starved" in {f["rule"] for f in doc["findings"]}
