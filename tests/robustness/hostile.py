@@ -581,6 +581,7 @@ CASES: list[Case] = [
     # class 10
     Case("sqlite-wal-uncheckpointed", 10, _wal, "report", "-wal"),
     Case("sqlite-wal-no-shm", 10, lambda d: _wal(d, shm=False), "report", "-wal"),
+    Case("sqlite-wal-as-folder", 10, lambda d: diagnose(Path(_wal(d)[1]).parent), "report", "-wal beside it"),
     Case("sqlite-wal-checkpointed", 10, lambda d: _wal(d, checkpointed=True), "report", None),
     # the same damage to the real shared cases (../shared/cases): other shapes, sizes and stream layouts
     *[Case(f"{case}-{kind}", cls, shared(case, dmg), "report", text, needs_shared=True)
