@@ -92,8 +92,7 @@ def test_hostile_input(name, tmp_path, monkeypatch):
     assert _tree(root) == before         # nothing written into or beside the input
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", [c.name for c in CASES if c.spawn])
+@pytest.mark.parametrize("name", [c.name for c in CASES if c.spawn])   # about 1 s each
 def test_hostile_input_in_its_own_process(name, tmp_path):
     case = BY_NAME[name]
     if case.needs_user and os.geteuid() == 0 and not SETPRIV:
