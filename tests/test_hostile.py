@@ -158,7 +158,7 @@ def test_a_query_past_the_time_limit_stops_with_one_line(tmp_path, monkeypatch):
 def test_damaged_numbers_give_the_same_facts(tmp_path):
     """Thousands separators, scientific notation and µs are read as the numbers they mean: the facts
     are those of the undamaged trace."""
-    from robustness import hostile
+    from robustness import build as hostile
 
     def facts(args):
         code, out, err, _ = _run_in_process(args)
