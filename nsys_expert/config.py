@@ -26,8 +26,10 @@ def load(path: str | None = None) -> dict:
         try:
             with open(c, "rb") as fh:
                 data = tomllib.load(fh)
-        except (tomllib.TOMLDecodeError, OSError) as e:
-            raise InputError(f"settings file is not valid TOML ({e})", c) from e
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise InputError(f"settings file is not valid TOML ({str(e).splitlines()[0][:120]})", c) from None
+        except OSError as e:
+            raise InputError(f"cannot read the settings file ({e.strerror})", c) from None
         if os.path.basename(c) == "pyproject.toml" or "tool" in data:
             data = data.get("tool", {}).get("nsys-expert")
             if data is None:
@@ -36,11 +38,24 @@ def load(path: str | None = None) -> dict:
         if unknown:
             raise InputError(f"unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYS))}", c)
         data = dict(data)
+        _check_values(data, c)
         base = os.path.dirname(os.path.abspath(c))
         data["rules"] = [p if os.path.isabs(p) else os.path.join(base, p) for p in _list(data.get("rules"), c, "rules")]
         data["_file"] = c
         return data
     return {}
+
+
+def _check_values(data: dict, where: str) -> None:
+    """Settings of the wrong type are the user's error, named with the file (never a crash later)."""
+    skip = data.get("skip-iterations")
+    if skip is not None and (isinstance(skip, bool) or not isinstance(skip, int) or skip < 0):
+        raise InputError(f"setting 'skip-iterations' must be a whole number, 0 or more (it is {skip!r})", where)
+    for key in ("fail-on", "lang", "iteration-range"):
+        if key in data and not isinstance(data[key], str):
+            raise InputError(f"setting '{key}' must be a string (it is {data[key]!r})", where)
+    if "set" in data and not isinstance(data["set"], (dict, list, str)):
+        raise InputError(f"setting 'set' must be a table or a list of strings (it is {data['set']!r})", where)
 
 
 def _list(v, where: str, key: str) -> list:

@@ -51,13 +51,17 @@ class RankResult:
     prof: load.Profile
     fs: facts.FactSet
     tables: set[str]
+    fingerprint: dict = field(default_factory=dict)    # load.runs: tells ranks from unrelated runs
 
 
 def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options) -> RankResult:
     """Load one rank's inputs and compute its facts (the unit a process pool or Dask runs)."""
     from . import facts
 
+    from .load import runs
+
     prof = load.load_files(files, pid=pid)
+    fp = runs.fingerprint(prof.tables, prof.meta)
     fs = facts.compute(prof, opts)
     if opts.rank_rows:   # the rank's row of the HTML report's rank timeline, binned here where its frames are
         try:
@@ -71,7 +75,7 @@ def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options
     fs.tables = {k: v for k, v in fs.tables.items() if k not in facts.PRIVATE_TABLES}
     if fs.window is not None:
         fs.window.iterations = None
-    return RankResult(label, prof, fs, tables)
+    return RankResult(label, prof, fs, tables, fp)
 
 
 @dataclass
@@ -211,6 +215,21 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
     rank_docs = [entries[i] for i in sorted(entries)]
     indices = sorted(entries)                         # results[j] is ranks[indices[j]]
     del entries
+    if all(r.pid is None for r in ranks):   # separate files: ranks of one job, one run twice, or unrelated runs?
+        from .load import runs
+
+        keep, said = runs.relate([r.label for r in results], [r.fingerprint for r in results],
+                                 [runs.describe(ranks[i].files) for i in indices])
+        notes = notes + said
+        if len(keep) < len(results):
+            results, rank_docs, indices = ([xs[j] for j in keep] for xs in (results, rank_docs, indices))
+        if len(results) == 1:      # one run after all: its report, saying what was read once
+            r = ranks[indices[0]]
+            one = rank_unit(r.label, r.files, r.pid, opts)   # its tables were dropped when it arrived
+            ev = engine.evaluate(rules, one.fs, one.tables, overrides, req.lang)
+            doc = report.build(one.prof, one.fs, ev, req.lang)
+            doc["warnings"] += notes
+            return doc
     labels = [r.label for r in results]
     cross = rank_facts.cross_rank(labels, [r.fs for r in results])
     for r, rdoc, extra in zip(results, rank_docs, cross["per_rank"]):

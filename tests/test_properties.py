@@ -5,6 +5,7 @@ tests/test_properties.py` prints them in its summary (see `test_case_budget`).
 """
 from __future__ import annotations
 
+import csv
 import os
 import tempfile
 
@@ -24,7 +25,7 @@ from nsys_expert.facts import registry, timeline
 pytestmark = pytest.mark.slow
 
 BUDGET = {"merge": 3500, "gaps": 2500, "coverage": 2000, "containing": 1500, "pipeline": 300,
-          "garbage": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800, "iteration_of": 500}
+          "garbage": 300, "damaged_numbers": 300, "csv_cut": 300, "console_cut": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800, "iteration_of": 500}
 def FAST(n):
     return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                     derandomize=True, max_examples=n, database=None)
@@ -94,13 +95,16 @@ op = st.tuples(st.integers(0, 2_000_000), st.integers(0, 50_000), st.integers(0,
 
 
 def trace_csv(ops) -> str:
+    """A trace of these ops. A CUDA stream runs its work in order, so ops of one stream never overlap
+    in a real trace (a trace where they do is damaged and its timeline is left out: load/sanity.py):
+    each generated op gets a stream of its own, and ops still overlap across streams."""
     rows = [HEADER]
     for i, (s, d, n, dev, strm, kind) in enumerate(ops):
         name = NAMES[n]
         is_copy = name.startswith("[CUDA memcpy")
         rows.append(",".join([str(s), str(d), str(i + 1), "", "", "", "", "", "", "", "", "",
                               "1.000" if is_copy else "", "", kind if is_copy else "", "Device" if is_copy else "",
-                              f"NVIDIA H200 ({dev})", "1", "", str(strm), name]))
+                              f"NVIDIA H200 ({dev})", "1", "", str(strm * 1000 + i), name]))
     return "\n".join(rows) + "\n"
 
 
@@ -154,6 +158,117 @@ def test_garbage_rows_never_crash(rows):
             return
         if "gpu_active_pct" in fs.run:
             assert 0.0 <= fs.run["gpu_active_pct"] <= 100.0
+
+
+# ---- the CSV and console readers on damaged numbers and cut files (issue 18) ----
+def _read_trace(d, text):
+    path = os.path.join(d, "p_cuda_gpu_trace.csv")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    prof = load.load_files([path])
+    return prof.tables.get("gpu_trace"), prof.warnings
+
+
+def _pairs(frame):
+    return sorted(zip(frame["start_ns"].to_list(), frame["dur_ns"].to_list()))
+
+
+def _damage(value: int, how: str) -> str:
+    if how == "thousands":
+        return f'"{value:,}"'
+    if how == "scientific":          # exact: as many digits as the number has
+        return f"{value:.{max(len(str(value)) - 1, 1)}e}"
+    if how == "spaces":
+        return f"  {value} "
+    return str(value)
+
+
+@FAST(BUDGET["damaged_numbers"])
+@given(st.lists(op, min_size=1, max_size=25),
+       st.lists(st.sampled_from(["plain", "thousands", "scientific", "spaces"]), min_size=2, max_size=50))
+def test_damaged_numbers_read_as_the_numbers_they_mean(ops, hows):
+    """Thousands separators, scientific notation and padding in Start / Duration: the same times as
+    the clean trace, and a warning whenever separators or scientific notation were met."""
+    clean = trace_csv(ops)
+    lines = clean.splitlines()
+    out, used = [lines[0]], set()
+    for i, ln in enumerate(lines[1:]):
+        start, dur, rest = ln.split(",", 2)
+        a, b = hows[(2 * i) % len(hows)], hows[(2 * i + 1) % len(hows)]
+        used |= {h for h, v in ((a, int(start)), (b, int(dur))) if h != "thousands" or v >= 1000}
+        out.append(",".join([_damage(int(start), a), _damage(int(dur), b), rest]))
+    with tempfile.TemporaryDirectory() as d:
+        want, _ = _read_trace(d, clean)
+        got, warnings = _read_trace(d, "\n".join(out) + "\n")
+    assert _pairs(got) == _pairs(want)
+    if "thousands" in used:
+        assert any("thousands separators" in w for w in warnings), warnings
+    if "scientific" in used:
+        assert any("scientific notation" in w for w in warnings), warnings
+
+
+@FAST(BUDGET["csv_cut"])
+@given(st.lists(op, min_size=1, max_size=25), st.floats(0, 1), st.booleans())
+def test_a_cut_trace_never_invents_a_row(ops, where, newline):
+    """A trace cut anywhere (then perhaps ended with a newline): every row read is a row of the whole
+    trace with its true times, no complete row before the cut is lost, and a row cut before its last
+    cell is said."""
+    whole = trace_csv(ops)
+    header_end = whole.index("\n") + 1
+    cut = header_end + int(where * (len(whole) - header_end))
+    text = whole[:cut] + ("\n" if newline else "")
+    complete = whole[:cut].count("\n") - 1                     # body rows whole before the cut
+    partial = whole[:cut].split("\n")[-1]
+    with tempfile.TemporaryDirectory() as d:
+        full, _ = _read_trace(d, whole)
+        try:
+            got, warnings = _read_trace(d, text)
+        except InputError:
+            return
+    rows = whole.splitlines()[1:]
+    expected = sorted(zip((int(r.split(",")[0]) for r in rows), (int(r.split(",")[1]) for r in rows)))
+    pairs = _pairs(got) if got is not None else []
+    assert len(pairs) in (complete, complete + 1)
+    left = list(expected)
+    for p in pairs:                                             # a sub-multiset of the true rows
+        assert p in left, (p, partial)
+        left.remove(p)
+    n_cells = len(next(csv.reader([partial]))) if partial else 0
+    if partial and n_cells < 21:                                # cut before the Name cell
+        assert any("cut" in w or "middle of a row" in w for w in warnings), (partial, warnings)
+
+
+CONSOLE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "sync_bound_console", "input", "stats_column.txt")
+
+
+@FAST(BUDGET["console_cut"])
+@given(st.floats(0, 1), st.booleans())
+def test_a_cut_console_capture_never_misreads_a_number(where, newline):
+    """nsys stats console text cut anywhere: each summary row read carries the numbers the whole file
+    has for that kernel or call (a count cut from 400 to 4 is never read as 4)."""
+    from nsys_expert.load import console
+
+    whole = open(CONSOLE, encoding="utf-8").read()
+    true = console.read_console(CONSOLE)
+    cut = int(where * len(whole))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "stats_column.txt")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(whole[:cut] + ("\n" if newline else ""))
+        try:
+            part = console.read_console(path)
+        except InputError:
+            return
+    if part is None:
+        return
+    for table, frame in part.tables.items():
+        if not table.endswith("_sum") or frame.height == 0:
+            continue
+        ref = {r["name"]: r for r in true.tables[table].iter_rows(named=True)}
+        for r in frame.iter_rows(named=True):
+            match = [v for n, v in ref.items() if n.startswith(r["name"]) or r["name"].startswith(n[:len(r["name"])])]
+            assert match, r["name"]
+            assert any(r["count"] == m["count"] and r["total_ns"] == m["total_ns"] for m in match), (r, match)
 
 
 # ---- rule-pack fuzzing: generated rules (valid and invalid) never crash the validator or engine ----

@@ -6,6 +6,7 @@ Exit codes: 0 ran (findings or not), 1 findings at or above ``--fail-on``, 2 bad
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 import sys
 
@@ -13,6 +14,8 @@ import click
 
 from .options import Choice, command, format_option, output_option, say, write_output
 
+# the largest time stamp a window may name: nsys times are int64 ns; 2^62 leaves room for END - START
+MAX_NS = float(2 ** 62)
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
 
 
@@ -23,7 +26,11 @@ def _parse_time(s: str) -> int:
     v, unit = float(m.group(1)), m.group(2)
     if unit is None:
         unit = "s" if ("." in m.group(1) or v < 1e5) else "ns"
-    return int(round(v * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]))
+    ns = v * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
+    if not math.isfinite(ns) or ns > MAX_NS:   # 1e400 is inf; 1e19 ns does not fit the int64 time stamps
+        raise click.BadParameter(f"'{s}' is too large for a time stamp (at most {MAX_NS / 1e9 / 86400 / 365.25:.0f} "
+                                 f"years, {MAX_NS:.3g} ns)")
+    return int(round(ns))
 
 
 def _parse_window(ctx, param, value):

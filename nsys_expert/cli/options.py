@@ -41,12 +41,23 @@ def guard(fn):
             raise
         except KeyboardInterrupt:
             fail("interrupted", 130)
+        except OSError as e:
+            if e.filename is None:
+                raise_internal(e)
+            # a file that vanished, became unreadable or turned into a folder while in use:
+            # the user's environment, not a bug (the loaders check paths first: load/files.py)
+            fail(f"{e.filename}: {e.strerror or type(e).__name__}", 2)
         except Exception as e:  # noqa: BLE001
-            if os.environ.get("NSX_DEBUG"):
-                traceback.print_exc()
-            fail(f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
-                 f"(a bug in nsys-expert; NSX_DEBUG=1 shows where)", 3)
+            raise_internal(e)
     return wrapper
+
+
+def raise_internal(e: BaseException):
+    """An unexpected exception: one line, exit 3 (NSX_DEBUG=1 prints the traceback)."""
+    if os.environ.get("NSX_DEBUG"):
+        traceback.print_exception(e)
+    fail(f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+         f"(a bug in nsys-expert; NSX_DEBUG=1 shows where)", 3)
 
 
 def command(name: str, **settings):

@@ -23,9 +23,15 @@ def load_cases(rule: Rule) -> list[dict]:
     if not rule.cases_path:
         return []
     try:
-        data = yaml.safe_load(open(rule.cases_path, encoding="utf-8")) or []
+        with open(rule.cases_path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or []
     except yaml.YAMLError as e:
         raise RuleError(f"cases file is not valid YAML ({e})", rule.cases_path) from e
+    except UnicodeDecodeError as e:
+        raise RuleError(f"cases file is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+                        f"save it as UTF-8", rule.cases_path) from None
+    except OSError as e:   # a folder named like a cases file, an unreadable file
+        raise RuleError(f"cases file cannot be read ({e.strerror})", rule.cases_path) from None
     if not isinstance(data, list) or not all(isinstance(c, dict) and c.get("expect") in ("fire", "quiet") for c in data):
         raise RuleError("a cases file is a list of {name, facts, [kernels], expect: fire|quiet, [severity]}",
                         rule.cases_path)

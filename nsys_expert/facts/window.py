@@ -227,6 +227,12 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
         iters = iters.with_columns(pl.col("s").alias("host_s"), pl.col("e").alias("host_e"))
     if user_window is not None:
         s, e = user_window
+        if span_s is not None and (e <= span_s or s >= span_e):
+            # a window with no profile in it has nothing to diagnose: not an idle GPU, a wrong window
+            from ..errors import InputError
+            raise InputError(f"--window {s / 1e9:.9g}s:{e / 1e9:.9g}s lies outside the profile, which spans "
+                             f"{span_s / 1e9:.9g}s to {span_e / 1e9:.9g}s: there is nothing to diagnose in it",
+                             None, "choose START:END inside the profile (times as in the trace's Start column)")
         w = Window(s, e, "user", f"--window {s}:{e} (ns) given on the command line", iters, 0, span_s, span_e)
         if iters is not None:
             w.skipped = int((iters["s"] < s).sum())

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from ..errors import InputError
-from . import compressed, csv_reports, normalize, schema
+from . import compressed, csv_reports, normalize, sanity, schema
+from . import files as files_mod
 
 
 @dataclass
@@ -65,21 +67,29 @@ class _Entry:
 
 
 def _list_files(paths: list[str]) -> tuple[list[str], list[str]]:
-    """Files of the given folders (one level), plus the files of an ``ncu`` subfolder."""
+    """Files of the given folders (one level), plus the files of an ``ncu`` subfolder. Every entry
+    is checked first (``files.check_path``): a link loop, a dangling link, a FIFO or an unreadable
+    file is an InputError naming it, not a crash or a hang."""
     files, skipped_dirs = [], []
     for p in paths:
-        if not os.path.exists(p):
-            raise InputError("no such file or folder", p)
-        if os.path.isdir(p):
-            for name in sorted(os.listdir(p)):
+        if stat.S_ISDIR(files_mod.check_path(p).st_mode):
+            for name in files_mod.list_folder(p):
                 full = os.path.join(p, name)
+                if name.startswith(".") and not os.path.isdir(full):
+                    continue
                 if os.path.isdir(full):
                     if name.lower() in ("ncu", "nsight-compute", "ncu-rep", "ncu_csv"):
-                        files += [os.path.join(full, f) for f in sorted(os.listdir(full))
-                                  if os.path.isfile(os.path.join(full, f)) and not f.startswith(".")]
+                        files_mod.check_path(full)
+                        for f in files_mod.list_folder(full):
+                            if not f.startswith("."):
+                                sub = os.path.join(full, f)
+                                if not os.path.isdir(sub):
+                                    files_mod.check_path(sub)
+                                    files.append(sub)
                     else:
                         skipped_dirs.append(full)
-                elif not name.startswith("."):
+                else:
+                    files_mod.check_path(full)
                     files.append(full)
         else:
             files.append(p)
@@ -282,7 +292,18 @@ def _add(loaded: dict, item: _Entry, prof: Profile) -> None:
 
 
 def _check_consistency(prof: Profile) -> None:
-    """A trace that is empty while its summary counts work is broken or cut: do not trust it."""
+    """A trace that is empty while its summary counts work is broken or cut: do not trust it. Reports
+    that are all empty say so (an empty report set is no evidence of a healthy run)."""
+    if prof.tables and all(t.height == 0 for t in prof.tables.values()):
+        names = sorted({os.path.basename(p) for p in prof.sources.values()})
+        prof.warnings.append(f"every report read has no rows ({', '.join(names[:4])}"
+                             f"{f' and {len(names) - 4} more' if len(names) > 4 else ''}): no GPU work, CUDA API "
+                             f"call or NVTX range was recorded in them, so nothing can be judged; profile the "
+                             f"steady state of the program again (nsys profile --trace=cuda,nvtx,osrt)")
+    elif prof.tables.get("gpu_trace") is not None and prof.tables["gpu_trace"].height == 0 and not any(
+            prof.tables[t].height for t in ("kern_sum", "mem_time_sum", "gpu_sum") if t in prof.tables):
+        prof.warnings.append(f"{prof.source_name('gpu_trace')}: no rows of GPU work (no kernel, copy or memset was "
+                             f"recorded), so the GPU was not seen working at all: the GPU facts are not computed")
     g = prof.tables.get("gpu_trace")
     k = prof.tables.get("kern_sum")
     if g is not None and g.height == 0 and k is not None and k.height > 0:
@@ -291,6 +312,26 @@ def _check_consistency(prof: Profile) -> None:
                              f"timeline facts (GPU active %, idle gaps, window) are not computed")
         del prof.tables["gpu_trace"]
         del prof.sources["gpu_trace"]
+    g = prof.tables.get("gpu_trace")
+    k = prof.tables.get("kern_sum")
+    if g is not None and k is not None and g.height and k.height:
+        other = sanity.summary_of_another_run(g, k)
+        if other:
+            prof.warnings.append(f"{prof.source_name('kern_sum')} does not match {prof.source_name('gpu_trace')} "
+                                 f"({other}): it looks like the summary of another run, so it was left out and the "
+                                 f"kernel facts come from the trace")
+            del prof.tables["kern_sum"]
+            del prof.sources["kern_sum"]
+    if g is not None:
+        n, ex = sanity.stream_overlaps(g)
+        if n:
+            prof.warnings.append(
+                f"{prof.source_name('gpu_trace')}: {n} GPU operation(s) start before the previous one on the same "
+                f"stream ended (e.g. stream {ex['stream']} at {ex['start_ns']} ns, "
+                f"{(ex['prev_end'] - ex['start_ns']) / 1e6:.3f} ms early), which a CUDA stream cannot do: the durations or start times are damaged, so the GPU "
+                f"trace is ignored and the timeline facts (GPU active %, idle gaps, window) are not computed")
+            del prof.tables["gpu_trace"]
+            del prof.sources["gpu_trace"]
     a = prof.tables.get("api_trace")
     s = prof.tables.get("api_sum")
     if a is not None and a.height == 0 and s is not None and s.height > 0:

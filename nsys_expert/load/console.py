@@ -91,6 +91,12 @@ def read_console(path: str) -> Part | None:
         if table is None:
             unused.append(ev.context)
             continue
+        if table.endswith("_sum") and "name" in frame.columns and frame["name"].null_count():
+            # nsys prints a summary row's name last: a row without one was cut inside its numbers
+            n = frame["name"].null_count()
+            frame = frame.filter(pl.col("name").is_not_null())
+            run.lost.append(f"{base}: {n} row(s) of the {table} table (line {ev.line + 1}) end before their name "
+                            f"(cut short inside the numbers?): left out")
         if table in run.tables:
             run = _new_run(runs)
         run.tables[table] = (frame, ev)
@@ -175,7 +181,8 @@ def _is_european(tables: list[Table]) -> bool:
     cells = []
     for t in tables:
         numeric = [k for k, p in enumerate(schema.column_plan(t.cells)) if p[2] != "str"]
-        cells += [row[k] for row in t.rows for k in numeric]
+        # a row cut inside its numbers ('1,07' of '1,075.7') has no name: it must not decide the locale
+        cells += [row[k] for row in t.rows if row and row[-1].strip() for k in numeric]
     return bool(cells) and bool(pl.Series(cells, dtype=pl.String).str.replace_all(_GROUPING_RX, "")
                                 .str.contains(_EUROPEAN.pattern).any())
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..errors import InputError
-from . import compressed, schema
+from . import compressed, numbers, schema
 
 SNIFF_BYTES = 256 * 1024
 # time columns kept as integer ns (the others, averages and deviations, are floats)
@@ -153,6 +153,15 @@ def read_report(sn: Sniff) -> Loaded:
         with open(path, "rb") as fh:
             fh.seek(max(0, size - 1))
             ends_with_newline = fh.read(1) in (b"\n", b"\r")
+    if ends_with_newline:
+        cut_at = _cut_last_row(source, path, len(sn.cells), sn.delimiter)
+        if cut_at is not None:   # cut inside a row, then a newline added: the row is short or its quote open
+            data = source.getvalue() if isinstance(source, io.BytesIO) else open(path, "rb").read()
+            body = data.rstrip(b"\r\n")
+            start = body.rfind(b"\n") + 1
+            source = io.BytesIO(data[:start])
+            warnings.append(f"{os.path.basename(path)}: the file was cut at line {cut_at} (its last row is incomplete: "
+                            f"cut short, then ended with a newline?); that row was left out")
     if not ends_with_newline:
         if isinstance(source, io.BytesIO):
             data = source.getvalue()
@@ -166,6 +175,7 @@ def read_report(sn: Sniff) -> Loaded:
     opts = dict(skip_lines=sn.header_line, has_header=True, separator=sn.delimiter, encoding="utf8-lossy",
                 quote_char='"', truncate_ragged_lines=True, null_values=["None"], raise_if_empty=False)
     plan = schema.column_plan(sn.cells)
+    warnings += numbers.check_units(sn.cells, path)    # µs / MiB read and said; an unknown unit is an error
     frame = None
     if len(set(sn.cells)) == len(sn.cells):
         # fast path: typed read; any cell that does not parse sends us to the careful path below
@@ -203,15 +213,43 @@ def read_report(sn: Sniff) -> Loaded:
         plan = schema.column_plan(list(raw.columns))
         exprs = []
         for cell, name, cls, factor in plan:
-            col = pl.col(cell).str.strip_chars()
             if cls == "str":
                 exprs.append(pl.col(cell).alias(name))
             else:
-                exprs.append(_scale(col.cast(_dtype(name, cls, factor), strict=False), name, cls, factor))
+                exprs.append(_scale(numbers.parse(cell, _dtype(name, cls, factor)), name, cls, factor))
         frame = raw.select(exprs)
-        warnings += _bad_cells(raw, frame, plan, path)
+        warnings += numbers.notes(raw, plan, path) + _bad_cells(raw, frame, plan, path)
     era = _era(sn, sn.cells)
     return Loaded(spec.table, frame, path, sn.report or spec.names[0], warnings, era)
+
+
+def _cut_last_row(source, path: str, ncols: int, delim: str) -> int | None:
+    """The line number of the file's last row when that row is incomplete (fewer cells than the
+    header, or a quote left open), else None."""
+    if isinstance(source, io.BytesIO):
+        data = source.getvalue()
+        tail, total = data[-65536:], data
+    else:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            fh.seek(max(0, size - 65536))
+            tail = fh.read()
+        total = None
+    body = tail.rstrip(b"\r\n")
+    last = body[body.rfind(b"\n") + 1:].decode("utf-8", errors="replace")
+    if not last.strip():
+        return None
+    try:
+        cells = next(csv.reader([last], delimiter=delim, strict=True))
+        cut = last.count('"') % 2 == 1 or len(cells) < ncols
+    except (csv.Error, StopIteration):
+        cut = True
+    if not cut:
+        return None
+    if total is None:
+        with open(path, "rb") as fh:
+            total = fh.read()
+    return total.rstrip(b"\r\n").count(b"\n") + 1
 
 
 def _dtype(name: str, cls: str, factor: float):

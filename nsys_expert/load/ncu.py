@@ -203,6 +203,16 @@ def read_ncu(path: str) -> Part:
     rows = list(csv.reader(io.StringIO("\n".join(body))))
     header = [h.strip() for h in rows[0]]
     warnings: list[str] = []
+    # metric rows are shorter than the header (16 of 20 fields), rule rows full: a last row shorter than
+    # every other row, or with a quote left open, was cut
+    last_line = next((ln for ln in reversed(body) if ln.strip()), "")
+    if len(rows) > 2 and (len(rows[-1]) < min(len(r) for r in rows[1:-1]) or last_line.count('"') % 2):
+        # cut inside a row (then perhaps ended with a newline): that row's metric is not what ncu wrote
+        at = len(lines) - next(i for i, ln in enumerate(reversed(lines)) if ln.strip())
+        launch = rows[-1][0].strip() if rows[-1] else "?"
+        rows = rows[:-1]
+        warnings.append(f"{os.path.basename(path)}: the file was cut at line {at} (its last row is incomplete); that "
+                        f"row was left out, and the metrics of launch {launch} after it are missing")
     skipped = sum(1 for ln in lines[:start] if ln.strip() and not ln.startswith("=="))
     if skipped:
         warnings.append(f"{os.path.basename(path)}: {skipped} line(s) of other output (the application's own "

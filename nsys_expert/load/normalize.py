@@ -13,7 +13,7 @@ import re
 
 import polars as pl
 
-from . import schema
+from . import sanity, schema
 
 _COPY_KINDS = {
     "host-to-device": "HtoD", "htod": "HtoD", "device-to-host": "DtoH", "dtoh": "DtoH",
@@ -81,6 +81,12 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
                             f"duration and were left out")
             frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("dur_ns").is_not_null()
                                  & (pl.col("dur_ns") >= 0))
+        long = frame.filter(sanity.too_long(frame))
+        if long.height:   # before end = start + duration, which would overflow
+            warnings.append(f"{base}: {long.height} row(s) last longer than a day (the longest "
+                            f"{int(long['dur_ns'].max()) / 3.15576e16:.3g} years): impossible for one operation "
+                            f"(a damaged time stamp?); left out")
+            frame = frame.filter(~sanity.too_long(frame))
         frame = frame.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
         if frame["name"].null_count():
             frame = frame.with_columns(pl.col("name").fill_null(""))
@@ -143,10 +149,20 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
     if table in ("api_sum",):
         frame = frame.with_columns(_base_name(frame).alias("base_name"))
     if table in ("kern_sum", "api_sum", "osrt_sum", "gpu_sum", "mem_time_sum", "nvtx_sum", "nvtx_pushpop_sum"):
-        bad = frame.filter(pl.col("total_ns").is_null() | (pl.col("total_ns") < 0))
+        good = pl.col("total_ns").is_not_null() & (pl.col("total_ns") >= 0)
+        if "count" in frame.columns:    # a row cut inside its numbers has a time but no count
+            good = good & pl.col("count").is_not_null() & (pl.col("count") >= 0)
+        bad = frame.filter(~good)
         if bad.height:
-            warnings.append(f"{base}: {bad.height} rows without a valid total time were left out")
-            frame = frame.filter(pl.col("total_ns").is_not_null() & (pl.col("total_ns") >= 0))
+            warnings.append(f"{base}: {bad.height} rows without a valid total time or count were left out")
+            frame = frame.filter(good)
+    if "name" in frame.columns and frame.height:
+        names = frame["name"].unique().drop_nulls().cast(pl.String)
+        lost = names.filter(names.str.contains("\ufffd", literal=True))
+        if lost.len():   # bytes that were not UTF-8 (or a re-encoded file): the names are not what nsys wrote
+            warnings.append(f"{base}: {lost.len()} name(s) hold U+FFFD replacement characters (e.g. "
+                            f"'{lost[0][:60]}'): characters were lost before nsys-expert read the file (not UTF-8, "
+                            f"or re-encoded); those names are shown as read and may not match other reports")
     return frame, warnings
 
 

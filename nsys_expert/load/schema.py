@@ -13,9 +13,12 @@ from dataclasses import dataclass
 
 # canonical column name -> value class ("ts"/"dur": time in ns; "bytes"; "bps": bytes/s;
 # "int"; "float"; "pct"; "str")
-TIME_UNITS = {"ns": 1.0, "nsec": 1.0, "nsecond": 1.0, "us": 1e3, "usec": 1e3, "usecond": 1e3,
+# nsys writes ns / us / ms / s and B / KB / MB / GB; µs and KiB / MiB / GiB are read too (load/numbers.py
+# warns about them: a file that holds them was written by another program)
+TIME_UNITS = {"µs": 1e3, "μs": 1e3, "ns": 1.0, "nsec": 1.0, "nsecond": 1.0, "us": 1e3, "usec": 1e3, "usecond": 1e3,
               "ms": 1e6, "msec": 1e6, "msecond": 1e6, "s": 1e9, "sec": 1e9, "second": 1e9}
-SIZE_UNITS = {"b": 1.0, "byte": 1.0, "bytes": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9}
+SIZE_UNITS = {"b": 1.0, "byte": 1.0, "bytes": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9,
+              "kib": 1024.0, "mib": float(1 << 20), "gib": float(1 << 30)}
 RATE_UNITS = {"mb/s": 1e6, "mbps": 1e6, "gb/s": 1e9, "kb/s": 1e3, "b/s": 1.0}
 
 # label (normalised) -> (canonical name, value class)

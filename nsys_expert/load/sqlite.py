@@ -81,32 +81,37 @@ _ADBC: dict[int, object] = {}
 
 
 def read_sqlite(path: str) -> Part:
-    """-> Part (kind ``nsys-sqlite``). Raises InputError when the file is not a usable nsys export."""
-    con = _connect(path)
-    try:
-        return _read(con, path)
-    except sqlite3.DatabaseError as e:  # a damaged or cut file fails on the first page it cannot read
-        raise InputError(f"cannot read this SQLite file ({_first_line(e)}): it is damaged or cut short", path,
-                         EXPORT_HINT) from None
-    finally:
-        fast = _ADBC.pop(id(con), None)
-        if fast is not None:
-            try:
-                fast.close()
-            except Exception:  # noqa: BLE001 - closing a read-only handle cannot lose anything
-                pass
-        con.close()
+    """-> Part (kind ``nsys-sqlite``). Raises InputError when the file is not a usable nsys export.
+    Opening (journals, time limit, views, required columns) is ``sqlite_open``'s."""
+    from . import sqlite_open
+
+    with sqlite_open.readable(path) as (local, opened_warnings):
+        con = _connect(local)
+        try:
+            part = _read(con, path)
+            part.warnings[:0] = opened_warnings
+            return part
+        except sqlite3.DatabaseError as e:  # a damaged or cut file fails on the first page it cannot read
+            if sqlite_open.timed_out(con):
+                raise sqlite_open.limit_error(path) from None
+            raise InputError(f"cannot read this SQLite file ({_first_line(e)}): it is damaged or cut short", path,
+                             EXPORT_HINT) from None
+        finally:
+            fast = _ADBC.pop(id(con), None)
+            if fast is not None:
+                try:
+                    fast.close()
+                except Exception:  # noqa: BLE001 - closing a read-only handle cannot lose anything
+                    pass
+            sqlite_open.release(con)
+            con.close()
 
 
 def _connect(path: str) -> sqlite3.Connection:
-    # immutable=1: no locking and no journal / WAL files beside the export (works on read-only folders)
+    from . import sqlite_open
+
+    con = sqlite_open.connect(path)   # immutable=1: no locking, no journal / WAL files beside the export
     uri = pathlib.Path(os.path.abspath(path)).as_uri() + "?mode=ro&immutable=1"
-    try:
-        con = sqlite3.connect(uri, uri=True)
-        con.execute("PRAGMA query_only = ON")
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as e:
-        raise InputError(f"not a valid SQLite file ({_first_line(e)})", path, EXPORT_HINT) from None
     try:
         import adbc_driver_sqlite.dbapi as adbc  # same read-only, immutable URI
 
@@ -129,6 +134,9 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
     if not nsys_like:
         raise InputError("this SQLite file is not an nsys export (no CUPTI/NVTX/StringIds tables); "
                          "export with nsys export --type sqlite", path)
+    from . import sqlite_open
+
+    checked = sqlite_open.check(con, cols, path)
     traces = [t for t in (KERNEL, MEMCPY, MEMSET, GRAPH, RUNTIME, NVTX, OSRT) if t in cols]
     if not traces:
         raise InputError("this nsys export holds no CUDA, NVTX or OS runtime events (no CUPTI_ACTIVITY_KIND_KERNEL, "
@@ -136,7 +144,8 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
                          "profile with nsys profile --trace=cuda,nvtx,osrt and export again")
     meta_export = _pairs(con, cols, "META_DATA_EXPORT")
     version = meta_export.get("EXPORT_PRODUCT_VERSION") or "2020-era (no META_DATA_EXPORT)"
-    part = Part(kind="nsys-sqlite", path=path, version=version)
+    part = Part(kind="nsys-sqlite", path=path, version=version, warnings=checked)
+    part.meta["session_start_utc_ns"] = sqlite_open.session_start(con, cols)
     if "EXPORT_PRODUCT_VERSION" in meta_export:
         part.meta["nsys_version"] = meta_export["EXPORT_PRODUCT_VERSION"]
 
@@ -191,8 +200,9 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
 
 # ------------------------------------------------------------------------------------------ helpers
 def _schema(con: sqlite3.Connection) -> dict[str, set[str]]:
-    """Table name -> its column names (one PRAGMA per table: exports have ~100 tables)."""
-    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+    """Table name -> its column names (one PRAGMA per table: exports have ~100 tables). Real tables
+    only: a view could run any query (sqlite_open.check names views that look like nsys tables)."""
+    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     return {n: {r[1] for r in con.execute(f'PRAGMA table_info("{n}")')} for n in names}
 
 

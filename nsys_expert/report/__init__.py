@@ -132,6 +132,8 @@ LABELS = {
         "no_nccl": "No NCCL kernels in the window.", "nccl_share": "NCCL share of GPU busy time",
         "overlap": "overlapped by compute", "exposed": "exposed (share of window)", "verdict": "Verdict",
         "none_found": "No system-level bottleneck found in the steady state.", "severity": "Severity",
+        "none_undetermined": "No finding, and none could be made: the rules that judge a system-level bottleneck "
+                             "did not have the data they need (see the verdict and what was not evaluated).",
         "evidence": "Evidence", "fact": "Fact", "value": "Value", "threshold": "Threshold", "from": "Source",
         "gain": "expected gain", "of_window": "of the window", "missing": "missing", "main_idle": "Main idle cause",
         "idle_causes": {"launch": "launching (short gaps)", "sync": "after a blocking sync", "memcpy": "in a copy call",
@@ -166,6 +168,7 @@ LABELS = {
         "no_nccl": "窗口内没有 NCCL kernel。", "nccl_share": "NCCL 占 GPU 忙碌时间",
         "overlap": "与计算重叠", "exposed": "暴露时间（占窗口）", "verdict": "结论",
         "none_found": "稳态下未发现系统级瓶颈。", "severity": "严重程度",
+        "none_undetermined": "没有发现，也无法判断：判断系统级瓶颈的规则缺少所需数据（见结论与未评估的规则）。",
         "evidence": "依据", "fact": "指标", "value": "数值", "threshold": "阈值", "from": "来源",
         "gain": "预期收益", "of_window": "（占窗口）", "missing": "缺少", "main_idle": "主要空闲原因",
         "idle_causes": {"launch": "提交 kernel（短间隙）", "sync": "阻塞同步之后", "memcpy": "拷贝调用中",

@@ -1,0 +1,51 @@
+"""Which paths can be read at all: every input is a regular, readable file (or a folder of them).
+
+A symbolic link loop, a dangling link, a FIFO or socket (reading one would block forever), a device
+and an unreadable file or folder are the user's to fix: each is one ``InputError`` naming the path,
+raised before anything is opened (never an internal error, never a hang).
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from ..errors import InputError
+
+
+def check_path(path: str) -> os.stat_result:
+    """The stat of ``path`` (following links), or an InputError that says what is wrong with it."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InputError("a loop of symbolic links (the link points back to itself)", path,
+                             "point it at the real file or remove it") from None
+        if e.errno == errno.ENOENT and os.path.islink(path):
+            raise InputError(f"a dangling symbolic link (it points to {os.readlink(path)}, which does not exist)",
+                             path, "point it at the real file or remove it") from None
+        if e.errno == errno.ENOENT:
+            raise InputError("no such file or folder", path) from None
+        if e.errno == errno.EACCES:
+            raise InputError("permission denied (cannot look at it)", path, "make it readable") from None
+        raise InputError(f"cannot read it ({e.strerror})", path) from None
+    if stat.S_ISDIR(st.st_mode):
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise InputError("permission denied (cannot list this folder)", path, "make it readable") from None
+        return st
+    if not stat.S_ISREG(st.st_mode):
+        what = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+        raise InputError(f"{what}, not a file: it is not read (reading it could wait forever)", path,
+                         "pass a folder of nsys reports or the report files themselves")
+    if not os.access(path, os.R_OK):
+        raise InputError("permission denied (this file cannot be read)", path, "make it readable") from None
+    return st
+
+
+def list_folder(path: str) -> list[str]:
+    """The names in a folder, sorted (an unreadable folder is the user's error)."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError as e:
+        raise InputError(f"cannot list this folder ({e.strerror})", path) from None

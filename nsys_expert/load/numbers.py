@@ -1,0 +1,79 @@
+"""Numbers and units as damaged or re-saved CSV reports write them: read what is unambiguous, say so.
+
+``nsys stats --format csv`` writes plain numbers (``12704``) and units it knows (``ns``, ``MB``). A
+report that went through a spreadsheet or another tool may hold thousands separators (``"12,704"``),
+scientific notation (``5.51e+09``) or units nsys does not write (``µs``, ``MiB``): each is read as
+the number it means and named in a warning. A unit nobody knows is an error: a factor guessed wrong
+would make every number in the column wrong.
+"""
+from __future__ import annotations
+
+import os
+
+import polars as pl
+
+from ..errors import InputError
+from . import schema
+
+THOUSANDS = r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$"
+SCIENTIFIC = r"^[+-]?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+$"
+# units nsys never writes but whose meaning is not in doubt (binary sizes are 1024-based)
+EXTRA_TIME = {"µs": 1e3, "μs": 1e3}
+EXTRA_SIZE = {"kib": 1024.0, "mib": float(1 << 20), "gib": float(1 << 30)}
+_NUMERIC = {"dur", "ts", "bytes", "bps"}
+
+
+def parse(cell: str, dtype) -> pl.Expr:
+    """The text column ``cell`` as ``dtype``: separators removed where they are thousands separators,
+    and an integer column also read from scientific notation (rounded to the nearest unit)."""
+    s = pl.col(cell).str.strip_chars()
+    s = pl.when(s.str.contains(THOUSANDS)).then(s.str.replace_all(",", "", literal=True)).otherwise(s)
+    if dtype == pl.Int64:
+        f = s.cast(pl.Float64, strict=False)
+        from_float = pl.when(f.is_finite() & (f.abs() < 9.2e18)).then(f.round(0)).otherwise(None).cast(pl.Int64)
+        return pl.coalesce(s.cast(pl.Int64, strict=False), from_float)
+    return s.cast(dtype, strict=False)
+
+
+def notes(raw: pl.DataFrame, plan, path: str) -> list[str]:
+    """One warning per column that held thousands separators or scientific notation."""
+    base = os.path.basename(path)
+    out = []
+    for cell, name, cls, _ in plan:
+        if cls == "str" or cell not in raw.columns:
+            continue
+        s = raw[cell].str.strip_chars()
+        n_sep = int(s.str.contains(THOUSANDS).sum() or 0)
+        n_sci = int(s.str.contains(SCIENTIFIC).sum() or 0)
+        if n_sep:
+            ex = s.filter(s.str.contains(THOUSANDS)).head(1).item()
+            out.append(f"{base}: {n_sep} value(s) in column '{cell}' are written with thousands separators "
+                       f"(e.g. {ex}); read as the numbers they mean (nsys writes plain numbers: was the file "
+                       f"re-saved by another program?)")
+        if n_sci:
+            ex = s.filter(s.str.contains(SCIENTIFIC)).head(1).item()
+            out.append(f"{base}: {n_sci} value(s) in column '{cell}' are in scientific notation (e.g. {ex}); "
+                       f"read as numbers, to the precision written (nsys writes plain numbers)")
+    return out
+
+
+def check_units(cells: list[str], path: str) -> list[str]:
+    """Warnings for units nsys does not write but that are unambiguous; an InputError for a unit
+    that no one can convert in a time or size column."""
+    out = []
+    for cell in cells:
+        label, unit = schema.split_header_cell(cell)
+        if unit is None or label not in schema.ALIASES:
+            continue
+        cls = schema.ALIASES[label][1]
+        if unit in EXTRA_TIME or unit in EXTRA_SIZE:
+            out.append(f"{os.path.basename(path)}: column '{cell.strip()}' uses a unit nsys does not write "
+                       f"({unit}); converted as {'1000 ns' if unit in EXTRA_TIME else 'powers of 1024 bytes'}")
+            continue
+        known = (unit in schema.TIME_UNITS or unit in schema.SIZE_UNITS or unit in schema.RATE_UNITS
+                 or unit == "%")
+        if cls in _NUMERIC and not known:
+            raise InputError(f"column '{cell.strip()}' is in a unit nsys-expert does not know ({unit}); its numbers "
+                             f"cannot be converted", path,
+                             "re-export it with nsys stats --format csv (times in ns, sizes in MB)")
+    return out
