@@ -236,3 +236,31 @@ def test_input_never_written(tmp_path):
     before = sorted(os.listdir(MB))
     load_paths([str(MB)])
     assert sorted(os.listdir(MB)) == before
+
+
+PINNED = FIXTURES / "gpu_metrics_pcie_pinned_sqlite" / "input"
+PAGEABLE = FIXTURES / "gpu_metrics_memcpy_pageable_sqlite" / "input"
+
+
+def test_pinned_copies_at_link_speed_are_pcie_saturated():
+    # a real H200 run (fixture README): pinned H2D / D2H alternating at 54.6 / 55.2 GB/s; sqlite3 gives
+    # PCIe RX 89.8 % under the H2D copies, TX 92.8 % under the D2H ones, but 43.8 / 49.8 % over the window
+    doc, _ = _facts(PINNED)
+    f = doc["facts"]
+    assert f["memcpy_h2d_gbps"] == pytest.approx(54.62, abs=0.01) and f["memcpy_d2h_gbps"] == pytest.approx(55.19, abs=0.01)
+    assert f["gm_pcie_rx_pct"] == pytest.approx(43.81, abs=0.1) and f["gm_pcie_tx_pct"] == pytest.approx(49.79, abs=0.1)
+    # each direction under its own copies: an average of both over all copy time would read ~50 %
+    assert 89.0 <= f["gm_pcie_copy_pct"] <= 93.5
+    top = doc["findings"][0]
+    assert top["rule"] == "pcie-saturated" and top["severity"] == "high"
+    assert [s["rule"] for s in top["supporting"]] == ["memcpy-bound"]          # one finding per cause
+    assert "memcpy-bound" not in [x["rule"] for x in doc["findings"]]
+
+
+def test_pageable_copies_stay_memcpy_bound_with_an_idle_link():
+    doc, _ = _facts(PAGEABLE)
+    f = doc["facts"]
+    assert f["memcpy_h2d_gbps"] == pytest.approx(5.81, abs=0.01) and f["memcpy_d2h_gbps"] == pytest.approx(1.22, abs=0.01)
+    assert f["gm_pcie_copy_pct"] == pytest.approx(9.46, abs=0.2)                 # sqlite3: RX under the H2D copies
+    rules = [x["rule"] for x in doc["findings"]]
+    assert rules[0] == "memcpy-bound" and "pcie-saturated" not in rules

@@ -100,13 +100,17 @@ def _busy_facts(ctx: Context, by_dev: dict, src: str | None) -> None:
     if copies.height == 0:
         fs.put("gm_pcie_copy_pct", 0.0, src)   # no host-device copy in the window: none saturates the link
     else:
-        cp = timeline.busy_by_device(copies, win.start_ns, win.end_ns)
+        # each direction against its own half of the link while it runs: the GPU receives (RX) during
+        # host-to-device copies and transmits (TX) during device-to-host ones; copies that alternate
+        # would halve a both-directions average (a real pinned H2D/D2H loop: 50 % vs 87 % per direction)
         best = []
-        for d, iv in cp.items():
-            if d in by_dev and iv.height:
-                rx, tx = (means(by_dev[d], iv.select("s", "e"), (k,)) for k in ("pcie_rx", "pcie_tx"))
-                if rx is not None or tx is not None:
-                    best.append(max(v for v in (rx, tx) if v is not None))
+        for kind, metric in (("HtoD", "pcie_rx"), ("DtoH", "pcie_tx")):
+            cp = timeline.busy_by_device(copies.filter(pl.col("copy_kind") == kind), win.start_ns, win.end_ns)
+            for d, iv in cp.items():
+                if d in by_dev and iv.height:
+                    v = means(by_dev[d], iv.select("s", "e"), (metric,))
+                    if v is not None:
+                        best.append(v)
         if best:
             fs.put("gm_pcie_copy_pct", max(best), src)
 

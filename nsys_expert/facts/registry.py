@@ -175,7 +175,7 @@ _RUN += [
         ("gm_gr_active_pct", "graphics / compute engine active (GR Active) over the window"),
     ]),
     _f("gm_sm_active_busy_pct", "%", "SMs active while a kernel runs (samples under the kernel union): low means kernels too small to fill the GPU", ("gpu_metrics",)),
-    _f("gm_pcie_copy_pct", "%", "PCIe throughput (the busier direction) while a host-device copy runs, % of peak (0 when the window has no host-device copy)", ("gpu_metrics",)),
+    _f("gm_pcie_copy_pct", "%", "PCIe throughput in the copy's own direction while host-device copies run (RX under host-to-device, TX under device-to-host; the higher of the two), % of peak (0 when the window has no host-device copy)", ("gpu_metrics",)),
 ]
 RUN_FACTS: dict[str, Fact] = {f.name: f for f in _RUN}
 
