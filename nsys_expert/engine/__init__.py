@@ -7,6 +7,7 @@ back. Ranking is the report's job; findings come out in rule order.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -100,9 +101,20 @@ def _rhs_facts(cond: dict) -> set[str]:
     return {c["value"]["fact"] for c in walk_conditions(cond) if isinstance(c.get("value"), dict)}
 
 
+@functools.lru_cache(maxsize=4096)
+def _template(source: str) -> jinja2.Template:
+    """A rule's text compiled once per process (compiling costs 5-10 ms, rendering a compiled one 0.1 ms)."""
+    return ENV.from_string(source)
+
+
+@functools.lru_cache(maxsize=1024)
+def _expression(source: str):
+    return ENV.compile_expression(source, undefined_to_none=True)
+
+
 def _render(template: str, ctx: dict) -> str:
     try:
-        return ENV.from_string(template).render(**ctx).strip()
+        return _template(template).render(**ctx).strip()
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as e:
         return f"{template} [template error: {e}]"
 
@@ -111,7 +123,7 @@ def _estimate(rule: Rule, ctx: dict) -> float | None:
     if not rule.estimate:
         return None
     try:
-        v = ENV.compile_expression(rule.estimate["expr"], undefined_to_none=True)(**ctx)
+        v = _expression(rule.estimate["expr"])(**ctx)
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
