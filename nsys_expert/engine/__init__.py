@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import ChainMap
 from dataclasses import dataclass, field
 
 import jinja2
@@ -109,21 +110,33 @@ def _template(source: str) -> jinja2.Template:
 
 @functools.lru_cache(maxsize=1024)
 def _expression(source: str):
-    return ENV.compile_expression(source, undefined_to_none=True)
+    """``estimate.expr`` compiled once; called with a mapping that is not copied (see _render)."""
+    t = ENV.compile_expression(source)._template
+    return lambda ctx: _expr_value(t, ctx)
 
 
-def _render(template: str, ctx: dict) -> str:
+def _expr_value(t: jinja2.Template, ctx):
+    c = t.new_context(ctx, shared=True)
+    for _ in t.root_render_func(c):
+        pass
+    v = c.vars.get("result")
+    return None if isinstance(v, jinja2.Undefined) else v
+
+
+def _render(template: str, ctx) -> str:
+    """Render a rule's text over ``ctx`` (a mapping, a ChainMap of the fact layers is not copied)."""
     try:
-        return _template(template).render(**ctx).strip()
+        t = _template(template)
+        return ENV.concat(t.root_render_func(t.new_context(ctx, shared=True))).strip()
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as e:
         return f"{template} [template error: {e}]"
 
 
-def _estimate(rule: Rule, ctx: dict) -> float | None:
+def _estimate(rule: Rule, ctx) -> float | None:
     if not rule.estimate:
         return None
     try:
-        v = _expression(rule.estimate["expr"])(**ctx)
+        v = _expression(rule.estimate["expr"])(ctx)
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -145,8 +158,12 @@ def _positive_facts(cond: dict) -> set[str]:
 
 def confidence(cond: dict, fs: FactSet, bound: dict) -> str:
     """``likely`` when the branch that fired rests on a summary-tier fact, else ``measured``."""
+    return _confidence(_positive_facts(cond), fs, bound)
+
+
+def _confidence(positive: set[str], fs: FactSet, bound: dict) -> str:
     tiers = fs.tiers if bound is fs.run else {}
-    return "likely" if any(tiers.get(f) == "summary" for f in _positive_facts(cond)) else "measured"
+    return "likely" if any(tiers.get(f) == "summary" for f in positive) else "measured"
 
 
 def _threshold(cond: dict, fact: str, params: dict):
@@ -191,7 +208,18 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
         return ev
     definition, names = compiler.compile_rules(runnable, overrides)
     eng = durable_adapter.engine_for(definition)
-    facts = [("run", fs.run)] + [("kernel", k) for k in fs.kernels]
+    # only the values some rule tests go to the engine (a kernel fact has ~60, the rules read ~15 of
+    # them), and a scope no runnable rule reads sends nothing
+    used: dict[str, set] = {"run": set(), "kernel": set()}
+    for r in runnable:
+        for w in [r.when] + [e["when"] for e in r.escalate]:
+            for c in walk_conditions(w):
+                used[r.scope].add(c["fact"])
+                if isinstance(c.get("value"), dict):
+                    used[r.scope].add(c["value"]["fact"])
+    facts = [("run", {k: v for k, v in fs.run.items() if k in used["run"]})]
+    if used["kernel"]:
+        facts += [("kernel", {k: v for k, v in kf.items() if k in used["kernel"]}) for kf in fs.kernels]
     fired = eng.run(facts)
     by_id = {r.id: r for r in runnable}
     hits: dict[tuple[str, str], str] = {}
@@ -209,40 +237,49 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
                 hits[key] = sev
             if sev == by_id[rid].severity:  # the base level says which branch matched
                 branch[key] = min(branch[key], alt)
+    pending: dict[int, tuple] = {}
+    shapes: dict[tuple, tuple] = {}
     kernels_by_id = {f"kernel:{i + 1}": k for i, k in enumerate(fs.kernels)}
     for rid, fact_id in order:
         rule = by_id[rid]
         params = rule.param_values(overrides.get(rid))
         bound = fs.run if rule.scope == "run" else kernels_by_id.get(fact_id, {})
-        ctx = {**fs.run, **params, **({"kernel": bound, **bound} if rule.scope == "kernel" else {})}
-        evidence = []
-        matched = compiler.alternatives(rule)[branch[(rid, fact_id)]]
-        for f in (rule.evidence or rule.facts_used()):
-            if f not in bound:
-                continue
-            thr, op = _threshold(matched, f, params)
-            d = registry.lookup(rule.scope, f)
-            evidence.append({"fact": f, "value": bound[f], "threshold": thr, "op": op,
-                             "unit": d.unit if d else "", "source": fs.sources.get(f)})
+        # the names a rule's text sees, later layers first: the kernel's facts, the rule's params, the run's facts
+        layers = [bound, {"kernel": bound}] if rule.scope == "kernel" else []
+        ctx = ChainMap(*layers, params, fs.run, ENV.globals)
+        b = branch[(rid, fact_id)]
+        shape = shapes.get((rid, b))
+        if shape is None:       # what depends on the rule and its branch only: worked out once per evaluate
+            matched = compiler.alternatives(rule)[b]
+            shape = shapes[(rid, b)] = (matched, [
+                (f, *_threshold(matched, f, params), registry.lookup(rule.scope, f)) for f in (rule.evidence or rule.facts_used())],
+                _positive_facts(matched))
+        matched, ev_shape, positive = shape
+        evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": d.unit if d else "",
+                     "source": fs.sources.get(f)} for f, thr, op, d in ev_shape if f in bound]
         finding = {
             "rule": rid, "category": rule.category, "severity": hits[(rid, fact_id)],
             "title": _render(lang_text(rule.title, lang), ctx),
             "message": _render(lang_text(rule.message, lang), ctx),
             "evidence": evidence,
-            "advice": _advice(rule, ctx, lang, tables, params),
+            "advice": None,      # rendered below, for the findings that remain after resolution
             "estimated_gain_pct": _estimate(rule, ctx),
-            "confidence": confidence(matched, fs, bound),
+            "confidence": _confidence(positive, fs, bound),
             "scope": {"kernel": bound.get("name")} if rule.scope == "kernel" else {},
             "pack": rule.pack,
             "references": rule.references,
         }
         ev.findings.append(finding)
+        pending[id(finding)] = (rule, ctx, params)
     res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang)
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
+    for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
+        rule, ctx, params = pending[id(f)]
+        f["advice"] = _advice(rule, ctx, lang, tables, params)
     return ev
 
 
-def _advice(rule: Rule, ctx: dict, lang: str, tables: set[str], params: dict) -> list[str]:
+def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict) -> list[str]:
     """The advice items that fit the data (an item's ``when`` holds), rendered."""
     items = rule.advice.get(lang) or rule.advice.get("en") or []
     when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
