@@ -89,8 +89,8 @@ class Engine:
         return action
 
     def _record(self, c, name: str) -> None:
-        fact = {k: v for k, v in c.m.items() if k != "sid"}
-        self._runs[c.s.sid].append((name, fact["id"]))
+        m = c.m            # a list of facts: the rules have a ``cap`` (compiler.CAP)
+        self._runs[c.s.sid].extend((name, f["id"]) for f in (m if isinstance(m, list) else [m]))
 
     def run(self, facts: list[tuple[str, dict]]) -> list[tuple[str, str]]:
         """Assert ``[(kind, fact)]``; -> ``[(durable rule name, fact id)]`` in firing order, deduplicated."""
