@@ -17,7 +17,7 @@ import jinja2
 from ..errors import RuleError
 from ..facts import FactSet, registry
 from . import compiler, durable_adapter
-from . import conditions, resolve
+from . import conditions, resolve, sandbox
 from . import missing as missing_mod
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
 
@@ -123,13 +123,21 @@ def _expr_value(t: jinja2.Template, ctx):
     return None if isinstance(v, jinja2.Undefined) else v
 
 
-def _render(template: str, ctx) -> str:
-    """Render a rule's text over ``ctx`` (a mapping, a ChainMap of the fact layers is not copied)."""
+def _render(template: str, ctx, rule: Rule | None = None, what: str = "text") -> str:
+    """Render a rule's text over ``ctx`` (a mapping; a ChainMap of the fact layers is not copied), in the
+    limited sandbox: an error of the text shows in the text, a text past the sandbox's limits is the
+    pack's error (RuleError naming the rule: exit 2)."""
     try:
-        t = _template(template)
-        return ENV.concat(t.root_render_func(t.new_context(ctx, shared=True))).strip()
+        return sandbox.render(_template(template), ctx).strip()
+    except sandbox.LimitError as e:
+        raise _limit_error(rule, what, e) from None
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as e:
         return f"{template} [template error: {e}]"
+
+
+def _limit_error(rule: Rule | None, what: str, e: Exception) -> RuleError:
+    return RuleError(f"rule {rule.id if rule else '?'}: {what}: {e} (a limit of rule text)", rule.path if rule else None,
+                     "simplify the rule's text")
 
 
 def _estimate(rule: Rule, ctx) -> float | None:
@@ -137,6 +145,8 @@ def _estimate(rule: Rule, ctx) -> float | None:
         return None
     try:
         v = _expression(rule.estimate["expr"])(ctx)
+    except sandbox.LimitError as e:
+        raise _limit_error(rule, "estimate.expr", e) from None
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -259,8 +269,8 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
                      "source": fs.sources.get(f)} for f, thr, op, d in ev_shape if f in bound]
         finding = {
             "rule": rid, "category": rule.category, "severity": hits[(rid, fact_id)],
-            "title": _render(lang_text(rule.title, lang), ctx),
-            "message": _render(lang_text(rule.message, lang), ctx),
+            "title": _render(lang_text(rule.title, lang), ctx, rule, "title"),
+            "message": _render(lang_text(rule.message, lang), ctx, rule, "message"),
             "evidence": evidence,
             "advice": None,      # rendered below, for the findings that remain after resolution
             "estimated_gain_pct": _estimate(rule, ctx),
@@ -283,5 +293,5 @@ def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict) -> list[
     """The advice items that fit the data (an item's ``when`` holds), rendered."""
     items = rule.advice.get(lang) or rule.advice.get("en") or []
     when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
-    return [_render(a, ctx) for a, w in zip(items, when)
+    return [_render(a, ctx, rule, "advice") for a, w in zip(items, when)
             if conditions.holds(w, ctx, params, tables, rule.pack_conditions)]

@@ -22,6 +22,7 @@ _NEG = {"lt": "gte", "lte": "gt", "gt": "lte", "gte": "lt", "eq": "neq", "neq": 
         "not_in": "in", "exists": "not_exists", "not_exists": "exists"}
 _SPECIAL = set(".*+?()[]{}|%^$\\<>-")
 SINK = "__sink"
+RESERVED = frozenset({"id", "sid", "kind", "$s"})   # keys the rules engine owns: never a fact's name
 # every rule takes all the facts it matches in one action (``cap``): one call per rule instead of one
 # per (rule, fact); the action then gets a list (durable's per-action overhead dominated at 1,000 facts)
 CAP = 65_000

@@ -26,12 +26,15 @@ warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"durable\
 
 from durable import engine  # noqa: E402
 
-from .compiler import SINK, safe_number  # noqa: E402
+from .compiler import RESERVED, SINK, safe_number  # noqa: E402
 
-RESERVED = {"id", "sid", "kind", "$s"}
 MAX_STR = 4096
 MAX_PROPS = 240
 RULESET = "nsx"
+# durable's C engine links at most 256 rules to one node of its network (BETA_LIST_LENGTH; error 108 at
+# "Could not create ruleset"): 258 rules on the same condition fail. Rules are split over several rulesets
+# of at most CHUNK rules each (one host; the facts are asserted into each), which lifts the limit.
+CHUNK = 200
 
 
 class _SyncHost(engine.Host):
@@ -75,8 +78,13 @@ class Engine:
         actions = {name: self._make_action(name) for name in definition if name != SINK}
         actions[SINK] = lambda c: None
         self._host = _SyncHost(actions)
+        names = [n for n in definition if n != SINK]
+        chunks = [names[i:i + CHUNK] for i in range(0, len(names), CHUNK)] or [[]]
+        self._rulesets = [f"{RULESET}{i}" for i in range(len(chunks))]
+        rulesets = {rs: {**{n: definition[n] for n in chunk}, **({SINK: definition[SINK]} if SINK in definition else {})}
+                    for rs, chunk in zip(self._rulesets, chunks)}
         try:
-            self._host.set_rulesets({RULESET: copy.deepcopy(definition)})
+            self._host.set_rulesets(copy.deepcopy(rulesets))
         except Exception as e:  # the C engine says only "error code N"
             raise ValueError(f"the rules engine refused the compiled ruleset: {e}") from e
 
@@ -101,13 +109,16 @@ class Engine:
             try:
                 for f in batch:
                     f["sid"] = sid
-                if batch:
-                    self._host.assert_facts(RULESET, batch)
+                for rs in self._rulesets:
+                    try:
+                        if batch:
+                            self._host.assert_facts(rs, batch)
+                    finally:
+                        try:
+                            self._host.delete_state(rs, sid)
+                        except Exception:  # noqa: BLE001 - a state that was never created
+                            pass
             finally:
-                try:
-                    self._host.delete_state(RULESET, sid)
-                except Exception:  # noqa: BLE001 - a state that was never created
-                    pass
                 fired = self._runs.pop(sid, [])
                 errors = self._errors.pop(sid, [])
         if errors:

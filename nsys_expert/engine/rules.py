@@ -17,10 +17,10 @@ from pathlib import Path
 
 import jinja2
 import yaml
-from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import RuleError
 from ..facts import registry
+from . import safe_yaml, sandbox
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
 CATEGORIES = ["compute-bound", "memory-bound", "launch-bound", "data-io-bound", "comm-bound", "sync-bound",
@@ -29,7 +29,7 @@ NUMERIC_OPS = {"lt", "lte", "gt", "gte"}
 ALL_OPS = NUMERIC_OPS | {"eq", "neq", "in", "not_in", "contains", "icontains", "startswith", "endswith",
                          "matches", "exists"}
 STRING_OPS = {"contains", "icontains", "startswith", "endswith", "matches"}
-ENV = SandboxedEnvironment(undefined=jinja2.ChainableUndefined, autoescape=False)
+ENV = sandbox.LimitedSandbox(undefined=jinja2.ChainableUndefined, autoescape=False)
 
 
 def _num(v) -> str:
@@ -191,9 +191,6 @@ def _lines(text: str) -> dict:
     return out
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 class _LazyLines(dict):
     """Line numbers of the top-level keys, parsed only when an error needs one."""
 
@@ -217,12 +214,9 @@ def _fail(path: str, line, rid: str | None, msg: str) -> RuleError:
 
 
 def load_rule_file(path: str, pack: str) -> Rule:
+    text = safe_yaml.read_text(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise _fail(path, None, None, f"cannot read rule file ({e})") from e
-    try:
-        data = yaml.load(text, Loader=_LOADER)  # safe: builds plain data only, no tags that run code
+        data = safe_yaml.loads(text, path)  # safe loader, bounded size, aliases and depth
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise _fail(path, mark.line + 1 if mark else None, None,
@@ -305,15 +299,21 @@ def _check_semantics(rule: Rule, lines: dict) -> None:
         for t in texts:
             for lang, s in t.items():
                 try:
-                    ENV.parse(s)
+                    tree = ENV.parse(s)
                 except jinja2.TemplateSyntaxError as e:
                     raise _fail(path, (lines.get(key) or 0) + (e.lineno or 1) - 1 if lines.get(key) else None, rid,
                                 f"{key} ({lang}): template error: {e.message}") from e
+                why = sandbox.check(tree)
+                if why:
+                    raise _fail(path, lines.get(key), rid, f"{key} ({lang}): {why}")
     if rule.estimate:
         try:
             ENV.compile_expression(rule.estimate["expr"])
+            why = sandbox.check(ENV.parse("{{ " + rule.estimate["expr"] + " }}"))
         except jinja2.TemplateSyntaxError as e:
             raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {e.message}") from e
+        if why:
+            raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {why}")
     from . import relations
 
     relations.check_rule(rule, lines)
@@ -357,6 +357,67 @@ def _check_operand(rule: Rule, value, op: str, line) -> None:
             re.compile(v)
         except re.error as e:
             raise _fail(path, line, rid, f"pattern {v!r} is not a valid regex ({e})") from e
+        why = regex_hazard(v)
+        if why:
+            raise _fail(path, line, rid, f"pattern {v[:80]!r} {why}")
+
+
+MAX_PATTERN = 256
+
+
+def regex_hazard(pattern: str) -> str | None:
+    """Why a ``matches`` pattern is refused, or None: too long, or a quantifier over something that is
+    itself quantified or an alternation of quantified parts (``(a+)+``, ``(a|a*)*``): catastrophic
+    backtracking in Python (advice conditions) and a state explosion in the engine's DFA."""
+    if len(pattern) > MAX_PATTERN:
+        return f"is longer than {MAX_PATTERN} characters"
+    try:
+        import re._parser as sre  # Python 3.11+
+    except ImportError:  # pragma: no cover
+        import sre_parse as sre  # type: ignore[no-redef]
+    REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None)} - {None}
+
+    def has_repeat(items) -> bool:
+        for op, av in items:
+            if op in REPEATS and av[1] > 1:
+                return True
+            if op == sre.SUBPATTERN and has_repeat(av[-1]):
+                return True
+            if op == sre.BRANCH and any(has_repeat(b) for b in av[1]):
+                return True
+        return False
+
+    def ambiguous_branch(items) -> bool:
+        """An alternation whose branches may start alike (``a|aa``): repeated, it backtracks exponentially."""
+        for op, av in items:
+            if op == sre.SUBPATTERN and ambiguous_branch(av[-1]):
+                return True
+            if op == sre.BRANCH:
+                firsts = [b[0] if b else None for b in av[1]]
+                if any(f is None or f[0] != sre.LITERAL for f in firsts) or len({f[1] for f in firsts}) < len(firsts):
+                    return True
+        return False
+
+    def nested(items) -> bool:
+        for op, av in items:
+            if op in REPEATS:
+                if av[1] > 1 and (has_repeat(av[2]) or ambiguous_branch(av[2])):
+                    return True
+                if nested(av[2]):
+                    return True
+            elif op == sre.SUBPATTERN and nested(av[-1]):
+                return True
+            elif op == sre.BRANCH and any(nested(b) for b in av[1]):
+                return True
+        return False
+
+    try:
+        if nested(sre.parse(pattern)):
+            return ("repeats a part that can match in several ways (like (a+)+ or (a|aa)*): it can take exponential time on a long "
+                    "kernel name; write it without the outer repetition, or use contains / startswith / endswith")
+    except (re.error, RecursionError, OverflowError):
+        return "cannot be analysed"
+    return None
 
 
 def load_pack(folder: str) -> Pack:
@@ -367,7 +428,7 @@ def load_pack(folder: str) -> Pack:
     meta = {}
     if os.path.exists(meta_path):
         try:
-            meta = yaml.safe_load(Path(meta_path).read_text(encoding="utf-8")) or {}
+            meta = safe_yaml.load_file(meta_path) or {}
         except yaml.YAMLError as e:
             raise RuleError(f"pack.yaml is not valid YAML ({e})", meta_path) from e
         if not isinstance(meta, dict) or "name" not in meta:
@@ -475,8 +536,8 @@ def _builtin_meta() -> tuple[dict, dict]:
 
     path = os.path.join(builtin_pack_dir(), "pack.yaml")
     try:
-        meta = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
+        meta = safe_yaml.load_file(path) or {}
+    except (RuleError, yaml.YAMLError):
         return {}, {}
     return relations.pack_meta(meta, path)
 
