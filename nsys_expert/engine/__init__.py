@@ -16,7 +16,7 @@ import jinja2
 
 from ..errors import RuleError
 from ..facts import FactSet, registry
-from . import compiler, durable_adapter
+from . import compiler
 from . import conditions, resolve, sandbox
 from . import missing as missing_mod
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
@@ -217,6 +217,8 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
     if not runnable:
         return ev
     definition, names = compiler.compile_rules(runnable, overrides)
+    from . import durable_adapter    # the C engine is imported only when rules run
+
     eng = durable_adapter.engine_for(definition)
     # only the values some rule tests go to the engine (a kernel fact has ~60, the rules read ~15 of
     # them), and a scope no runnable rule reads sends nothing
