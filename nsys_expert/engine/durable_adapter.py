@@ -2,6 +2,9 @@
 
 - ``_SyncHost``: the stock Host starts two timer threads that never stop and run actions late on
   another thread; overriding ``_run`` keeps everything synchronous in the caller's thread.
+- More than 256 rules on one node of the network are refused (error 108): rules are split over
+  rulesets of at most CHUNK rules, and every fact batch is asserted into each.
+- Every rule has a ``cap`` (compiler.CAP): one action call gets all the facts the rule matched.
 - Rulesets are compiled once per definition and reused (rulesets and regex state machines leak if
   created per diagnosis); each diagnosis runs in a fresh session id that is deleted afterwards
   (at most 1,024 live sessions per ruleset).
@@ -84,7 +87,8 @@ class Engine:
         rulesets = {rs: {**{n: definition[n] for n in chunk}, **({SINK: definition[SINK]} if SINK in definition else {})}
                     for rs, chunk in zip(self._rulesets, chunks)}
         try:
-            self._host.set_rulesets(copy.deepcopy(rulesets))
+            # each ruleset gets its own deep copy (set_rulesets deletes the ``run`` keys, and the sink is in every one)
+            self._host.set_rulesets({rs: copy.deepcopy(d) for rs, d in rulesets.items()})
         except Exception as e:  # the C engine says only "error code N"
             raise ValueError(f"the rules engine refused the compiled ruleset: {e}") from e
 
