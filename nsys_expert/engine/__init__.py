@@ -123,16 +123,45 @@ def _expr_value(t: jinja2.Template, ctx):
     return None if isinstance(v, jinja2.Undefined) else v
 
 
-def _render(template: str, ctx, rule: Rule | None = None, what: str = "text") -> str:
+@functools.lru_cache(maxsize=4096)
+def _names(source: str) -> tuple[str, ...]:
+    """The names a text reads from its context (what its rendering depends on)."""
+    from jinja2 import meta
+
+    try:
+        return tuple(sorted(meta.find_undeclared_variables(ENV.parse(source))))
+    except jinja2.TemplateError:
+        return ()
+
+
+def _memo_key(source: str, ctx):
+    """(source, the values it reads, typed) or None when a value cannot be a key (a mapping: ``kernel``)."""
+    key = [source]
+    for n in _names(source):
+        v = ctx.get(n, _names)          # _names stands for "absent"
+        if v is not _names and not isinstance(v, (str, int, float, bool, type(None))):
+            return None
+        key.append((n, type(v).__name__, repr(v) if isinstance(v, float) else v))
+    return tuple(key)
+
+
+def _render(template: str, ctx, rule: Rule | None = None, what: str = "text", memo: dict | None = None) -> str:
     """Render a rule's text over ``ctx`` (a mapping; a ChainMap of the fact layers is not copied), in the
     limited sandbox: an error of the text shows in the text, a text past the sandbox's limits is the
-    pack's error (RuleError naming the rule: exit 2)."""
+    pack's error (RuleError naming the rule: exit 2). With ``memo``, a text whose values were rendered
+    before in this evaluation is not rendered again (a kernel rule's title on 1,000 kernels)."""
+    key = _memo_key(template, ctx) if memo is not None else None
+    if key is not None and key in memo:
+        return memo[key]
     try:
-        return sandbox.render(_template(template), ctx).strip()
+        out = sandbox.render(_template(template), ctx).strip()
     except sandbox.LimitError as e:
         raise _limit_error(rule, what, e) from None
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as e:
-        return f"{template} [template error: {e}]"
+        out = f"{template} [template error: {e}]"
+    if key is not None:
+        memo[key] = out
+    return out
 
 
 def _limit_error(rule: Rule | None, what: str, e: Exception) -> RuleError:
@@ -251,6 +280,7 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
                 branch[key] = min(branch[key], alt)
     pending: dict[int, tuple] = {}
     shapes: dict[tuple, tuple] = {}
+    memo: dict[tuple, str] = {}
     kernels_by_id = {f"kernel:{i + 1}": k for i, k in enumerate(fs.kernels)}
     for rid, fact_id in order:
         rule = by_id[rid]
@@ -271,8 +301,8 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
                      "source": fs.sources.get(f)} for f, thr, op, d in ev_shape if f in bound]
         finding = {
             "rule": rid, "category": rule.category, "severity": hits[(rid, fact_id)],
-            "title": _render(lang_text(rule.title, lang), ctx, rule, "title"),
-            "message": _render(lang_text(rule.message, lang), ctx, rule, "message"),
+            "title": _render(lang_text(rule.title, lang), ctx, rule, "title", memo),
+            "message": _render(lang_text(rule.message, lang), ctx, rule, "message", memo),
             "evidence": evidence,
             "advice": None,      # rendered below, for the findings that remain after resolution
             "estimated_gain_pct": _estimate(rule, ctx),
@@ -287,13 +317,13 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
     for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
         rule, ctx, params = pending[id(f)]
-        f["advice"] = _advice(rule, ctx, lang, tables, params)
+        f["advice"] = _advice(rule, ctx, lang, tables, params, memo)
     return ev
 
 
-def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict) -> list[str]:
+def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: dict | None = None) -> list[str]:
     """The advice items that fit the data (an item's ``when`` holds), rendered."""
     items = rule.advice.get(lang) or rule.advice.get("en") or []
     when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
-    return [_render(a, ctx, rule, "advice") for a, w in zip(items, when)
+    return [_render(a, ctx, rule, "advice", memo) for a, w in zip(items, when)
             if conditions.holds(w, ctx, params, tables, rule.pack_conditions)]
