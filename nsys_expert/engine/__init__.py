@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import ChainMap
 from dataclasses import dataclass, field
 
 import jinja2
@@ -146,7 +145,7 @@ def _memo_key(source: str, ctx):
 
 
 def _render(template: str, ctx, rule: Rule | None = None, what: str = "text", memo: dict | None = None) -> str:
-    """Render a rule's text over ``ctx`` (a mapping; a ChainMap of the fact layers is not copied), in the
+    """Render a rule's text over ``ctx`` (a mapping, not copied), in the
     limited sandbox: an error of the text shows in the text, a text past the sandbox's limits is the
     pack's error (RuleError naming the rule: exit 2). With ``memo``, a text whose values were rendered
     before in this evaluation is not rendered again (a kernel rule's title on 1,000 kernels)."""
@@ -281,14 +280,19 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
     pending: dict[int, tuple] = {}
     shapes: dict[tuple, tuple] = {}
     memo: dict[tuple, str] = {}
+    bases: dict[str, dict] = {}
     kernels_by_id = {f"kernel:{i + 1}": k for i, k in enumerate(fs.kernels)}
     for rid, fact_id in order:
         rule = by_id[rid]
         params = rule.param_values(overrides.get(rid))
         bound = fs.run if rule.scope == "run" else kernels_by_id.get(fact_id, {})
-        # the names a rule's text sees, later layers first: the kernel's facts, the rule's params, the run's facts
-        layers = [bound, {"kernel": bound}] if rule.scope == "kernel" else []
-        ctx = ChainMap(*layers, params, fs.run, ENV.globals)
+        # the names a rule's text sees (later ones win): the sandbox's globals, the run's facts, the rule's
+        # params, then for a kernel rule the kernel's facts. The run part is made once per rule and shared
+        # (rendering never writes into it: the sandbox renders with shared=True, writes go to its own vars).
+        base = bases.get(rid)
+        if base is None:
+            base = bases[rid] = {**ENV.globals, **fs.run, **params}
+        ctx = {**base, "kernel": bound, **bound} if rule.scope == "kernel" else base
         b = branch[(rid, fact_id)]
         shape = shapes.get((rid, b))
         if shape is None:       # what depends on the rule and its branch only: worked out once per evaluate

@@ -91,24 +91,24 @@ def overlap(s: float, gains: list[float]) -> float:
     return s * (1.0 - left)
 
 
-class _Alive(list):
-    """The findings still standing, kept in order; membership and removal by identity (two findings
+class _Alive:
+    """The findings still standing, in order; membership and removal by identity in O(1) (two findings
     may be equal dicts, and comparing dicts of evidence costs more than the whole resolution)."""
 
     def __init__(self, items):
-        super().__init__(items)
-        self._ids = {id(f) for f in items}
+        self._d = {id(f): f for f in items}
+
+    def __iter__(self):
+        return iter(list(self._d.values()))
+
+    def __len__(self) -> int:
+        return len(self._d)
 
     def __contains__(self, f) -> bool:
-        return id(f) in self._ids
+        return id(f) in self._d
 
     def remove(self, f) -> None:
-        for i, g in enumerate(self):
-            if g is f:
-                del self[i]
-                self._ids.discard(id(f))
-                return
-        raise ValueError("not alive")
+        del self._d[id(f)]
 
 
 def _brief(f: dict, relation: str, because: str | None) -> dict:
