@@ -1,30 +1,73 @@
-"""A private folder for what nsys-expert derives and keeps between runs (validated rule packs,
+"""A private folder for what nsys-expert derives and keeps between runs (validated rule packs as JSON,
 compiled report templates).
 
-What lies there is loaded as code (pickle, Python bytecode), so the folder must be the user's own:
-``$TMPDIR/nsys-expert-cache-<uid>``, made with mode 0700 and used only while this user owns it and
-nobody else can write into it. ``NSX_NO_CACHE=1`` turns it off; without a usable folder every run
-simply validates and compiles again.
+``$TMPDIR/nsys-expert-cache-<uid>``, made with mode 0700. Every folder on the way down from it is
+checked before use (``os.lstat``, not following links): a real directory, not a symlink, owned by this
+user, writable by nobody else. A folder that fails (another user pre-created it, it is a link, a
+subfolder was opened to others) is not used: the run goes on without a cache, with one warning on
+stderr. Files read back are checked the same way (``private_file``). ``NSX_NO_CACHE=1`` turns the
+cache off. What the rule-pack cache holds is plain JSON, never a pickle: even a planted file can only
+be data, and it is validated before use.
 """
 from __future__ import annotations
 
 import os
+import stat
+import sys
 import tempfile
+
+_warned = False
+
+
+def _warn(path: str, why: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        print(f"nsys-expert: warning: not using the cache folder {path}: {why} (running without a cache; remove "
+              "it or set NSX_NO_CACHE=1)", file=sys.stderr)
+
+
+def _private(path: str, uid: int | None, is_dir: bool = True) -> str | None:
+    """Why ``path`` is not this user's own (a link, not a directory/file, another owner, writable by
+    others), or None when it is."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if is_dir and not stat.S_ISDIR(st.st_mode) or not is_dir and not stat.S_ISREG(st.st_mode):
+        return "it is not a " + ("directory" if is_dir else "regular file")
+    if uid is not None and st.st_uid != uid:
+        return f"it belongs to user id {st.st_uid}, not to you ({uid})"
+    if st.st_mode & 0o022:
+        return f"others can write into it (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
 
 
 def folder(*sub: str) -> str | None:
-    """The cache folder (``sub``: a subfolder), made if needed; None when there is none to use."""
+    """The cache folder (``sub``: subfolders), made if needed; None when there is none to use."""
     if os.environ.get("NSX_NO_CACHE"):
         return None
     uid = os.getuid() if hasattr(os, "getuid") else None
-    base = os.path.join(tempfile.gettempdir(), "nsys-expert-cache" + (f"-{uid}" if uid is not None else ""))
+    path = os.path.join(tempfile.gettempdir(), "nsys-expert-cache" + (f"-{uid}" if uid is not None else ""))
     try:
-        os.makedirs(base, mode=0o700, exist_ok=True)
-        st = os.stat(base)
-        if uid is not None and (st.st_uid != uid or st.st_mode & 0o022):   # not ours alone: not trusted
-            return None
-        path = os.path.join(base, *sub)
-        os.makedirs(path, mode=0o700, exist_ok=True)
+        for part in ("",) + sub:
+            path = os.path.join(path, part) if part else path
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                pass
+            why = _private(path, uid)
+            if why:
+                _warn(path, why)
+                return None
         return path if os.access(path, os.W_OK) else None
     except OSError:
         return None
+
+
+def private_file(path: str) -> bool:
+    """Whether a cache file may be read: a regular file (not a link) of this user that nobody else can write."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    try:
+        return _private(path, uid, is_dir=False) is None
+    except OSError:
+        return False

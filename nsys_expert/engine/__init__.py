@@ -7,6 +7,8 @@ back. Ranking is the report's job; findings come out in rule order.
 """
 from __future__ import annotations
 
+import functools
+import gc
 import math
 from dataclasses import dataclass, field
 
@@ -14,8 +16,8 @@ import jinja2
 
 from ..errors import RuleError
 from ..facts import FactSet, registry
-from . import compiler, durable_adapter
-from . import conditions, resolve
+from . import compiler
+from . import conditions, resolve, sandbox
 from . import missing as missing_mod
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
 
@@ -108,18 +110,80 @@ def _rhs_facts(cond: dict) -> set[str]:
     return {c["value"]["fact"] for c in walk_conditions(cond) if isinstance(c.get("value"), dict)}
 
 
-def _render(template: str, ctx: dict) -> str:
+@functools.lru_cache(maxsize=4096)
+def _template(source: str) -> jinja2.Template:
+    """A rule's text compiled once per process (compiling costs 5-10 ms, rendering a compiled one 0.1 ms)."""
+    return ENV.from_string(source)
+
+
+@functools.lru_cache(maxsize=1024)
+def _expression(source: str):
+    """``estimate.expr`` compiled once; called with a mapping that is not copied (see _render)."""
+    t = ENV.compile_expression(source)._template
+    return lambda ctx: _expr_value(t, ctx)
+
+
+def _expr_value(t: jinja2.Template, ctx):
+    c = t.new_context(ctx, shared=True)
+    for _ in t.root_render_func(c):
+        pass
+    v = c.vars.get("result")
+    return None if isinstance(v, jinja2.Undefined) else v
+
+
+@functools.lru_cache(maxsize=4096)
+def _names(source: str) -> tuple[str, ...]:
+    """The names a text reads from its context (what its rendering depends on)."""
+    from jinja2 import meta
+
     try:
-        return ENV.from_string(template).render(**ctx).strip()
+        return tuple(sorted(meta.find_undeclared_variables(ENV.parse(source))))
+    except jinja2.TemplateError:
+        return ()
+
+
+def _memo_key(source: str, ctx):
+    """(source, the values it reads, typed) or None when a value cannot be a key (a mapping: ``kernel``)."""
+    key = [source]
+    for n in _names(source):
+        v = ctx.get(n, _names)          # _names stands for "absent"
+        if v is not _names and not isinstance(v, (str, int, float, bool, type(None))):
+            return None
+        key.append((n, type(v).__name__, repr(v) if isinstance(v, float) else v))
+    return tuple(key)
+
+
+def _render(template: str, ctx, rule: Rule | None = None, what: str = "text", memo: dict | None = None) -> str:
+    """Render a rule's text over ``ctx`` (a mapping, not copied), in the
+    limited sandbox: an error of the text shows in the text, a text past the sandbox's limits is the
+    pack's error (RuleError naming the rule: exit 2). With ``memo``, a text whose values were rendered
+    before in this evaluation is not rendered again (a kernel rule's title on 1,000 kernels)."""
+    key = _memo_key(template, ctx) if memo is not None else None
+    if key is not None and key in memo:
+        return memo[key]
+    try:
+        out = sandbox.render(_template(template), ctx).strip()
+    except sandbox.LimitError as e:
+        raise _limit_error(rule, what, e) from None
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as e:
-        return f"{template} [template error: {e}]"
+        out = f"{template} [template error: {e}]"
+    if key is not None:
+        memo[key] = out
+    return out
 
 
-def _estimate(rule: Rule, ctx: dict) -> float | None:
+def _limit_error(rule: Rule | None, what: str, e: Exception) -> RuleError:
+    return RuleError(f"rule {rule.id if rule else '?'}: {what}: {e} (a limit of rule text)", rule.path if rule else None,
+                     "simplify the rule's text")
+
+
+def _estimate(rule: Rule, ctx) -> float | None:
     if not rule.estimate:
         return None
     try:
-        v = ENV.compile_expression(rule.estimate["expr"], undefined_to_none=True)(**ctx)
+        v = _expression(rule.estimate["expr"])(ctx)
+    except sandbox.LimitError as e:
+        raise _limit_error(rule, "estimate.expr", e) from None
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -141,8 +205,12 @@ def _positive_facts(cond: dict) -> set[str]:
 
 def confidence(cond: dict, fs: FactSet, bound: dict) -> str:
     """``likely`` when the branch that fired rests on a summary-tier fact, else ``measured``."""
+    return _confidence(_positive_facts(cond), fs, bound)
+
+
+def _confidence(positive: set[str], fs: FactSet, bound: dict) -> str:
     tiers = fs.tiers if bound is fs.run else {}
-    return "likely" if any(tiers.get(f) == "summary" for f in _positive_facts(cond)) else "measured"
+    return "likely" if any(tiers.get(f) == "summary" for f in positive) else "measured"
 
 
 def _threshold(cond: dict, fact: str, params: dict):
@@ -164,6 +232,18 @@ def lang_text(d: dict | None, lang: str):
 
 def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict | None = None,
              lang: str = "en") -> Evaluation:
+    # a finding is a few dozen small objects and none of them form cycles: the cyclic collector would only
+    # walk them again and again (a fifth of the time at 1,000 kernel facts); it runs again afterwards
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _evaluate(rules, fs, tables, overrides, lang)
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict | None, lang: str) -> Evaluation:
     overrides = overrides or {}
     ev = Evaluation()
     run_have = set(fs.run)
@@ -191,8 +271,21 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
     if not runnable:
         return ev
     definition, names = compiler.compile_rules(runnable, overrides)
+    from . import durable_adapter    # the C engine is imported only when rules run
+
     eng = durable_adapter.engine_for(definition)
-    facts = [("run", fs.run)] + [("kernel", k) for k in fs.kernels]
+    # only the values some rule tests go to the engine (a kernel fact has ~60, the rules read ~15 of
+    # them), and a scope no runnable rule reads sends nothing
+    used: dict[str, set] = {"run": set(), "kernel": set()}
+    for r in runnable:
+        for w in [r.when] + [e["when"] for e in r.escalate]:
+            for c in walk_conditions(w):
+                used[r.scope].add(c["fact"])
+                if isinstance(c.get("value"), dict):
+                    used[r.scope].add(c["value"]["fact"])
+    facts = [("run", {k: v for k, v in fs.run.items() if k in used["run"]})]
+    if used["kernel"]:
+        facts += [("kernel", {k: v for k, v in kf.items() if k in used["kernel"]}) for kf in fs.kernels]
     fired = eng.run(facts)
     by_id = {r.id: r for r in runnable}
     hits: dict[tuple[str, str], str] = {}
@@ -210,42 +303,57 @@ def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict |
                 hits[key] = sev
             if sev == by_id[rid].severity:  # the base level says which branch matched
                 branch[key] = min(branch[key], alt)
+    pending: dict[int, tuple] = {}
+    shapes: dict[tuple, tuple] = {}
+    memo: dict[tuple, str] = {}
+    bases: dict[str, dict] = {}
     kernels_by_id = {f"kernel:{i + 1}": k for i, k in enumerate(fs.kernels)}
     for rid, fact_id in order:
         rule = by_id[rid]
         params = rule.param_values(overrides.get(rid))
         bound = fs.run if rule.scope == "run" else kernels_by_id.get(fact_id, {})
-        ctx = {**fs.run, **params, **({"kernel": bound, **bound} if rule.scope == "kernel" else {})}
-        evidence = []
-        matched = compiler.alternatives(rule)[branch[(rid, fact_id)]]
-        for f in (rule.evidence or rule.facts_used()):
-            if f not in bound:
-                continue
-            thr, op = _threshold(matched, f, params)
-            d = registry.lookup(rule.scope, f)
-            evidence.append({"fact": f, "value": bound[f], "threshold": thr, "op": op,
-                             "unit": d.unit if d else "", "source": fs.sources.get(f)})
+        # the names a rule's text sees (later ones win): the sandbox's globals, the run's facts, the rule's
+        # params, then for a kernel rule the kernel's facts. The run part is made once per rule and shared
+        # (rendering never writes into it: the sandbox renders with shared=True, writes go to its own vars).
+        base = bases.get(rid)
+        if base is None:
+            base = bases[rid] = {**ENV.globals, **fs.run, **params}
+        ctx = {**base, "kernel": bound, **bound} if rule.scope == "kernel" else base
+        b = branch[(rid, fact_id)]
+        shape = shapes.get((rid, b))
+        if shape is None:       # what depends on the rule and its branch only: worked out once per evaluate
+            matched = compiler.alternatives(rule)[b]
+            shape = shapes[(rid, b)] = (matched, [
+                (f, *_threshold(matched, f, params), registry.lookup(rule.scope, f)) for f in (rule.evidence or rule.facts_used())],
+                _positive_facts(matched))
+        matched, ev_shape, positive = shape
+        evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": d.unit if d else "",
+                     "source": fs.sources.get(f)} for f, thr, op, d in ev_shape if f in bound]
         finding = {
             "rule": rid, "category": rule.category, "severity": hits[(rid, fact_id)],
-            "title": _render(lang_text(rule.title, lang), ctx),
-            "message": _render(lang_text(rule.message, lang), ctx),
+            "title": _render(lang_text(rule.title, lang), ctx, rule, "title", memo),
+            "message": _render(lang_text(rule.message, lang), ctx, rule, "message", memo),
             "evidence": evidence,
-            "advice": _advice(rule, ctx, lang, tables, params),
+            "advice": None,      # rendered below, for the findings that remain after resolution
             "estimated_gain_pct": _estimate(rule, ctx),
-            "confidence": confidence(matched, fs, bound),
+            "confidence": _confidence(positive, fs, bound),
             "scope": {"kernel": bound.get("name")} if rule.scope == "kernel" else {},
             "pack": rule.pack,
             "references": rule.references,
         }
         ev.findings.append(finding)
+        pending[id(finding)] = (rule, ctx, params)
     res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang)
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
+    for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
+        rule, ctx, params = pending[id(f)]
+        f["advice"] = _advice(rule, ctx, lang, tables, params, memo)
     return ev
 
 
-def _advice(rule: Rule, ctx: dict, lang: str, tables: set[str], params: dict) -> list[str]:
+def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: dict | None = None) -> list[str]:
     """The advice items that fit the data (an item's ``when`` holds), rendered."""
     items = rule.advice.get(lang) or rule.advice.get("en") or []
     when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
-    return [_render(a, ctx) for a, w in zip(items, when)
+    return [_render(a, ctx, rule, "advice", memo) for a, w in zip(items, when)
             if conditions.holds(w, ctx, params, tables, rule.pack_conditions)]

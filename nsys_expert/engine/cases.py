@@ -7,6 +7,8 @@ import yaml
 
 from ..errors import RuleError
 from ..facts import FactSet, registry
+from . import safe_yaml
+from .compiler import RESERVED
 from .rules import Rule
 
 
@@ -23,8 +25,7 @@ def load_cases(rule: Rule) -> list[dict]:
     if not rule.cases_path:
         return []
     try:
-        with open(rule.cases_path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or []
+        data = safe_yaml.load_file(rule.cases_path) or []
     except yaml.YAMLError as e:
         raise RuleError(f"cases file is not valid YAML ({e})", rule.cases_path) from e
     except UnicodeDecodeError as e:
@@ -35,6 +36,15 @@ def load_cases(rule: Rule) -> list[dict]:
     if not isinstance(data, list) or not all(isinstance(c, dict) and c.get("expect") in ("fire", "quiet") for c in data):
         raise RuleError("a cases file is a list of {name, facts, [kernels], expect: fire|quiet, [severity]}",
                         rule.cases_path)
+    for c in data:
+        sets = [c.get("facts") or {}] + list(c.get("kernels") or [])
+        if not all(isinstance(s, dict) for s in sets):
+            raise RuleError(f"rule {rule.id}: case '{c.get('name', '?')}': facts and each kernel are mappings "
+                            "of fact name to value", rule.cases_path)
+        bad = sorted({k for s in sets for k in s if str(k) in RESERVED})
+        if bad:
+            raise RuleError(f"rule {rule.id}: case '{c.get('name', '?')}': '{bad[0]}' is reserved by the rules engine "
+                            f"(reserved: {', '.join(sorted(RESERVED))}); no fact has that name", rule.cases_path)
     return data
 
 

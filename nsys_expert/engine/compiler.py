@@ -8,7 +8,7 @@ Lessons from notes/durable-rules.md applied here:
   nudged by one ulp; right-hand-side arithmetic always uses float constants: int op int is integer
   arithmetic in the engine, and int / 0 kills the process);
 - string operators compile to the engine's own regex dialect (full match, ``%`` escapes);
-- every rule gets a stable name; a catch-all rule with the lowest priority makes every fact handled.
+- every rule gets a stable name and a ``cap`` (one action for all its facts); a catch-all rule with the lowest priority makes every fact handled.
 """
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ _NEG = {"lt": "gte", "lte": "gt", "gt": "lte", "gte": "lt", "eq": "neq", "neq": 
         "not_in": "in", "exists": "not_exists", "not_exists": "exists"}
 _SPECIAL = set(".*+?()[]{}|%^$\\<>-")
 SINK = "__sink"
+RESERVED = frozenset({"id", "sid", "kind", "$s"})   # keys the rules engine owns: never a fact's name
+# every rule takes all the facts it matches in one action (``cap``): one call per rule instead of one
+# per (rule, fact); the action then gets a list (durable's per-action overhead dominated at 1,000 facts)
+CAP = 65_000
 
 
 def safe_number(v):
@@ -129,7 +133,7 @@ def compile_rules(rules: list[Rule], overrides: dict[str, dict]) -> tuple[dict, 
             for ai, alt in enumerate(alts):
                 cond = alt if extra is None else {"all": [alt, extra]}
                 name = r.id + (f"@{li}" if li else "") + (f"#{ai}" if len(alts) > 1 else "")
-                definition[name] = {"all": [{"m": _pattern(r.scope, cond, params, r)}], "run": name}
+                definition[name] = {"all": [{"m": _pattern(r.scope, cond, params, r)}], "run": name, "cap": CAP}
                 names[name] = (r.id, sev, ai)
-    definition[SINK] = {"pri": 1_000_000, "all": [{"m": {"$ex": {"kind": 1}}}], "run": SINK}
+    definition[SINK] = {"pri": 1_000_000, "all": [{"m": {"$ex": {"kind": 1}}}], "run": SINK, "cap": CAP}
     return definition, names

@@ -2,13 +2,16 @@
 
 - ``_SyncHost``: the stock Host starts two timer threads that never stop and run actions late on
   another thread; overriding ``_run`` keeps everything synchronous in the caller's thread.
+- More than 256 rules on one node of the network are refused (error 108): rules are split over
+  rulesets of at most CHUNK rules, and every fact batch is asserted into each.
+- Every rule has a ``cap`` (compiler.CAP): one action call gets all the facts the rule matched.
 - Rulesets are compiled once per definition and reused (rulesets and regex state machines leak if
   created per diagnosis); each diagnosis runs in a fresh session id that is deleted afterwards
   (at most 1,024 live sessions per ruleset).
 - ``set_rulesets`` mutates its argument: it gets a deep copy.
 - Facts get a unique ``id`` (content hashes collide), reserved keys are refused, values are
   sanitised (no None / NaN / inf, no exponent-without-dot floats, strings cut to 4 KB).
-- Facts are asserted in one batch: a catch-all rule (in the definition) makes every fact handled,
+- Facts are asserted in batches of BATCH, each in its own session: a catch-all rule (in the definition) makes every fact handled,
   so no batch is held back. Actions only record; errors inside them are collected and raised.
 """
 from __future__ import annotations
@@ -26,12 +29,16 @@ warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"durable\
 
 from durable import engine  # noqa: E402
 
-from .compiler import SINK, safe_number  # noqa: E402
+from .compiler import RESERVED, SINK, safe_number  # noqa: E402
 
-RESERVED = {"id", "sid", "kind", "$s"}
 MAX_STR = 4096
 MAX_PROPS = 240
 RULESET = "nsx"
+# durable's C engine links at most 256 rules to one node of its network (BETA_LIST_LENGTH; error 108 at
+# "Could not create ruleset"): 258 rules on the same condition fail. Rules are split over several rulesets
+# of at most CHUNK rules each (one host; the facts are asserted into each), which lifts the limit.
+CHUNK = 200
+BATCH = 1000          # facts asserted per session (see Engine.run)
 
 
 class _SyncHost(engine.Host):
@@ -75,8 +82,14 @@ class Engine:
         actions = {name: self._make_action(name) for name in definition if name != SINK}
         actions[SINK] = lambda c: None
         self._host = _SyncHost(actions)
+        names = [n for n in definition if n != SINK]
+        chunks = [names[i:i + CHUNK] for i in range(0, len(names), CHUNK)] or [[]]
+        self._rulesets = [f"{RULESET}{i}" for i in range(len(chunks))]
+        rulesets = {rs: {**{n: definition[n] for n in chunk}, **({SINK: definition[SINK]} if SINK in definition else {})}
+                    for rs, chunk in zip(self._rulesets, chunks)}
         try:
-            self._host.set_rulesets({RULESET: copy.deepcopy(definition)})
+            # each ruleset gets its own deep copy (set_rulesets deletes the ``run`` keys, and the sink is in every one)
+            self._host.set_rulesets({rs: copy.deepcopy(d) for rs, d in rulesets.items()})
         except Exception as e:  # the C engine says only "error code N"
             raise ValueError(f"the rules engine refused the compiled ruleset: {e}") from e
 
@@ -89,27 +102,37 @@ class Engine:
         return action
 
     def _record(self, c, name: str) -> None:
-        fact = {k: v for k, v in c.m.items() if k != "sid"}
-        self._runs[c.s.sid].append((name, fact["id"]))
+        m = c.m            # a list of facts: the rules have a ``cap`` (compiler.CAP)
+        self._runs[c.s.sid].extend((name, f["id"]) for f in (m if isinstance(m, list) else [m]))
 
     def run(self, facts: list[tuple[str, dict]]) -> list[tuple[str, str]]:
         """Assert ``[(kind, fact)]``; -> ``[(durable rule name, fact id)]`` in firing order, deduplicated."""
         batch = [clean_fact(kind, i, f) for i, (kind, f) in enumerate(facts)]
-        sid = uuid.uuid4().hex
+        fired: list = []
+        errors: list = []
         with self._lock:
-            self._runs[sid] = []
-            try:
-                for f in batch:
-                    f["sid"] = sid
-                if batch:
-                    self._host.assert_facts(RULESET, batch)
-            finally:
+            # facts never join (one pattern per rule), so they go in parts of BATCH, each in a session of
+            # its own: durable's cost per fact grows with the facts a session holds (10,000 in one: 30x the
+            # time of 1,000)
+            for start in range(0, max(len(batch), 1), BATCH):
+                part = batch[start:start + BATCH]
+                sid = uuid.uuid4().hex
+                self._runs[sid] = []
                 try:
-                    self._host.delete_state(RULESET, sid)
-                except Exception:  # noqa: BLE001 - a state that was never created
-                    pass
-                fired = self._runs.pop(sid, [])
-                errors = self._errors.pop(sid, [])
+                    for f in part:
+                        f["sid"] = sid
+                    for rs in self._rulesets:
+                        try:
+                            if part:
+                                self._host.assert_facts(rs, part)
+                        finally:
+                            try:
+                                self._host.delete_state(rs, sid)
+                            except Exception:  # noqa: BLE001 - a state that was never created
+                                pass
+                finally:
+                    fired += self._runs.pop(sid, [])
+                    errors += self._errors.pop(sid, [])
         if errors:
             raise RuntimeError("a rule action failed inside the engine:\n" + errors[0])
         seen, out = set(), []

@@ -91,6 +91,26 @@ def overlap(s: float, gains: list[float]) -> float:
     return s * (1.0 - left)
 
 
+class _Alive:
+    """The findings still standing, in order; membership and removal by identity in O(1) (two findings
+    may be equal dicts, and comparing dicts of evidence costs more than the whole resolution)."""
+
+    def __init__(self, items):
+        self._d = {id(f): f for f in items}
+
+    def __iter__(self):
+        return iter(list(self._d.values()))
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __contains__(self, f) -> bool:
+        return id(f) in self._d
+
+    def remove(self, f) -> None:
+        del self._d[id(f)]
+
+
 def _brief(f: dict, relation: str, because: str | None) -> dict:
     return {"rule": f["rule"], "relation": relation, "because": because, "title": f["title"], "message": f["message"],
             "scope": f["scope"], "estimated_gain_pct": f["estimated_gain_pct"], "evidence": f["evidence"]}
@@ -133,7 +153,7 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         f["subject"] = "kernel:" + str(f["scope"].get("kernel")) if r.subject == "kernel" else r.subject
         f["cause"] = r.cause
         f.setdefault("supporting", [])
-    alive = list(findings)
+    alive = _Alive(findings)
 
     def related(a: dict, rel: dict):
         """The live findings of the related rule about an overlapping subject (one within the other)."""
@@ -190,7 +210,7 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         cap = allowed_severity(f["estimated_gain_pct"], params)
         if SEVERITIES.index(f["severity"]) > SEVERITIES.index(cap):
             f["severity"] = cap
-    res = Resolution(alive, recoverable(alive, run, kernels))
+    res = Resolution(list(alive), recoverable(alive, run, kernels))
     _guard(res, rules, run)
     return res
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import jinja2
 import yaml
-from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import RuleError
 from ..facts import registry
+from . import safe_yaml, sandbox
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
 CATEGORIES = ["compute-bound", "memory-bound", "launch-bound", "data-io-bound", "comm-bound", "sync-bound",
@@ -29,7 +29,7 @@ NUMERIC_OPS = {"lt", "lte", "gt", "gte"}
 ALL_OPS = NUMERIC_OPS | {"eq", "neq", "in", "not_in", "contains", "icontains", "startswith", "endswith",
                          "matches", "exists"}
 STRING_OPS = {"contains", "icontains", "startswith", "endswith", "matches"}
-ENV = SandboxedEnvironment(undefined=jinja2.ChainableUndefined, autoescape=False)
+ENV = sandbox.LimitedSandbox(undefined=jinja2.ChainableUndefined, autoescape=False)
 
 
 def _num(v) -> str:
@@ -191,9 +191,6 @@ def _lines(text: str) -> dict:
     return out
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 class _LazyLines(dict):
     """Line numbers of the top-level keys, parsed only when an error needs one."""
 
@@ -217,12 +214,9 @@ def _fail(path: str, line, rid: str | None, msg: str) -> RuleError:
 
 
 def load_rule_file(path: str, pack: str) -> Rule:
+    text = safe_yaml.read_text(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise _fail(path, None, None, f"cannot read rule file ({e})") from e
-    try:
-        data = yaml.load(text, Loader=_LOADER)  # safe: builds plain data only, no tags that run code
+        data = safe_yaml.loads(text, path)  # safe loader, bounded size, aliases and depth
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise _fail(path, mark.line + 1 if mark else None, None,
@@ -305,15 +299,21 @@ def _check_semantics(rule: Rule, lines: dict) -> None:
         for t in texts:
             for lang, s in t.items():
                 try:
-                    ENV.parse(s)
+                    tree = ENV.parse(s)
                 except jinja2.TemplateSyntaxError as e:
                     raise _fail(path, (lines.get(key) or 0) + (e.lineno or 1) - 1 if lines.get(key) else None, rid,
                                 f"{key} ({lang}): template error: {e.message}") from e
+                why = sandbox.check(tree)
+                if why:
+                    raise _fail(path, lines.get(key), rid, f"{key} ({lang}): {why}")
     if rule.estimate:
         try:
             ENV.compile_expression(rule.estimate["expr"])
+            why = sandbox.check(ENV.parse("{{ " + rule.estimate["expr"] + " }}"))
         except jinja2.TemplateSyntaxError as e:
             raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {e.message}") from e
+        if why:
+            raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {why}")
     from . import relations
 
     relations.check_rule(rule, lines)
@@ -357,6 +357,67 @@ def _check_operand(rule: Rule, value, op: str, line) -> None:
             re.compile(v)
         except re.error as e:
             raise _fail(path, line, rid, f"pattern {v!r} is not a valid regex ({e})") from e
+        why = regex_hazard(v)
+        if why:
+            raise _fail(path, line, rid, f"pattern {v[:80]!r} {why}")
+
+
+MAX_PATTERN = 256
+
+
+def regex_hazard(pattern: str) -> str | None:
+    """Why a ``matches`` pattern is refused, or None: too long, or a quantifier over something that is
+    itself quantified or an alternation of quantified parts (``(a+)+``, ``(a|a*)*``): catastrophic
+    backtracking in Python (advice conditions) and a state explosion in the engine's DFA."""
+    if len(pattern) > MAX_PATTERN:
+        return f"is longer than {MAX_PATTERN} characters"
+    try:
+        import re._parser as sre  # Python 3.11+
+    except ImportError:  # pragma: no cover
+        import sre_parse as sre  # type: ignore[no-redef]
+    REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None)} - {None}
+
+    def has_repeat(items) -> bool:
+        for op, av in items:
+            if op in REPEATS and av[1] > 1:
+                return True
+            if op == sre.SUBPATTERN and has_repeat(av[-1]):
+                return True
+            if op == sre.BRANCH and any(has_repeat(b) for b in av[1]):
+                return True
+        return False
+
+    def ambiguous_branch(items) -> bool:
+        """An alternation whose branches may start alike (``a|aa``): repeated, it backtracks exponentially."""
+        for op, av in items:
+            if op == sre.SUBPATTERN and ambiguous_branch(av[-1]):
+                return True
+            if op == sre.BRANCH:
+                firsts = [b[0] if b else None for b in av[1]]
+                if any(f is None or f[0] != sre.LITERAL for f in firsts) or len({f[1] for f in firsts}) < len(firsts):
+                    return True
+        return False
+
+    def nested(items) -> bool:
+        for op, av in items:
+            if op in REPEATS:
+                if av[1] > 1 and (has_repeat(av[2]) or ambiguous_branch(av[2])):
+                    return True
+                if nested(av[2]):
+                    return True
+            elif op == sre.SUBPATTERN and nested(av[-1]):
+                return True
+            elif op == sre.BRANCH and any(nested(b) for b in av[1]):
+                return True
+        return False
+
+    try:
+        if nested(sre.parse(pattern)):
+            return ("repeats a part that can match in several ways (like (a+)+ or (a|aa)*): it can take exponential time on a long "
+                    "kernel name; write it without the outer repetition, or use contains / startswith / endswith")
+    except (re.error, RecursionError, OverflowError):
+        return "cannot be analysed"
+    return None
 
 
 def load_pack(folder: str) -> Pack:
@@ -367,7 +428,7 @@ def load_pack(folder: str) -> Pack:
     meta = {}
     if os.path.exists(meta_path):
         try:
-            meta = yaml.safe_load(Path(meta_path).read_text(encoding="utf-8")) or {}
+            meta = safe_yaml.load_file(meta_path) or {}
         except yaml.YAMLError as e:
             raise RuleError(f"pack.yaml is not valid YAML ({e})", meta_path) from e
         if not isinstance(meta, dict) or "name" not in meta:
@@ -406,9 +467,11 @@ def load_pack(folder: str) -> Pack:
     return pack
 
 
-# A pack that validated once is kept, pickled, in the user's cache folder (nsys_expert.cache), keyed by the content of every
+# A pack that validated once is kept, as JSON, in the user's cache folder (nsys_expert.cache), keyed by the content of every
 # file of the pack and the tool's version: validating 30 rules (JSON Schema, templates) costs a
 # few hundred ms, which a diagnosis should not pay each time. Any change to a file misses the cache.
+# JSON, never pickle: what is read back is data (a planted file cannot run code), and it must have the
+# shape of a Pack (else it is ignored and the pack validates again).
 def _cache_key(folder: str, meta_path: str, paths: list[str]) -> str | None:
     import hashlib
 
@@ -416,7 +479,7 @@ def _cache_key(folder: str, meta_path: str, paths: list[str]) -> str | None:
 
     h = hashlib.sha256(__version__.encode())
     try:
-        for code in ("rules.py", "relations.py", "conditions.py", "rule_schema.json"):   # what a Pack holds
+        for code in ("rules.py", "relations.py", "conditions.py", "sandbox.py", "safe_yaml.py", "rule_schema.json"):
             with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), code), "rb") as fh:
                 h.update(fh.read())
         for p in [meta_path] + paths:
@@ -435,38 +498,72 @@ def _cache_file(key: str) -> str | None:
     from .. import cache
 
     d = cache.folder("packs")
-    return os.path.join(d, f"pack-{key[:32]}.pickle") if d else None
+    return os.path.join(d, f"pack-{key[:32]}.json") if d else None
+
+
+_RULE_FIELDS = None
+
+
+def _pack_from_json(data) -> Pack | None:
+    """A Pack from its JSON form, or None when the data is not exactly that shape."""
+    import dataclasses
+
+    global _RULE_FIELDS
+    if _RULE_FIELDS is None:
+        _RULE_FIELDS = {f.name for f in dataclasses.fields(Rule)}
+    pack_fields = {f.name for f in dataclasses.fields(Pack)}
+    if not isinstance(data, dict) or set(data) != pack_fields or not isinstance(data["rules"], list):
+        return None
+    rules = []
+    for r in data["rules"]:
+        if not isinstance(r, dict) or set(r) != _RULE_FIELDS:
+            return None
+        rules.append(Rule(**r))
+    return Pack(**{**data, "rules": rules})
 
 
 def _cache_get(folder: str, meta_path: str, paths: list[str]) -> Pack | None:
-    import pickle
+    from .. import cache
 
     key = _cache_key(folder, meta_path, paths)
     path = _cache_file(key) if key is not None else None
-    if path is None:
+    if path is None or not os.path.exists(path) or not cache.private_file(path):
         return None
     try:
         with open(path, "rb") as fh:
-            pack = pickle.load(fh)
-        return pack if isinstance(pack, Pack) else None
-    except Exception:  # noqa: BLE001 - a missing or stale cache only costs a validation
+            raw = fh.read(8 * safe_yaml.MAX_BYTES + 1)
+        if len(raw) > 8 * safe_yaml.MAX_BYTES:
+            return None
+        return _pack_from_json(json.loads(raw))
+    except (OSError, ValueError, TypeError):  # a missing, damaged or stale cache only costs a validation
         return None
 
 
 def _cache_put(folder: str, meta_path: str, paths: list[str], pack: Pack) -> None:
-    import pickle
+    import dataclasses
 
     key = _cache_key(folder, meta_path, paths)
     path = _cache_file(key) if key is not None else None
     if path is None:
         return
+    data = dataclasses.asdict(pack)
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):      # a value JSON cannot hold (a YAML date, NaN): not cached
+        return
+    if json.loads(text) != data:         # keys or types JSON would change (int keys): not cached
+        return
     try:
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            pickle.dump(pack, fh)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
         os.replace(tmp, path)
     except OSError:
-        pass
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def _builtin_meta() -> tuple[dict, dict]:
@@ -475,8 +572,8 @@ def _builtin_meta() -> tuple[dict, dict]:
 
     path = os.path.join(builtin_pack_dir(), "pack.yaml")
     try:
-        meta = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
+        meta = safe_yaml.load_file(path) or {}
+    except (RuleError, yaml.YAMLError):
         return {}, {}
     return relations.pack_meta(meta, path)
 

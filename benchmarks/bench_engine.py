@@ -1,0 +1,86 @@
+"""Speed of ``engine.evaluate`` at many kernel-scope facts (issue 19: 1,000 facts <= 100 ms, 10,000 <= 1 s).
+
+    python benchmarks/bench_engine.py [--sizes 1000,10000] [--repeat 5] [--case memory_bound]
+
+The kernel facts are the real ones of a shared case (``../shared/cases/memory_bound``: nsys + ncu, so
+every kernel rule can be evaluated), repeated under distinct names until there are N; the run facts are
+the case's own. Timed: ``engine.evaluate`` with all built-in rules, findings rendered and resolved, after
+one warm-up call (the ruleset is compiled once per process). Printed: best and median of --repeat runs,
+the CPU time of this process (on a loaded machine the wall time
+includes waiting for a core), the split engine run / rendering + resolution, the findings, and the machine's load. Never asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def kernel_facts(base: list[dict], n: int) -> list[dict]:
+    out = []
+    for i in range(n):
+        k = dict(base[i % len(base)])
+        k["name"] = f"{k.get('name', 'kernel')} #{i}"
+        out.append(k)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--case", default=os.path.join(ROOT, "..", "shared", "cases", "memory_bound"))
+    a = ap.parse_args()
+    from nsys_expert import engine, facts, load
+    from nsys_expert.engine import durable_adapter
+
+    prof = load.load_paths([a.case])
+    fs0 = facts.compute(prof)
+    rules = engine.select_rules(engine.load_packs())
+    tables = set(prof.tables)
+    print(f"case {os.path.basename(os.path.normpath(a.case))}: {len(fs0.kernels)} kernel facts of "
+          f"{len(fs0.kernels[0]) if fs0.kernels else 0} values, {len(rules)} rules "
+          f"({sum(r.scope == 'kernel' for r in rules)} kernel-scope); load average {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} cores")
+    target = {1000: 0.100, 10000: 1.0}
+    for n in (int(s) for s in a.sizes.split(",")):
+        fs = facts.FactSet(run=dict(fs0.run), kernels=kernel_facts(fs0.kernels, n), window=fs0.window,
+                           sources=dict(fs0.sources), absent=dict(fs0.absent), tables=dict(fs0.tables),
+                           warnings=list(fs0.warnings), tiers=dict(fs0.tiers))
+        ev = engine.evaluate(rules, fs, tables)           # warm-up: the ruleset compiled once per process
+        runs, eng_runs, cpu = [], [], []
+        real_run = durable_adapter.Engine.run
+
+        def timed_run(self, facts_, _acc=eng_runs):
+            t = time.perf_counter()
+            try:
+                return real_run(self, facts_)
+            finally:
+                _acc.append(time.perf_counter() - t)
+        durable_adapter.Engine.run = timed_run
+        try:
+            for _ in range(a.repeat):
+                t, c = time.perf_counter(), time.process_time()
+                ev = engine.evaluate(rules, fs, tables)
+                runs.append(time.perf_counter() - t)
+                cpu.append(time.process_time() - c)
+        finally:
+            durable_adapter.Engine.run = real_run
+        med, best = statistics.median(runs), min(runs)
+        eng = statistics.median(eng_runs)
+        supporting = sum(len(f.get("supporting", [])) for f in ev.findings)
+        tgt = target.get(n)
+        print(f"{n:>6} kernel facts: evaluate best {best * 1e3:.1f} ms, median {med * 1e3:.1f} ms"
+              + (f" (target {tgt * 1e3:.0f} ms: {med / tgt:.2f}x of it)" if tgt else "")
+              + f" | CPU median {statistics.median(cpu) * 1e3:.1f} ms"
+              + f" | durable run {eng * 1e3:.1f} ms, the rest (compile check, render, resolve) {(med - eng) * 1e3:.1f} ms"
+              f" | {len(ev.findings)} findings + {supporting} folded in; load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
