@@ -172,10 +172,10 @@ def read_report(sn: Sniff) -> Loaded:
         keep = schema.KEEP.get(spec.table)
         plan_fast = [p for p in plan if keep is None or p[1] in keep]
         dtypes = {cell: _dtype(name, cls, factor) for cell, name, cls, factor in plan_fast}
-        if spec.table == "gpu_trace":   # long, repeated texts: a dictionary code per row, not a string
-            for cell, name, _, _ in plan_fast:
-                if name in ("name", "device"):
-                    dtypes[cell] = pl.Categorical
+        # long, repeated texts: a dictionary code per row, not a string
+        for cell, name, _, _ in plan_fast:
+            if (spec.table, name) in CATEGORIES:
+                dtypes[cell] = pl.Categorical
         try:
             wanted = [p[0] for p in plan_fast]
             exprs = [_scale(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast]
@@ -212,6 +212,10 @@ def read_report(sn: Sniff) -> Loaded:
         warnings += _bad_cells(raw, frame, plan, path)
     era = _era(sn, sn.cells)
     return Loaded(spec.table, frame, path, sn.report or spec.names[0], warnings, era)
+
+
+# columns of the big traces read as categories (kernel, API and GPU names: millions of rows, few values)
+CATEGORIES = {("gpu_trace", "name"), ("gpu_trace", "device"), ("api_trace", "name")}
 
 
 def _dtype(name: str, cls: str, factor: float):

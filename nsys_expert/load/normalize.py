@@ -98,22 +98,27 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         if idx.len():
             ck = ck.scatter(idx, frame[idx].select(copy_kind_expr()).to_series())
         frame = frame.with_columns(ck)
+        # the GPU name is a category: one code per row (4 bytes), not a copy of the text per row
         if "device_id" in frame.columns:  # a loader that knows the device ids (SQLite) gives them directly
             if "device_name" not in frame.columns:
-                frame = frame.with_columns(pl.lit(None, pl.String).alias("device_name"))
+                frame = frame.with_columns(pl.lit(None, pl.Categorical).alias("device_name"))
+            elif frame.schema["device_name"] != pl.Categorical:
+                frame = frame.with_columns(pl.col("device_name").cast(pl.Categorical))
         elif "device" in frame.columns:
             devs = frame["device"].unique().drop_nulls().to_list()   # "NVIDIA H200 (0)": a few distinct ones
             ids = {d: int(m.group(1)) if (m := re.search(r"\((\d+)\)\s*$", d)) else 0 for d in devs}
             names = {d: re.sub(r"\s*\(\d+\)\s*$", "", d) for d in devs}
             if len(devs) == 1 and not frame["device"].null_count():   # one GPU: two constants
                 frame = frame.with_columns(pl.lit(ids[devs[0]], pl.Int64).alias("device_id"),
-                                           pl.lit(names[devs[0]], pl.String).alias("device_name"))
+                                           pl.lit(names[devs[0]], pl.Categorical).alias("device_name"))
             else:
                 frame = frame.with_columns(
                     pl.col("device").replace_strict(ids, default=0, return_dtype=pl.Int64).alias("device_id"),
-                    pl.col("device").replace_strict(names, default=None, return_dtype=pl.String).alias("device_name"))
+                    pl.col("device").replace_strict(names, default=None, return_dtype=pl.Categorical)
+                      .alias("device_name"))
         else:
-            frame = frame.with_columns(pl.lit(0, pl.Int64).alias("device_id"), pl.lit(None, pl.String).alias("device_name"))
+            frame = frame.with_columns(pl.lit(0, pl.Int64).alias("device_id"),
+                                       pl.lit(None, pl.Categorical).alias("device_name"))
         if not frame["start_ns"].is_sorted():
             frame = frame.sort("start_ns", maintain_order=True)
         for col in ("corr_id", "stream", "bytes"):
@@ -123,6 +128,8 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
             if col not in frame.columns:
                 frame = frame.with_columns(pl.lit(None, pl.String).alias(col))
     if table == "api_trace":
+        if frame.schema["name"] != pl.Categorical:   # millions of calls, a few hundred names: a code per row
+            frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
         frame = frame.with_columns(_base_name(frame).alias("base_name"))
         for col in ("corr_id", "tid", "pid"):
             if col not in frame.columns:
