@@ -242,7 +242,7 @@ def test_launch_lookup_matches_the_join(api_ids, gpu_ids, sparse):
                 .drop_nulls("corr_id").unique("corr_id", keep="first", maintain_order=True))
     want = gpu.join(calls, on="corr_id", how="left", maintain_order="left")
     old = timeline.LOOKUP_MAX_SLOTS
-    timeline.LOOKUP_MAX_SLOTS = 4 if sparse else old    # sparse: the join path
+    timeline.LOOKUP_MAX_SLOTS = 4 if sparse else old    # sparse: the binary-search path
     try:
         got = timeline.with_launch_times(gpu, api)
     finally:

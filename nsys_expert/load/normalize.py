@@ -81,7 +81,8 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
                             f"duration and were left out")
             frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("dur_ns").is_not_null()
                                  & (pl.col("dur_ns") >= 0))
-        frame = frame.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
+        if "end_ns" not in frame.columns or bad.height:   # the SQLite export gives the end itself
+            frame = frame.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
         if frame["name"].null_count():
             frame = frame.with_columns(pl.col("name").fill_null(""))
     if table == "gpu_trace":

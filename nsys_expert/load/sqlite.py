@@ -183,8 +183,10 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
                 f"{base}: {n_graph} CUDA graph executions (profiled with --cuda-graph-trace=graph) count as GPU busy "
                 f"time as a whole; the kernels inside them are not itemized (re-profile with "
                 f"--cuda-graph-trace=node to see them)")
-        part.tables["kern_sum"] = _summary(gpu.filter(pl.col("kind") == "kernel"), "dur_ns")
-        mem = gpu.filter(pl.col("kind").is_in(["memcpy", "memset"])).with_columns(pl.col("name").cast(pl.String))
+        ops = gpu.select("name", "dur_ns", "bytes", "kind")   # the summaries' columns: filters copy these alone
+        kernels = ops.filter(pl.col("kind") == "kernel") if (ops["kind"] != "kernel").any() else ops
+        part.tables["kern_sum"] = _summary(kernels, "dur_ns")
+        mem = ops.filter(pl.col("kind").is_in(["memcpy", "memset"])).with_columns(pl.col("name").cast(pl.String))
         part.tables["mem_time_sum"] = _summary(mem, "dur_ns")
         part.tables["mem_size_sum"] = _size_summary(mem)
         part.tables["gpu_trace"] = gpu.drop("kind")
@@ -233,8 +235,10 @@ def _arrow(fast, sql: str, schema: dict) -> pl.DataFrame | None:
             fast = adbc.connect(fast)
         df = pl.read_database(sql, fast)
         if df.width == len(schema):
-            return df.rename(dict(zip(df.columns, schema))).select(
-                [pl.col(k).cast(v, strict=False) for k, v in schema.items()])
+            df = df.rename(dict(zip(df.columns, schema)))
+            casts = [pl.col(k).cast(v, strict=False) for k, v in schema.items() if df.schema[k] != v]
+            # one chunk per piece: the driver hands ~1,000-row batches, and every later pass pays per chunk
+            return (df.with_columns(casts) if casts else df).rechunk()
     except Exception:  # noqa: BLE001 - any driver trouble: the sqlite3 path is the reference
         pass
     finally:
@@ -253,21 +257,48 @@ def _rows(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
 
 
+# A big table is read in pieces of consecutive rowids (a range of the table's B-tree: no scan of the
+# rest), so that both readers stay busy to the end and each Arrow-to-Polars conversion stays small.
+PIECE_ROWS = 500_000
+
+
 class _Big:
-    """The big queries of one export, started together on the reader threads; ``get`` waits for one.
-    A query ADBC could not run is run again through sqlite3 (which raises what a damaged file raises)."""
+    """The big queries of one export (key: the table read), started together on the reader threads;
+    ``get`` waits for one. A query ADBC could not run is run again through sqlite3 (which raises what
+    a damaged file raises)."""
 
     def __init__(self, con: sqlite3.Connection, jobs: dict[str, tuple[str, dict]]):
         self.con, self.jobs, self.futures = con, jobs, {}
         uri = _URI.get(id(con))
-        if uri is not None and jobs:
-            pool = _POOL.setdefault(id(con), ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="nsx-sqlite"))
-            self.futures = {k: pool.submit(_arrow, uri, sql, schema) for k, (sql, schema) in jobs.items()}
+        if uri is None or not jobs:
+            return
+        pool = _POOL.setdefault(id(con), ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="nsx-sqlite"))
+        pieces = {key: _pieces(con, key, sql) for key, (sql, _) in jobs.items()}
+        # the first piece of every table, then the second of every table...: the two biggest tables share the readers
+        order = [(key, n) for i in range(max(len(p) for p in pieces.values()))
+                 for key, p in pieces.items() if i < len(p) for n in [i]]
+        futs = {(key, i): pool.submit(_arrow, uri, pieces[key][i], jobs[key][1]) for key, i in order}
+        self.futures = {key: [futs[(key, i)] for i in range(len(p))] for key, p in pieces.items()}
 
     def get(self, key: str) -> pl.DataFrame:
-        fut = self.futures.pop(key, None)
-        df = fut.result() if fut is not None else None
-        return df if df is not None else _rows(self.con, *self.jobs[key])
+        frames = [f.result() for f in self.futures.pop(key, [])]
+        if not frames or any(f is None for f in frames):
+            return _rows(self.con, *self.jobs[key])
+        return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
+
+
+def _pieces(con: sqlite3.Connection, table: str, sql: str) -> list[str]:
+    """``sql`` (one table's query) split into rowid ranges of about PIECE_ROWS rows."""
+    try:
+        # two subqueries: each of min() and max() alone is one step down the B-tree; together, a full scan
+        lo, hi = con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")').fetchone()
+    except sqlite3.DatabaseError:   # no rowid (a view) or a damaged page: one piece, and the read will say
+        return [sql]
+    if lo is None or hi - lo < PIECE_ROWS * 1.5:
+        return [sql]
+    glue = " AND " if " WHERE " in sql else " WHERE "
+    bounds = list(range(lo, hi + 1, PIECE_ROWS)) + [hi + 1]
+    return [f"{sql}{glue}rowid >= {a} AND rowid < {b}" for a, b in zip(bounds, bounds[1:])]
 
 
 def _strings(con: sqlite3.Connection, cols: dict, ids: pl.Series, dtype=pl.String) -> pl.DataFrame:
@@ -419,9 +450,8 @@ def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: _
     frame = frame.with_columns(
         (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gpid").alias("pid"),
         _device_names(frame, gpus).alias("device_name"))
-    # normalize adds end_ns back from start + duration
-    frame = frame.select("start_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id", "device_name",
-                         "stream", "pid", "name", "kind")
+    frame = frame.select("start_ns", "end_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id",
+                         "device_name", "stream", "pid", "name", "kind")
     return _by_start(frame), n_graph
 
 
@@ -433,8 +463,18 @@ def _device_names(frame: pl.DataFrame, gpus: dict[int, str]) -> pl.Expr:
 
 
 def _by_start(frame: pl.DataFrame) -> pl.DataFrame:
-    """Sorted by start (stable). Exports are written in start order: checking is one pass, a sort a copy."""
-    return frame if frame["start_ns"].is_sorted() else frame.sort("start_ns", maintain_order=True)
+    """Sorted by start (stable). Exports are mostly written in start order: checking is one pass.
+    Otherwise the rows are put in order one column at a time, each old column freed once moved: a
+    whole-frame sort holds two copies of every column (400 MB more at ten million API calls)."""
+    if frame["start_ns"].is_sorted():
+        return frame
+    order = frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("start_ns", maintain_order=True)).to_series()
+    cols = frame.get_columns()
+    del frame
+    out = []
+    while cols:
+        out.append(cols.pop(0).gather(order))
+    return pl.DataFrame(out)
 
 
 # -------------------------------------------------------------------------------------------- API
@@ -445,12 +485,12 @@ def _api_trace(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
     (``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``), longer ones stay (``cudaGetDeviceProperties_v12000``).
     The name is a category: millions of calls, a few hundred distinct names.
     """
-    a = big.get(RUNTIME)
+    a = _by_start(big.get(RUNTIME))   # sorted (when it must be) before the derived columns: less to move
     names = _strings(con, cols, a["name_id"])
     names = names.with_columns(pl.col("value").str.replace(r"_v\d{4}$", ""))
     a = a.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
                        _tid("gtid").alias("tid"), _named(a, names).alias("name"))
-    return _by_start(a.select("start_ns", "dur_ns", "name", "corr_id", "pid", "tid"))
+    return a.select("start_ns", "end_ns", "dur_ns", "name", "corr_id", "pid", "tid")
 
 
 # ------------------------------------------------------------------------------------------- NVTX
