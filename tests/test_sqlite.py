@@ -347,3 +347,35 @@ cp {sqlite_of("memcpy_bound_sqlite")} "$out"
         assert part.path == str(rep) and part.tables["gpu_trace"].height > 0
     assert count.read_text().count("x") == 1
     assert len(list(cache.glob("prof-*.sqlite"))) == 1
+
+
+# ------------------------------------------------------------------ CSV reports beside an export
+def test_csv_reports_beside_an_export_are_not_parsed(tmp_path, monkeypatch):
+    """The export gives the trace tables: the CSVs of those tables are named as not used, never parsed;
+    the CSVs of tables the export does not give (cuda_gpu_sum, nvtx_gpu_proj_sum, ...) are still read."""
+    from nsys_expert.load import csv_reports
+
+    for f in (FIXTURES / "sync_bound" / "input").iterdir():
+        shutil.copy(f, tmp_path)
+    shutil.copy(sqlite_of("sync_bound_sqlite"), tmp_path)
+    (tmp_path / "sync_bound_cuda_gpu_mem_size_sum.csv").write_text(  # a header and no rows: loses silently
+        (FIXTURES / "sync_bound" / "input" / "sync_bound_cuda_gpu_mem_size_sum.csv").read_text().splitlines()[0] + "\n")
+    seen = []
+    real = csv_reports.read_report
+    monkeypatch.setattr(csv_reports, "read_report", lambda sn: seen.append(os.path.basename(sn.path)) or real(sn))
+    prof = load_paths([str(tmp_path)])
+    assert "sync_bound_cuda_gpu_trace.csv" not in seen and "sync_bound_cuda_api_trace.csv" not in seen
+    assert {"sync_bound_cuda_gpu_sum.csv", "sync_bound_nvtx_gpu_proj_sum.csv"} <= set(seen)
+    assert prof.source_name("gpu_trace") == "sync_bound.sqlite"
+    assert prof.source_name("gpu_sum") == "sync_bound_cuda_gpu_sum.csv"
+    line = next(w for w in prof.warnings if "the richest source" in w)
+    assert "not used: " in line and "sync_bound_cuda_gpu_trace.csv" in line
+    assert "sync_bound_cuda_gpu_mem_size_sum.csv" in seen   # empty: parsed, and it loses without a word
+    assert "sync_bound_cuda_gpu_mem_size_sum.csv" not in line
+    # the same diagnosis, warnings included, as when every CSV is parsed (nothing read first)
+    skipping = diagnose(tmp_path)
+    monkeypatch.setattr("nsys_expert.load._read_exports", lambda files, logical, sniffs: ({}, {}))
+    seen.clear()
+    parsing = diagnose(tmp_path)
+    assert "sync_bound_cuda_gpu_trace.csv" in seen
+    assert json.dumps(skipping, sort_keys=True) == json.dumps(parsing, sort_keys=True)

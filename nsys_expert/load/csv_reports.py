@@ -72,6 +72,13 @@ def sniff(path: str) -> Sniff:
     return Sniff(path, "text" if report is None else "unknown-csv", report)
 
 
+def has_rows(sn: Sniff) -> bool:
+    """Whether a sniffed report has a line of data after its header (from the file's first bytes)."""
+    head = compressed.head(sn.path, SNIFF_BYTES)
+    lines = head.decode("utf-8", errors="replace").splitlines()[sn.header_line + 1:]
+    return any(line.strip(" \t\r" + sn.delimiter) for line in lines)
+
+
 def _mostly_binary(head: bytes) -> bool:
     sample = head[:4096]
     bad = sum(1 for b in sample if b < 9 or (13 < b < 32))
