@@ -24,6 +24,7 @@ SNIFF_BYTES = 256 * 1024
 INT_NS = {"start_ns", "end_ns", "dur_ns", "total_ns", "min_ns", "max_ns", "dur_child_ns", "dur_nonchild_ns",
           "total_proj_ns", "total_range_ns"}
 MAX_PREAMBLE_LINES = 200
+NCU_HEADER = '"ID","Process ID"'     # how an Nsight Compute CSV table begins (details and raw pages)
 EXPORT_HINT = ("export the reports with: nsys stats --format csv --output prof "
                "--report cuda_gpu_trace,cuda_api_trace,cuda_gpu_kern_sum,cuda_api_sum,cuda_gpu_mem_time_sum,"
                "cuda_gpu_mem_size_sum,nvtx_sum,nvtx_pushpop_trace,osrt_sum report.nsys-rep")
@@ -54,6 +55,10 @@ def sniff(path: str) -> Sniff:
         return Sniff(path, "binary", report)
     text = head.decode("utf-8", errors="replace")
     lines = text.splitlines()
+    if any(line.lstrip("\ufeff").startswith(NCU_HEADER) for line in lines[:MAX_PREAMBLE_LINES]):
+        # an Nsight Compute table (load/ncu.py): never an nsys report; its raw page's header has 9,000
+        # cells, which matching against every report's signature would split one by one
+        return Sniff(path, "text" if report is None else "unknown-csv", report)
     if len(head) == SNIFF_BYTES and lines:
         lines = lines[:-1]  # the last line of the sniffed block may be cut
     for i, line in enumerate(lines[:MAX_PREAMBLE_LINES]):
