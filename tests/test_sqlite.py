@@ -48,12 +48,13 @@ def test_frames_match_the_csv_reports():
         for col in set(a.columns) & set(b.columns):  # same names, same dtypes
             assert a.schema[col] == b.schema[col], (table, col)
     # every GPU operation: same start, duration, name, kind, copy kind and memory kinds
-    keys = ["start_ns", "dur_ns", "corr_id", "stream", "device_id", "device_name", "kind", "copy_kind",
+    keys = ["start_ns", "dur_ns", "corr_id", "stream", "device_id", "kind", "copy_kind",
             "src_kind", "dst_kind"]
     a = csv.tables["gpu_trace"].select(*keys, pl.col("name").cast(pl.String)).sort("start_ns", "corr_id")
     b = sq.tables["gpu_trace"].select(*keys, pl.col("name").cast(pl.String)).sort("start_ns", "corr_id")
     assert a.equals(b)
     assert sq.tables["gpu_trace"]["pid"].unique().to_list() == [465]
+    assert csv.meta["gpus"] == sq.meta["gpus"] == [{"id": 0, "name": "NVIDIA H200"}]   # names once, not per row
     # CUDA API calls (runtime and driver), named as nsys stats names them
     keys = ["start_ns", "dur_ns", "name", "base_name", "corr_id", "pid", "tid"]
     assert csv.tables["api_trace"].select(keys).sort("start_ns", "corr_id").equals(
@@ -139,7 +140,8 @@ def test_2020_export_without_enum_or_version_tables():
     assert any("CUPTI_ACTIVITY_KIND_MEMCPY" in w for w in part.warnings)
     assert part.meta["gpus"] == [{"id": 0, "name": "Quadro RTX 8000"}, {"id": 1, "name": "Quadro RTX 8000"}]
     g = part.tables["gpu_trace"]
-    assert g.height == 15 and g["device_name"].unique().to_list() == ["Quadro RTX 8000"]
+    assert g.height == 15 and g["device_id"].unique().to_list() == [0]
+    assert load_paths([sqlite_of("cupy_nsys2020_sqlite")]).meta["gpus"] == [{"id": 0, "name": "Quadro RTX 8000"}]
     n = part.tables["nvtx_trace"].sort("start_ns")
     assert n["name"].to_list() == ["square-diff", "data generation", "copy", "compute", "faster compute"]
     assert n["level"].to_list() == [0, 1, 1, 1, 1]
@@ -154,7 +156,7 @@ def test_2026_export_two_gpus_two_processes():
     g = part.tables["gpu_trace"]
     per = g.group_by("device_id", "pid").len().sort("device_id")
     assert per.rows() == [(0, 111, 2184), (1, 112, 2184)]   # per GPU: 1721 kernels, 452 copies, 11 memsets
-    assert g["device_name"].null_count() == g.height          # no TARGET_INFO_GPU in 2026 exports
+    assert "gpus" not in part.meta                            # no TARGET_INFO_GPU in 2026 exports
     assert any("TARGET_INFO_GPU" in w for w in part.warnings)
     assert sorted(part.tables["api_trace"]["pid"].unique().to_list()) == [111, 112]
     assert [p["pid"] for p in part.meta["processes"]] == [111, 112]

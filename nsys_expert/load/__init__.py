@@ -319,17 +319,32 @@ def _check_consistency(prof: Profile) -> None:
 def _meta(prof: Profile) -> dict:
     meta: dict = {}
     g = prof.tables.get("gpu_trace")
-    if g is not None and g.height and "device_name" in g.columns:
-        lo, hi = g.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
-        if lo == hi:   # one GPU (the usual case): no hashing of a million rows
-            name = g["device_name"].drop_nulls().head(1).to_list()
-            meta["gpus"] = [{"id": int(lo), "name": (name[0] if name else None) or "unknown"}]
-        else:
-            devs = g.select("device_id", "device_name").unique().sort("device_id")
-            meta["gpus"] = [{"id": int(r[0]), "name": r[1] or "unknown"} for r in devs.iter_rows()]
+    if g is not None and g.height and "device_id" in g.columns:
+        meta["gpus"] = _gpus(g, prof.meta.get("gpus") or [])
     eras = sorted({i["version"] for i in prof.inputs})
     meta["report_eras"] = eras
     return meta
+
+
+def _gpus(g: pl.DataFrame, known: list[dict]) -> list[dict]:
+    """The GPUs the trace used, with their names: from the distinct ``device`` texts of a CSV trace
+    (``NVIDIA H200 (0)``), else from the export's GPU table (``known``); ``unknown`` when neither says."""
+    named = {int(k["id"]): k["name"] for k in known}
+    lo, hi = g.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
+    if lo == hi:   # one GPU (the usual case): no hashing of a million rows
+        if "device" in g.columns:
+            first = g["device"].drop_nulls().head(1).to_list()
+            name = normalize.device_names(first)[first[0]] if first else None
+        else:
+            name = named.get(int(lo))
+        return [{"id": int(lo), "name": name or "unknown"}]
+    if "device" in g.columns:
+        devs = g["device"].unique().drop_nulls().to_list()
+        ids, names = normalize.device_ids(devs), normalize.device_names(devs)
+        pairs = {(ids[d], names[d]) for d in devs} | ({(0, None)} if g["device"].null_count() else set())
+    else:
+        pairs = {(int(d), named.get(int(d))) for d in g["device_id"].drop_nulls().unique().to_list()}
+    return [{"id": i, "name": n or "unknown"} for i, n in sorted(pairs, key=lambda p: (p[0], p[1] or ""))]
 
 
 __all__ = ["Profile", "Part", "load_paths", "load_files", "list_inputs", "schema"]

@@ -447,19 +447,11 @@ def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: _
     for col, dtype in (("bytes", pl.Float64), ("src_kind", pl.String), ("dst_kind", pl.String)):
         if col not in frame.columns:
             frame = frame.with_columns(pl.lit(None, dtype).alias(col))
-    frame = frame.with_columns(
-        (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gpid").alias("pid"),
-        _device_names(frame, gpus).alias("device_name"))
+    # the GPU names stay in the part's meta (gpus): not repeated per operation
+    frame = frame.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gpid").alias("pid"))
     frame = frame.select("start_ns", "end_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id",
-                         "device_name", "stream", "pid", "name", "kind")
+                         "stream", "pid", "name", "kind")
     return _by_start(frame), n_graph
-
-
-def _device_names(frame: pl.DataFrame, gpus: dict[int, str]) -> pl.Expr:
-    """Each operation's GPU name as a category (a few GPUs: a code per row, not a string)."""
-    if not frame.height or not gpus:
-        return pl.lit(None, pl.Categorical)
-    return pl.col("device_id").replace_strict(gpus, default=None, return_dtype=pl.Categorical)
 
 
 def _by_start(frame: pl.DataFrame) -> pl.DataFrame:
