@@ -13,8 +13,9 @@ import time
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run(cmd: list[str]) -> tuple[float, float]:
-    """-> (wall seconds, peak RSS in MB) of one child process (its own rusage, from wait4)."""
+def run(cmd: list[str]) -> tuple[float, float, float]:
+    """-> (wall seconds, peak RSS in MB, CPU seconds: user + system) of one child process (its own
+    rusage, from wait4). On a busy shared machine the CPU time moves less than the wall time."""
     t = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=ENV)
     _, status, ru = os.wait4(p.pid, 0)
@@ -22,15 +23,15 @@ def run(cmd: list[str]) -> tuple[float, float]:
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode:
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}")
-    return wall, ru.ru_maxrss / 1024
+    return wall, ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime
 
 
-def alternate(cmds: dict[str, list[str]], repeat: int) -> dict[str, list[tuple[float, float]]]:
+def alternate(cmds: dict[str, list[str]], repeat: int) -> dict[str, list[tuple[float, float, float]]]:
     """Run the commands in turn, ``repeat`` rounds after one warm-up round (bytecode, page cache),
     so that a busy spell of a shared machine slows every side, not one."""
     for cmd in cmds.values():
         run(cmd)
-    out: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
+    out: dict[str, list[tuple[float, float, float]]] = {k: [] for k in cmds}
     for _ in range(repeat):
         for k, cmd in cmds.items():
             out[k].append(run(cmd))
@@ -48,14 +49,21 @@ def load() -> str:
     return f"load average {one:.2f} (5 min {five:.2f}) on {os.cpu_count()} cores"
 
 
-def table(results: dict[str, list[tuple[float, float]]], ref: str) -> list[str]:
-    """One line per side: median and best time, median peak RSS, and the ratio of medians to ``ref``."""
-    r = median([t for t, _ in results[ref]])
+def table(results: dict[str, list[tuple[float, float, float]]], ref: str) -> list[str]:
+    """One line per side: median and best wall time, median peak RSS, median CPU time, and the ratios
+    of the medians (wall, CPU) to ``ref``, with the run-by-run range of the wall ratio."""
+    r = median([t for t, _, _ in results[ref]])
+    rc = median([c for _, _, c in results[ref]])
     lines = []
     for k, runs in results.items():
-        times = [t for t, _ in runs]
-        m = median(times)
-        pairs = sorted(t / rt for (t, _), (rt, _) in zip(runs, results[ref]))
-        lines.append(f"  {k:<44} {m:6.2f} s (best {min(times):5.2f})  {median([x for _, x in runs]):6.0f} MB"
-                     + ("" if k == ref else f"  {m / r:5.2f}x  (run by run {pairs[0]:.2f}x to {pairs[-1]:.2f}x)"))
+        times = [t for t, _, _ in runs]
+        m, cpu = median(times), median([c for _, _, c in runs])
+        pairs = sorted(t / rt for (t, _, _), (rt, _, _) in zip(runs, results[ref]))
+        lines.append(f"  {k:<40} {m:6.2f} s (best {min(times):5.2f}) {median([x for _, x, _ in runs]):6.0f} MB "
+                     f"{cpu:6.2f} s"
+                     + ("" if k == ref else f"  {m / r:5.2f}x  {cpu / rc:5.2f}x  (wall run by run {pairs[0]:.2f}x "
+                                            f"to {pairs[-1]:.2f}x)"))
     return lines
+
+
+HEADER = ("  {n} alternating runs, medians              wall               peak RSS   CPU     ratio: wall   CPU")

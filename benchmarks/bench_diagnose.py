@@ -6,7 +6,8 @@ Builds each big case by tiling a real trace (the logic of ../shared/tools/check/
 cuda_gpu_trace of fixtures/launch_bound tiled, shifted in time, 25 tiles per million GPU operations;
 the case's other CSVs copied as they are) into a temporary folder, removed afterwards. For each size
 it prints, as medians of alternating runs of fresh processes (after one warm-up round), with each
-process's peak RSS:
+process's peak RSS and CPU time (user + system: on a busy shared machine it moves less than the wall
+time):
   - typed scan: a process that scans the trace lazily with the nine columns the facts use, typed as
     nsys-expert types them (the reference of issue 19's targets);
   - read_csv: a process that reads the whole trace with `polars.read_csv`;
@@ -95,7 +96,7 @@ def main() -> None:
                     "polars.read_csv": [sys.executable, "-c", READ_CSV, trace],
                     "nsys-expert diagnose (Markdown)": [nsx, "diagnose", big, "-o", os.path.join(tmp, "r.md")]}
             res = _measure.alternate(cmds, repeat)
-            print(f"  {repeat} alternating runs, medians                  time               peak RSS  ratio")
+            print(_measure.HEADER.format(n=repeat))
             print("\n".join(_measure.table(res, "typed scan of the 9 columns (reference)")))
             if a.stages:
                 print(stages(big))

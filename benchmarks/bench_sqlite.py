@@ -7,7 +7,8 @@ Builds each big export by tiling a real one (default: ../shared/cases/launch_bou
 export): every kernel, runtime and NVTX row is copied, shifted in time, with new correlation ids.
 The exports are written into a temporary folder and removed afterwards. For each size it prints, as
 medians of --repeat alternating runs of fresh processes (after one warm-up round), with each
-process's peak RSS:
+process's peak RSS and CPU time (user + system: on a busy shared machine it moves less than the wall
+time; the wall time gains from the two reader threads only while a core is free):
   - ADBC, kernel + runtime: a process that reads the kernel table (start, end, device, stream,
     correlation id, name id, pid) and the runtime table (start, end, name id, correlation id, thread)
     with ADBC into Polars, one after the other: the reference of issue 19's targets;
@@ -127,7 +128,7 @@ def main() -> None:
                     "ADBC, kernel + runtime, two threads": [sys.executable, "-c", REFERENCE, big, "threads"],
                     "nsys-expert diagnose (Markdown)": [nsx, "diagnose", big, "-o", os.path.join(tmp, "r.md")]}
             res = _measure.alternate(cmds, a.repeat)
-            print(f"  {a.repeat} alternating runs, medians                  time               peak RSS  ratio")
+            print(_measure.HEADER.format(n=a.repeat))
             print("\n".join(_measure.table(res, "ADBC, kernel + runtime (reference)")))
             if a.stages:
                 print(stages(big))
