@@ -125,6 +125,8 @@ def _more_after_blank(buf, start: int) -> bool:
     blank line inside; `nsys stats --format csv` printed to the console separates its reports (and
     their Processing / title lines) with blank lines."""
     for sep in (b"\n\n", b"\n\r\n"):
+        if sep == b"\n\r\n" and buf.find(b"\r", start) < 0:   # one fast pass saves a slow one (0.2 s per 250 MB)
+            continue
         k = buf.find(sep, start)
         if k >= 0 and _MORE.search(buf, k) is not None:
             return True
@@ -137,19 +139,31 @@ SCAN_CHUNK = 16 << 20
 def _more_after_blank_in(fh, header_line: int) -> bool:
     """:func:`_more_after_blank` over a file read in 16 MB chunks from its header on. A memory map
     of the whole file would be searched as fast, but every page it touches counts in the process's
-    resident memory: 2.5 GB for a ten-million-row trace."""
+    resident memory: 2.5 GB for a ten-million-row trace. Each chunk is read into one buffer (no
+    copies), and ``\\n\\r\\n`` is looked for only in a chunk that has a ``\\r`` (a single-byte search is
+    ten times faster than a two-byte one over a file whose every line ends in ``\\n``)."""
     for _ in range(header_line):
         fh.readline()
-    tail, blank = b"", False
-    while chunk := fh.read(SCAN_CHUNK):
-        buf = tail + chunk
-        if not blank:
-            hits = [k for k in (buf.find(b"\n\n"), buf.find(b"\n\r\n")) if k >= 0]
-            if hits:
-                blank, buf = True, buf[min(hits):]
-        if blank and _MORE.search(buf) is not None:
-            return True
-        tail = b"" if blank else buf[-2:]   # a separator may straddle two chunks
+    buf = bytearray(SCAN_CHUNK + 2)
+    view = memoryview(buf)
+    keep, blank = 0, False
+    try:
+        while n := fh.readinto(view[keep:keep + SCAN_CHUNK]):
+            end, pos = keep + n, 0
+            if not blank:
+                hits = [buf.find(b"\n\n", 0, end)]
+                if buf.find(b"\r", 0, end) >= 0:
+                    hits.append(buf.find(b"\n\r\n", 0, end))
+                hits = [k for k in hits if k >= 0]
+                if hits:
+                    blank, pos = True, min(hits)
+            if blank and _MORE.search(buf, pos, end) is not None:
+                return True
+            keep = 0 if blank else min(2, end)   # a separator may straddle two chunks
+            if keep:
+                buf[0:keep] = buf[end - keep:end]
+    finally:
+        view.release()
     return False
 
 
