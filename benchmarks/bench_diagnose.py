@@ -1,15 +1,19 @@
-"""Speed of `nsys-expert diagnose` on a large real trace, against Polars reading the same CSV.
+"""Speed and memory of `nsys-expert diagnose` on large real CSV traces, against Polars reading them.
 
-    python benchmarks/bench_diagnose.py [--factor 25] [--repeat 7]
+    python benchmarks/bench_diagnose.py [--millions 1,10] [--repeat 5] [--stages]
 
-Builds a big case by tiling a real trace (the logic of ../shared/tools/check/make_big.py: the
-cuda_gpu_trace of fixtures/launch_bound tiled FACTOR times, shifted in time; factor 25 gives one
-million GPU operations), then prints:
-  - polars: a fresh `python -c "polars.read_csv(trace)"` process (the reference),
-  - diagnose: a fresh `nsys-expert diagnose BIG -o FILE` process (Markdown, the default; then
-    `--format json`), each run alternately with the reference, best and median of --repeat runs,
-  - the ratio diagnose / polars (of the bests, of the medians, and the range run by run),
-  - in-process stage times (load, facts, engine, report) and the rule engine alone on the built-in pack.
+Builds each big case by tiling a real trace (the logic of ../shared/tools/check/make_big.py: the
+cuda_gpu_trace of fixtures/launch_bound tiled, shifted in time, 25 tiles per million GPU operations;
+the case's other CSVs copied as they are) into a temporary folder, removed afterwards. For each size
+it prints, as medians of alternating runs of fresh processes (after one warm-up round), with each
+process's peak RSS and CPU time (user + system: on a busy shared machine it moves less than the wall
+time):
+  - typed scan: a process that scans the trace lazily with the nine columns the facts use, typed as
+    nsys-expert types them (the reference of issue 19's targets);
+  - read_csv: a process that reads the whole trace with `polars.read_csv`;
+  - `nsys-expert diagnose CASE -o report.md`, and the ratios of every side to the typed scan.
+Sizes of 5 million operations and more run --repeat-big rounds (default 2): at ten million rows each
+process holds gigabytes, and the machine is shared. --stages adds in-process stage times.
 Numbers are printed, never asserted: speed is not a unit test.
 """
 from __future__ import annotations
@@ -18,7 +22,6 @@ import argparse
 import glob
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +30,17 @@ import polars as pl
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _measure  # noqa: E402
+
+TYPED_SCAN = """
+import sys, polars as pl
+cols = {"Start (ns)": pl.Int64, "Duration (ns)": pl.Int64, "CorrId": pl.Int64, "Bytes (MB)": pl.Float64,
+        "SrcMemKd": pl.String, "DstMemKd": pl.String, "Device": pl.Categorical, "Strm": pl.Int64,
+        "Name": pl.Categorical}
+assert pl.scan_csv(sys.argv[1], schema_overrides=cols).select(list(cols)).collect().height
+"""
+READ_CSV = "import sys, polars; assert polars.read_csv(sys.argv[1]).height"
 
 
 def tile(case_dir: str, factor: int, out: str) -> tuple[str, int]:
@@ -38,85 +52,55 @@ def tile(case_dir: str, factor: int, out: str) -> tuple[str, int]:
     t = pl.read_csv(src, infer_schema_length=0)
     start = t["Start (ns)"].cast(pl.Int64)
     span = int(start.max() - start.min()) + 1_000_000
-    big = pl.concat([t.with_columns((start + k * span).cast(pl.Utf8).alias("Start (ns)")) for k in range(factor)])
     dst = os.path.join(out, os.path.basename(src))
-    big.write_csv(dst)
-    return dst, big.height
+    with open(dst, "wb") as fh:   # tile by tile: ten million rows never sit in memory at once
+        for k in range(factor):
+            t.with_columns((start + k * span).cast(pl.Utf8).alias("Start (ns)")).write_csv(fh, include_header=k == 0)
+    return dst, t.height * factor
 
 
-# Both commands run as a user's would: with Python's bytecode cache (some sandboxes set
-# PYTHONDONTWRITEBYTECODE, which recompiles every module of every process), after one warm-up run.
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-def timed(cmd: list[str]) -> float:
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=ENV)
-    return time.perf_counter() - t
-
-
-def interleaved(a: list[str], b: list[str], repeat: int) -> tuple[list[float], list[float]]:
-    """Run a and b alternately (after one warm-up each: bytecode, page cache), so that a busy spell
-    of a shared machine slows both sides, not one."""
-    timed(a)
-    timed(b)
-    ta, tb = [], []
-    for _ in range(repeat):
-        ta.append(timed(a))
-        tb.append(timed(b))
-    return ta, tb
-
-
-def median(xs: list[float]) -> float:
-    s = sorted(xs)
-    return (s[(len(s) - 1) // 2] + s[len(s) // 2]) / 2
+def stages(case: str) -> str:
+    from nsys_expert import engine, facts, load, report
+    rules = engine.select_rules(engine.load_packs())
+    t0 = time.perf_counter()
+    prof = load.load_paths([case])
+    t1 = time.perf_counter()
+    fs = facts.compute(prof)
+    t2 = time.perf_counter()
+    ev = engine.evaluate(rules, fs, set(prof.tables))
+    t3 = time.perf_counter()
+    report.render_markdown(report.build(prof, fs, ev))
+    t4 = time.perf_counter()
+    return (f"  in process: load {t1 - t0:.2f} s | facts {t2 - t1:.2f} s | engine {t3 - t2:.2f} s | "
+            f"report {t4 - t3:.2f} s")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--factor", type=int, default=25)
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--millions", default="1,10", help="sizes, in millions of GPU operations (comma-separated)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat-big", type=int, default=2)
+    ap.add_argument("--stages", action="store_true")
     ap.add_argument("--case", default=os.path.join(ROOT, "fixtures", "launch_bound", "input"))
     a = ap.parse_args()
     nsx = shutil.which("nsys-expert") or os.path.join(os.path.dirname(sys.executable), "nsys-expert")
-    with tempfile.TemporaryDirectory() as tmp:
-        big = os.path.join(tmp, "big")
-        trace, rows = tile(a.case, a.factor, big)
-        mb = os.path.getsize(trace) / 1e6
-        print(f"trace: {rows:,} rows, {mb:.0f} MB ({a.factor} x {os.path.basename(a.case.rstrip('/'))})")
-        ref_cmd = [sys.executable, "-c", f"import polars; polars.read_csv({trace!r})"]
-        print(f"{a.repeat} interleaved runs each                 best   median")
-        for label, fmt in (("diagnose (Markdown)", "md"), ("diagnose --format json", "json")):
-            refs, diags = interleaved(ref_cmd, [nsx, "diagnose", big, "--format", fmt, "-o", os.path.join(tmp, "r." + fmt)],
-                                      a.repeat)
-            pairs = sorted(d / r for r, d in zip(refs, diags))
-            print(f"  polars read_csv process           : {min(refs):6.2f} s {median(refs):6.2f} s")
-            print(f"  nsys-expert {label:<22}: {min(diags):6.2f} s {median(diags):6.2f} s")
-            print(f"  ratio                             : {min(diags) / min(refs):6.2f}x {median(diags) / median(refs):6.2f}x"
-                  f"   (run by run: {pairs[0]:.2f}x to {pairs[-1]:.2f}x)")
-
-        from nsys_expert import engine, facts, load, report
-        t0 = time.perf_counter(); pl.read_csv(trace); t_read = time.perf_counter() - t0  # noqa: E702
-        t0 = time.perf_counter(); prof = load.load_paths([big]); t_load = time.perf_counter() - t0  # noqa: E702
-        t0 = time.perf_counter(); fs = facts.compute(prof); t_facts = time.perf_counter() - t0  # noqa: E702
-        packs = engine.load_packs()
-        rules = engine.select_rules(packs)
-        engine.evaluate(rules, fs, set(prof.tables))  # compile + cache the ruleset once
-        t0 = time.perf_counter(); ev = engine.evaluate(rules, fs, set(prof.tables)); t_eng = time.perf_counter() - t0  # noqa: E702
-        t0 = time.perf_counter(); report.render_markdown(report.build(prof, fs, ev)); t_rep = time.perf_counter() - t0  # noqa: E702
-        print(f"in process: polars read {t_read:.2f} s | load {t_load:.2f} s | facts {t_facts:.2f} s | "
-              f"engine {t_eng * 1e3:.1f} ms ({len(rules)} rules, {1 + len(fs.kernels)} facts) | report {t_rep * 1e3:.0f} ms")
-        # the rule engine alone, fresh process state: compile + first run, then a warm run
-        from nsys_expert.engine import compiler, durable_adapter
-        t0 = time.perf_counter()
-        definition, _ = compiler.compile_rules(rules, {})
-        eng = durable_adapter.Engine(definition)
-        eng.run([("run", fs.run)] + [("kernel", k) for k in fs.kernels])
-        cold = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        eng.run([("run", fs.run)] + [("kernel", k) for k in fs.kernels])
-        warm = time.perf_counter() - t0
-        print(f"rule engine, built-in pack: compile + first run {cold * 1e3:.1f} ms, warm run {warm * 1e3:.1f} ms")
+    per_tile = pl.scan_csv(glob.glob(os.path.join(a.case, "*_cuda_gpu_trace.csv"))[0]).select(pl.len()).collect().item()
+    for m in (float(x) for x in a.millions.split(",")):
+        with tempfile.TemporaryDirectory(prefix="nsx-bench-") as tmp:
+            big = os.path.join(tmp, "big")
+            trace, rows = tile(a.case, max(1, round(m * 1e6 / per_tile)), big)
+            repeat = a.repeat if m < 5 else a.repeat_big
+            print(f"trace: {rows:,} rows, {os.path.getsize(trace) / 1e6:.0f} MB "
+                  f"({os.path.basename(a.case.rstrip('/'))} tiled); {_measure.load()}")
+            cmds = {"typed scan of the 9 columns (reference)": [sys.executable, "-c", TYPED_SCAN, trace],
+                    "polars.read_csv": [sys.executable, "-c", READ_CSV, trace],
+                    "nsys-expert diagnose (Markdown)": [nsx, "diagnose", big, "-o", os.path.join(tmp, "r.md")]}
+            res = _measure.alternate(cmds, repeat)
+            print(_measure.HEADER.format(n=repeat))
+            print("\n".join(_measure.table(res, "typed scan of the 9 columns (reference)")))
+            if a.stages:
+                print(stages(big))
+            print(f"  after: {_measure.load()}")
 
 
 if __name__ == "__main__":

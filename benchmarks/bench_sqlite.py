@@ -1,14 +1,21 @@
-"""Speed of loading a large nsys SQLite export, against reading its kernel table alone.
+"""Speed and memory of `nsys-expert diagnose` on large SQLite exports, against reading the tables it needs with ADBC.
 
-    python benchmarks/bench_sqlite.py [--factor 25] [--repeat 3] [--source PATH.sqlite]
+    python benchmarks/bench_sqlite.py [--millions 1,5] [--repeat 5] [--source PATH.sqlite] [--stages]
 
-Builds a big export by tiling a real one (default: ../shared/cases/launch_bound/launch_bound.sqlite,
-40,002 kernels and 80,021 API calls, so factor 25 gives a million kernels; else the sync_bound
-fixture's export): every kernel, runtime and NVTX row is copied FACTOR times, shifted in time, with
-new correlation ids. Then prints, best of --repeat:
-  - reference: the kernel table read with Python's sqlite3 + Polars (start, end, device, stream,
-    correlation id, name id, pid: what a kernel timeline needs),
-  - nsys-expert's load of the whole export (kernels, API calls, NVTX, summaries), and the ratio.
+Builds each big export by tiling a real one (default: ../shared/cases/launch_bound/launch_bound.sqlite,
+40,002 kernels and 80,021 API calls: 25 tiles per million kernels; else the sync_bound fixture's
+export): every kernel, runtime and NVTX row is copied, shifted in time, with new correlation ids.
+The exports are written into a temporary folder and removed afterwards. For each size it prints, as
+medians of --repeat alternating runs of fresh processes (after one warm-up round), with each
+process's peak RSS and CPU time (user + system: on a busy shared machine it moves less than the wall
+time; the wall time gains from the two reader threads only while a core is free):
+  - ADBC, kernel + runtime: a process that reads the kernel table (start, end, device, stream,
+    correlation id, name id, pid) and the runtime table (start, end, name id, correlation id, thread)
+    with ADBC into Polars, one after the other: the reference of issue 19's targets;
+  - the same two reads side by side in two threads (what nsys-expert's reader does; the floor);
+  - `nsys-expert diagnose EXPORT -o report.md`, and its ratio to the reference.
+--stages adds in-process stage times (load, facts, engine, report) for each size.
+Numbers are printed, never asserted: speed is not a unit test.
 """
 from __future__ import annotations
 
@@ -20,13 +27,35 @@ import sys
 import tempfile
 import time
 
-import polars as pl
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _measure  # noqa: E402
+
 DEFAULT = [os.path.join(ROOT, "..", "shared", "cases", "launch_bound", "launch_bound.sqlite"),
            os.path.join(ROOT, "fixtures", "sync_bound_sqlite", "input", "sync_bound.sqlite")]
 TILED = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS")
+
+REFERENCE = """
+import sys, threading
+import adbc_driver_sqlite.dbapi as adbc, polars as pl
+uri = "file:" + sys.argv[1] + "?mode=ro&immutable=1"
+QUERIES = ['SELECT start, "end", deviceId, streamId, correlationId, demangledName, globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL',
+           'SELECT start, "end", nameId, correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME']
+def read(sql, out):
+    con = adbc.connect(uri)
+    out.append(pl.read_database(sql, con))
+    con.close()
+out = []
+if sys.argv[2] == "threads":
+    ts = [threading.Thread(target=read, args=(q, out)) for q in QUERIES]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+else:
+    for q in QUERIES:
+        read(q, out)
+assert sum(f.height for f in out) > 0
+"""
 
 
 def tile(src: str, factor: int, dst: str) -> int:
@@ -58,42 +87,54 @@ def tile(src: str, factor: int, dst: str) -> int:
     return n
 
 
-def best(fn, repeat):
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return min(out)
+def stages(big: str) -> str:
+    """In-process stage times of one diagnosis (the packs and templates warm)."""
+    from nsys_expert import engine, facts, load, report
+    packs = engine.load_packs()
+    rules = engine.select_rules(packs)
+    t0 = time.perf_counter()
+    prof = load.load_paths([big])
+    t1 = time.perf_counter()
+    fs = facts.compute(prof)
+    t2 = time.perf_counter()
+    ev = engine.evaluate(rules, fs, set(prof.tables))
+    t3 = time.perf_counter()
+    report.render_markdown(report.build(prof, fs, ev))
+    t4 = time.perf_counter()
+    return (f"  in process: load {t1 - t0:.2f} s | facts {t2 - t1:.2f} s | engine {t3 - t2:.2f} s | "
+            f"report {t4 - t3:.2f} s")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--factor", type=int, default=25)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--millions", default="1,5", help="sizes, in millions of kernels (comma-separated)")
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--source")
+    ap.add_argument("--stages", action="store_true")
     a = ap.parse_args()
     src = a.source or next(p for p in DEFAULT if os.path.exists(p))
-    from nsys_expert.load import load_paths
-
-    with tempfile.TemporaryDirectory() as tmp:
-        big = os.path.join(tmp, "big.sqlite")
-        n = tile(src, a.factor, big)
-        print(f"export: {n:,} kernels, {os.path.getsize(big) / 1e6:.0f} MB ({a.factor} x {os.path.basename(src)})")
-        sql = ('SELECT start, "end", deviceId, streamId, correlationId, demangledName, globalPid '
-               'FROM CUPTI_ACTIVITY_KIND_KERNEL')
-
-        def reference():
-            con = sqlite3.connect(f"file:{big}?mode=ro&immutable=1", uri=True)
-            rows = con.execute(sql).fetchall()
-            pl.DataFrame(rows, schema=["start", "end", "dev", "stream", "corr", "name", "pid"], orient="row")
-            con.close()
-
-        ref = best(reference, a.repeat)
-        ours = best(lambda: load_paths([big]), a.repeat)
-        print(f"kernel table, sqlite3 + Polars : {ref:6.2f} s")
-        print(f"nsys-expert load (everything)  : {ours:6.2f} s")
-        print(f"ratio                          : {ours / ref:6.2f}x")
+    con = sqlite3.connect(f"file:{src}?mode=ro&immutable=1", uri=True)
+    per_tile = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    con.close()
+    nsx = shutil.which("nsys-expert") or os.path.join(os.path.dirname(sys.executable), "nsys-expert")
+    with tempfile.TemporaryDirectory(prefix="nsx-bench-") as tmp:
+        for m in (float(x) for x in a.millions.split(",")):
+            factor = max(1, round(m * 1e6 / per_tile))
+            big = os.path.join(tmp, f"big{factor}.sqlite")
+            n = tile(src, factor, big)
+            print(f"export: {n:,} kernels, {os.path.getsize(big) / 1e6:.0f} MB ({factor} x {os.path.basename(src)}); "
+                  f"{_measure.load()}")
+            cmds = {"ADBC, kernel + runtime (reference)": [sys.executable, "-c", REFERENCE, big, "serial"],
+                    "ADBC, kernel + runtime, two threads": [sys.executable, "-c", REFERENCE, big, "threads"],
+                    "nsys-expert diagnose (Markdown)": [nsx, "diagnose", big, "-o", os.path.join(tmp, "r.md")]}
+            res = _measure.alternate(cmds, a.repeat)
+            print(_measure.HEADER.format(n=a.repeat))
+            print("\n".join(_measure.table(res, "ADBC, kernel + runtime (reference)")))
+            if a.stages:
+                print(stages(big))
+            print(f"  after: {_measure.load()}")
+            os.chmod(big, 0o644)
+            os.remove(big)
 
 
 if __name__ == "__main__":

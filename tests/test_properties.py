@@ -25,7 +25,8 @@ from nsys_expert.facts import registry, timeline
 pytestmark = pytest.mark.slow
 
 BUDGET = {"merge": 3500, "gaps": 2500, "coverage": 2000, "containing": 1500, "pipeline": 300,
-          "garbage": 300, "damaged_numbers": 300, "csv_cut": 300, "console_cut": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800, "iteration_of": 500}
+          "garbage": 300, "damaged_numbers": 300, "csv_cut": 300, "console_cut": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800, "iteration_of": 500,
+          "blank_scan": 500}
 def FAST(n):
     return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                     derandomize=True, max_examples=n, database=None)
@@ -362,7 +363,7 @@ def test_launch_lookup_matches_the_join(api_ids, gpu_ids, sparse):
                 .drop_nulls("corr_id").unique("corr_id", keep="first", maintain_order=True))
     want = gpu.join(calls, on="corr_id", how="left", maintain_order="left")
     old = timeline.LOOKUP_MAX_SLOTS
-    timeline.LOOKUP_MAX_SLOTS = 4 if sparse else old    # sparse: the join path
+    timeline.LOOKUP_MAX_SLOTS = 4 if sparse else old    # sparse: the binary-search path
     try:
         got = timeline.with_launch_times(gpu, api)
     finally:
@@ -380,6 +381,26 @@ def test_iteration_of_matches_brute_force(starts, times, sort):
     got = timeline.iteration_of(pl.Series(times, dtype=pl.Int64), pl.Series(starts, dtype=pl.Int64)).to_list()
     want = [None if t is None else max((i for i, s in enumerate(starts) if s <= t), default=-1) for t in times]
     assert got == want
+
+
+@FAST(BUDGET["blank_scan"])
+@given(st.binary(max_size=60).map(lambda b: bytes(b"ab,\n\r \t"[x % 7] for x in b)), st.integers(0, 3),
+       st.integers(1, 9))
+def test_blank_line_scan_in_chunks_matches_the_whole_buffer(data, header_line, chunk):
+    """A CSV report is checked for more reports after a blank line in chunks (no memory map)."""
+    import io
+
+    from nsys_expert.load import csv_reports
+    old = csv_reports.SCAN_CHUNK
+    csv_reports.SCAN_CHUNK = chunk
+    try:
+        got = csv_reports._more_after_blank_in(io.BytesIO(data), header_line)
+    finally:
+        csv_reports.SCAN_CHUNK = old
+    start = csv_reports._line_offset(data, header_line)
+    plain = any((k := data.find(sep, start)) >= 0 and any(c not in b" \t\r\n\f\v" for c in data[k:])
+                for sep in (b"\n\n", b"\n\r\n"))
+    assert got == plain == csv_reports._more_after_blank(data, start)
 
 
 def test_case_budget():

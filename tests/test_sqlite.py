@@ -48,12 +48,13 @@ def test_frames_match_the_csv_reports():
         for col in set(a.columns) & set(b.columns):  # same names, same dtypes
             assert a.schema[col] == b.schema[col], (table, col)
     # every GPU operation: same start, duration, name, kind, copy kind and memory kinds
-    keys = ["start_ns", "dur_ns", "corr_id", "stream", "device_id", "device_name", "kind", "copy_kind",
+    keys = ["start_ns", "dur_ns", "corr_id", "stream", "device_id", "kind", "copy_kind",
             "src_kind", "dst_kind"]
     a = csv.tables["gpu_trace"].select(*keys, pl.col("name").cast(pl.String)).sort("start_ns", "corr_id")
     b = sq.tables["gpu_trace"].select(*keys, pl.col("name").cast(pl.String)).sort("start_ns", "corr_id")
     assert a.equals(b)
     assert sq.tables["gpu_trace"]["pid"].unique().to_list() == [465]
+    assert csv.meta["gpus"] == sq.meta["gpus"] == [{"id": 0, "name": "NVIDIA H200"}]   # names once, not per row
     # CUDA API calls (runtime and driver), named as nsys stats names them
     keys = ["start_ns", "dur_ns", "name", "base_name", "corr_id", "pid", "tid"]
     assert csv.tables["api_trace"].select(keys).sort("start_ns", "corr_id").equals(
@@ -139,7 +140,8 @@ def test_2020_export_without_enum_or_version_tables():
     assert any("CUPTI_ACTIVITY_KIND_MEMCPY" in w for w in part.warnings)
     assert part.meta["gpus"] == [{"id": 0, "name": "Quadro RTX 8000"}, {"id": 1, "name": "Quadro RTX 8000"}]
     g = part.tables["gpu_trace"]
-    assert g.height == 15 and g["device_name"].unique().to_list() == ["Quadro RTX 8000"]
+    assert g.height == 15 and g["device_id"].unique().to_list() == [0]
+    assert load_paths([sqlite_of("cupy_nsys2020_sqlite")]).meta["gpus"] == [{"id": 0, "name": "Quadro RTX 8000"}]
     n = part.tables["nvtx_trace"].sort("start_ns")
     assert n["name"].to_list() == ["square-diff", "data generation", "copy", "compute", "faster compute"]
     assert n["level"].to_list() == [0, 1, 1, 1, 1]
@@ -154,7 +156,7 @@ def test_2026_export_two_gpus_two_processes():
     g = part.tables["gpu_trace"]
     per = g.group_by("device_id", "pid").len().sort("device_id")
     assert per.rows() == [(0, 111, 2184), (1, 112, 2184)]   # per GPU: 1721 kernels, 452 copies, 11 memsets
-    assert g["device_name"].null_count() == g.height          # no TARGET_INFO_GPU in 2026 exports
+    assert "gpus" not in part.meta                            # no TARGET_INFO_GPU in 2026 exports
     assert any("TARGET_INFO_GPU" in w for w in part.warnings)
     assert sorted(part.tables["api_trace"]["pid"].unique().to_list()) == [111, 112]
     assert [p["pid"] for p in part.meta["processes"]] == [111, 112]
@@ -348,3 +350,35 @@ cp {sqlite_of("memcpy_bound_sqlite")} "$out"
         assert part.path == str(rep) and part.tables["gpu_trace"].height > 0
     assert count.read_text().count("x") == 1
     assert len(list(cache.glob("prof-*.sqlite"))) == 1
+
+
+# ------------------------------------------------------------------ CSV reports beside an export
+def test_csv_reports_beside_an_export_are_not_parsed(tmp_path, monkeypatch):
+    """The export gives the trace tables: the CSVs of those tables are named as not used, never parsed;
+    the CSVs of tables the export does not give (cuda_gpu_sum, nvtx_gpu_proj_sum, ...) are still read."""
+    from nsys_expert.load import csv_reports
+
+    for f in (FIXTURES / "sync_bound" / "input").iterdir():
+        shutil.copy(f, tmp_path)
+    shutil.copy(sqlite_of("sync_bound_sqlite"), tmp_path)
+    (tmp_path / "sync_bound_cuda_gpu_mem_size_sum.csv").write_text(  # a header and no rows: loses silently
+        (FIXTURES / "sync_bound" / "input" / "sync_bound_cuda_gpu_mem_size_sum.csv").read_text().splitlines()[0] + "\n")
+    seen = []
+    real = csv_reports.read_report
+    monkeypatch.setattr(csv_reports, "read_report", lambda sn: seen.append(os.path.basename(sn.path)) or real(sn))
+    prof = load_paths([str(tmp_path)])
+    assert "sync_bound_cuda_gpu_trace.csv" not in seen and "sync_bound_cuda_api_trace.csv" not in seen
+    assert {"sync_bound_cuda_gpu_sum.csv", "sync_bound_nvtx_gpu_proj_sum.csv"} <= set(seen)
+    assert prof.source_name("gpu_trace") == "sync_bound.sqlite"
+    assert prof.source_name("gpu_sum") == "sync_bound_cuda_gpu_sum.csv"
+    line = next(w for w in prof.warnings if "the richest source" in w)
+    assert "not used: " in line and "sync_bound_cuda_gpu_trace.csv" in line
+    assert "sync_bound_cuda_gpu_mem_size_sum.csv" in seen   # empty: parsed, and it loses without a word
+    assert "sync_bound_cuda_gpu_mem_size_sum.csv" not in line
+    # the same diagnosis, warnings included, as when every CSV is parsed (nothing read first)
+    skipping = diagnose(tmp_path)
+    monkeypatch.setattr("nsys_expert.load._read_exports", lambda files, logical, sniffs: ({}, {}))
+    seen.clear()
+    parsing = diagnose(tmp_path)
+    assert "sync_bound_cuda_gpu_trace.csv" in seen
+    assert json.dumps(skipping, sort_keys=True) == json.dumps(parsing, sort_keys=True)

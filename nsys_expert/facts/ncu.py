@@ -556,7 +556,9 @@ def ncu_command(fs, prof: Profile) -> str | None:
     skip = 0
     gpu, win = prof.tables.get("gpu_trace"), fs.window
     if gpu is not None and gpu.height and win is not None and win.start_ns is not None and win.source != "whole":
-        before = gpu.filter(pl.col("start_ns") < win.start_ns).group_by(pl.col("name").cast(pl.String)).len()
+        # grouped by the name's category code, then named: no text per operation, no other column copied
+        before = (gpu.select("start_ns", "name").filter(pl.col("start_ns") < win.start_ns).group_by("name").len()
+                  .with_columns(pl.col("name").cast(pl.String)))
         skip = int(sum(n for name, n in before.iter_rows() if base_name(name) in bases))
     count = 5 * len(top)
     return (f"ncu --set full --target-processes all --kernel-name regex:\"{'|'.join(bases)}\" "

@@ -124,10 +124,11 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
     logical = {f: compressed.logical_path(f) for f in files}
     stems = {os.path.splitext(logical[f])[0] for f in files if logical[f].endswith(".sqlite")}
     sniffs = {path: csv_reports.sniff(path) for path in files}
+    exports, unread = _read_exports(files, logical, sniffs)
     # the CSV reports are parsed side by side (Polars releases the GIL); they are added in file order
     with ThreadPoolExecutor(max_workers=4) as pool:
         parsed = {path: pool.submit(csv_reports.read_report, sn) for path, sn in sniffs.items()
-                  if sn.kind == "csv-report"}
+                  if sn.kind == "csv-report" and path not in unread}
         parsed = {path: fut.result() for path, fut in parsed.items()}
     for path in files:
         base = os.path.basename(path)
@@ -136,7 +137,9 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
             prof.warnings.append(f"{base}: its SQLite export is beside it and was read instead (no nsys run needed)")
             continue
         sn = sniffs[path]
-        if sn.kind == "csv-report" and parsed[path].sections:
+        if path in unread:   # the export beside it gives this table: said "not used", never parsed
+            _add(loaded, _Entry(unread[path], _UNREAD, path, "nsys-csv", sn.report, None), prof)
+        elif sn.kind == "csv-report" and parsed[path].sections:
             # `nsys stats --format csv` printed to the console: several reports, each after its own
             # Processing / title lines: read as console text, every section
             part = _read_other(path, dataclasses.replace(sn, kind="text"))
@@ -176,7 +179,7 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
                              f"{sn.report} header", path,
                              f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
         else:
-            part = _read_other(path, sn)
+            part = exports[path] if path in exports else _read_other(path, sn)
             if part is None:
                 ignored.append(base)
                 continue
@@ -225,6 +228,23 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
                              + ", ".join(os.path.basename(d) for d in skipped_dirs))
     prof.meta.update(_meta(prof))
     return prof
+
+
+# Stands for a CSV report that was not parsed because an SQLite export beside it gives the same
+# table with rows: it always loses to the export (RANK), so only its name is ever used ("not used: ...").
+_UNREAD = pl.DataFrame({"unread": [True]})
+
+
+def _read_exports(files: list[str], logical: dict[str, str], sniffs: dict) -> tuple[dict[str, Part], dict[str, str]]:
+    """The SQLite exports, read first; and the CSV reports they make redundant (path -> table): a
+    report named for a table an export gives with rows, and that has rows itself (an empty report
+    loses without a word, as before). A million-row CSV parsed only to be discarded cost seconds."""
+    exports = {f: _read_other(f, sniffs[f]) for f in files if sniffs[f].kind == "sqlite" and logical[f].endswith(".sqlite")}
+    given = {t for part in exports.values() if part is not None for t, frame in part.tables.items() if frame.height}
+    unread = {f: sn.spec.table for f, sn in sniffs.items()
+              if sn.kind == "csv-report" and sn.report and sn.spec is not None and sn.spec.table in given
+              and csv_reports.has_rows(sn)}
+    return {f: p for f, p in exports.items() if p is not None}, unread
 
 
 def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:
@@ -344,17 +364,32 @@ def _check_consistency(prof: Profile) -> None:
 def _meta(prof: Profile) -> dict:
     meta: dict = {}
     g = prof.tables.get("gpu_trace")
-    if g is not None and g.height and "device_name" in g.columns:
-        lo, hi = g.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
-        if lo == hi:   # one GPU (the usual case): no hashing of a million rows
-            name = g["device_name"].drop_nulls().head(1).to_list()
-            meta["gpus"] = [{"id": int(lo), "name": (name[0] if name else None) or "unknown"}]
-        else:
-            devs = g.select("device_id", "device_name").unique().sort("device_id")
-            meta["gpus"] = [{"id": int(r[0]), "name": r[1] or "unknown"} for r in devs.iter_rows()]
+    if g is not None and g.height and "device_id" in g.columns:
+        meta["gpus"] = _gpus(g, prof.meta.get("gpus") or [])
     eras = sorted({i["version"] for i in prof.inputs})
     meta["report_eras"] = eras
     return meta
+
+
+def _gpus(g: pl.DataFrame, known: list[dict]) -> list[dict]:
+    """The GPUs the trace used, with their names: from the distinct ``device`` texts of a CSV trace
+    (``NVIDIA H200 (0)``), else from the export's GPU table (``known``); ``unknown`` when neither says."""
+    named = {int(k["id"]): k["name"] for k in known}
+    lo, hi = g.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
+    if lo == hi:   # one GPU (the usual case): no hashing of a million rows
+        if "device" in g.columns:
+            first = g["device"].drop_nulls().head(1).to_list()
+            name = normalize.device_names(first)[first[0]] if first else None
+        else:
+            name = named.get(int(lo))
+        return [{"id": int(lo), "name": name or "unknown"}]
+    if "device" in g.columns:
+        devs = g["device"].unique().drop_nulls().to_list()
+        ids, names = normalize.device_ids(devs), normalize.device_names(devs)
+        pairs = {(ids[d], names[d]) for d in devs} | ({(0, None)} if g["device"].null_count() else set())
+    else:
+        pairs = {(int(d), named.get(int(d))) for d in g["device_id"].drop_nulls().unique().to_list()}
+    return [{"id": i, "name": n or "unknown"} for i, n in sorted(pairs, key=lambda p: (p[0], p[1] or ""))]
 
 
 __all__ = ["Profile", "Part", "load_paths", "load_files", "list_inputs", "schema"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import mmap
 import os
 import re
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ SNIFF_BYTES = 256 * 1024
 INT_NS = {"start_ns", "end_ns", "dur_ns", "total_ns", "min_ns", "max_ns", "dur_child_ns", "dur_nonchild_ns",
           "total_proj_ns", "total_range_ns"}
 MAX_PREAMBLE_LINES = 200
+NCU_HEADER = '"ID","Process ID"'     # how an Nsight Compute CSV table begins (details and raw pages)
 EXPORT_HINT = ("export the reports with: nsys stats --format csv --output prof "
                "--report cuda_gpu_trace,cuda_api_trace,cuda_gpu_kern_sum,cuda_api_sum,cuda_gpu_mem_time_sum,"
                "cuda_gpu_mem_size_sum,nvtx_sum,nvtx_pushpop_trace,osrt_sum report.nsys-rep")
@@ -54,6 +54,10 @@ def sniff(path: str) -> Sniff:
         return Sniff(path, "binary", report)
     text = head.decode("utf-8", errors="replace")
     lines = text.splitlines()
+    if any(line.lstrip("\ufeff").startswith(NCU_HEADER) for line in lines[:MAX_PREAMBLE_LINES]):
+        # an Nsight Compute table (load/ncu.py): never an nsys report; its raw page's header has 9,000
+        # cells, which matching against every report's signature would split one by one
+        return Sniff(path, "text" if report is None else "unknown-csv", report)
     if len(head) == SNIFF_BYTES and lines:
         lines = lines[:-1]  # the last line of the sniffed block may be cut
     for i, line in enumerate(lines[:MAX_PREAMBLE_LINES]):
@@ -70,6 +74,13 @@ def sniff(path: str) -> Sniff:
                 spec = _choose(cands, report)
                 return Sniff(path, "csv-report", report, spec, i, delim, cells, cands)
     return Sniff(path, "text" if report is None else "unknown-csv", report)
+
+
+def has_rows(sn: Sniff) -> bool:
+    """Whether a sniffed report has a line of data after its header (from the file's first bytes)."""
+    head = compressed.head(sn.path, SNIFF_BYTES)
+    lines = head.decode("utf-8", errors="replace").splitlines()[sn.header_line + 1:]
+    return any(line.strip(" \t\r" + sn.delimiter) for line in lines)
 
 
 def _mostly_binary(head: bytes) -> bool:
@@ -114,9 +125,45 @@ def _more_after_blank(buf, start: int) -> bool:
     blank line inside; `nsys stats --format csv` printed to the console separates its reports (and
     their Processing / title lines) with blank lines."""
     for sep in (b"\n\n", b"\n\r\n"):
+        if sep == b"\n\r\n" and buf.find(b"\r", start) < 0:   # one fast pass saves a slow one (0.2 s per 250 MB)
+            continue
         k = buf.find(sep, start)
         if k >= 0 and _MORE.search(buf, k) is not None:
             return True
+    return False
+
+
+SCAN_CHUNK = 16 << 20
+
+
+def _more_after_blank_in(fh, header_line: int) -> bool:
+    """:func:`_more_after_blank` over a file read in 16 MB chunks from its header on. A memory map
+    of the whole file would be searched as fast, but every page it touches counts in the process's
+    resident memory: 2.5 GB for a ten-million-row trace. Each chunk is read into one buffer (no
+    copies), and ``\\n\\r\\n`` is looked for only in a chunk that has a ``\\r`` (a single-byte search is
+    ten times faster than a two-byte one over a file whose every line ends in ``\\n``)."""
+    for _ in range(header_line):
+        fh.readline()
+    buf = bytearray(SCAN_CHUNK + 2)
+    view = memoryview(buf)
+    keep, blank = 0, False
+    try:
+        while n := fh.readinto(view[keep:keep + SCAN_CHUNK]):
+            end, pos = keep + n, 0
+            if not blank:
+                hits = [buf.find(b"\n\n", 0, end)]
+                if buf.find(b"\r", 0, end) >= 0:
+                    hits.append(buf.find(b"\n\r\n", 0, end))
+                hits = [k for k in hits if k >= 0]
+                if hits:
+                    blank, pos = True, min(hits)
+            if blank and _MORE.search(buf, pos, end) is not None:
+                return True
+            keep = 0 if blank else min(2, end)   # a separator may straddle two chunks
+            if keep:
+                buf[0:keep] = buf[end - keep:end]
+    finally:
+        view.release()
     return False
 
 
@@ -146,8 +193,8 @@ def read_report(sn: Sniff) -> Loaded:
         source = io.BytesIO(data)
     else:
         if os.path.getsize(path):
-            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                if _more_after_blank(mm, _line_offset(mm, sn.header_line)):
+            with open(path, "rb") as fh:
+                if _more_after_blank_in(fh, sn.header_line):
                     return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
         size = os.path.getsize(path)
         with open(path, "rb") as fh:
@@ -182,10 +229,10 @@ def read_report(sn: Sniff) -> Loaded:
         keep = schema.KEEP.get(spec.table)
         plan_fast = [p for p in plan if keep is None or p[1] in keep]
         dtypes = {cell: _dtype(name, cls, factor) for cell, name, cls, factor in plan_fast}
-        if spec.table == "gpu_trace":   # long, repeated texts: a dictionary code per row, not a string
-            for cell, name, _, _ in plan_fast:
-                if name in ("name", "device"):
-                    dtypes[cell] = pl.Categorical
+        # long, repeated texts: a dictionary code per row, not a string
+        for cell, name, _, _ in plan_fast:
+            if (spec.table, name) in CATEGORIES:
+                dtypes[cell] = pl.Categorical
         try:
             wanted = [p[0] for p in plan_fast]
             exprs = [_scale(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast]
@@ -193,7 +240,7 @@ def read_report(sn: Sniff) -> Loaded:
                 # a lazy scan reads only the projected columns and scales them in the same pass
                 lazy = pl.scan_csv(source, schema_overrides=dtypes, **opts)
                 if [c for c in lazy.collect_schema().names() if c in dtypes] == wanted:
-                    frame = lazy.select(exprs).collect()
+                    frame = one_chunk(lazy.select(exprs))
             else:
                 typed = pl.read_csv(source, schema_overrides=dtypes, columns=wanted, **opts)
                 source.seek(0)
@@ -250,6 +297,24 @@ def _cut_last_row(source, path: str, ncols: int, delim: str) -> int | None:
         with open(path, "rb") as fh:
             total = fh.read()
     return total.rstrip(b"\r\n").count(b"\n") + 1
+
+
+# columns of the big traces read as categories (kernel, API and GPU names: millions of rows, few values)
+CATEGORIES = {("gpu_trace", "name"), ("gpu_trace", "device"), ("api_trace", "name")}
+
+
+def one_chunk(lazy: pl.LazyFrame) -> pl.DataFrame:
+    """The collected frame with every column in one chunk, moved one column at a time (each old
+    column freed once copied). The parallel CSV reader hands a ten-million-row trace in ~1,200
+    chunks, and Polars rechunks the whole frame at once on a later ``with_columns``: two copies of
+    every column at the same time (+800 MB). Collected here so that no caller holds the chunked frame."""
+    cols = lazy.collect().get_columns()
+    out = []
+    while cols:
+        c = cols.pop(0)
+        out.append(c.rechunk() if c.len() >= 100_000 and c.n_chunks() > 1 else c)
+        del c
+    return pl.DataFrame(out)
 
 
 def _dtype(name: str, cls: str, factor: float):

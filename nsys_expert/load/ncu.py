@@ -306,6 +306,11 @@ def _read_details(path: str, header: list[str], rows: list[list[str]], warnings:
 
 
 def _read_raw(path: str, header: list[str], rows: list[list[str]], warnings: list[str]) -> Part:
+    """The raw page: one row per launch, one column per metric (9,000 of them), made long.
+
+    The cells are gathered launch by launch into one long column (a list comprehension: a few
+    launches, thousands of metrics) and converted column-wise by Polars with the rules of
+    ``_number`` and ``_convert``; a frame 9,000 columns wide would cost more than the cells."""
     if "Kernel Name" not in header:
         raise InputError("an ncu CSV without a Kernel Name column", path, NCU_HINT)
     units = [""] * len(header)
@@ -319,18 +324,37 @@ def _read_raw(path: str, header: list[str], rows: list[list[str]], warnings: lis
                          "profile again: was any kernel matched by --kernel-name / --launch-skip?")
     mcols = [i for i, h in enumerate(header) if h not in _IDENT]
     dec = _decimal_comma(r[i] for r in data[:50] for i in mcols if i < len(r))
-    out = []
-    for row in data:
-        ident = _ident(header, row)
-        for i in mcols:
-            raw = row[i] if i < len(row) else ""
-            unit = units[i] if i < len(units) else ""
-            value, unit = _convert(_number(raw, dec), unit)
-            out.append({**ident, "section": None, "metric": header[i], "unit": unit, "value": value,
-                        "text": raw.strip()})
-    frame = pl.DataFrame(out, schema=_SCHEMA, orient="row")
+    raw = pl.Series("raw", [r[i] if i < len(r) else "" for r in data for i in mcols], dtype=pl.String)
+    n = len(mcols)
+    launch = pl.Series("launch", [k for k in range(len(data)) for _ in range(n)], dtype=pl.UInt32)
+    idents = pl.DataFrame([_ident(header, r) for r in data],
+                          schema={c: _SCHEMA[c] for c in COLUMNS[:COLUMNS.index("section")]}, orient="row")
+    long = pl.DataFrame({
+        "raw": raw,
+        "metric": pl.Series([header[i] for i in mcols] * len(data), dtype=pl.String),
+        "unit_cell": pl.Series([units[i] if i < len(units) else "" for i in mcols] * len(data), dtype=pl.String)})
+    frame = pl.concat([idents[launch], long.select(
+        pl.lit(None, pl.String).alias("section"), "metric", *_value_exprs(pl.col("raw"), pl.col("unit_cell"), dec),
+        pl.col("raw").str.strip_chars().alias("text"))], how="horizontal").select(COLUMNS)
     return Part("ncu-raw", path, {"ncu_raw": frame}, version=_era(header), report="ncu raw page",
                 warnings=warnings, meta=_meta(frame))
+
+
+def _value_exprs(raw: pl.Expr, unit: pl.Expr, decimal_comma: bool) -> list[pl.Expr]:
+    """``_convert(_number(raw), unit)`` column-wise -> the ``value`` and ``unit`` columns."""
+    s = raw.str.strip_chars()
+    s = s.str.replace_all(".", "", literal=True).str.replace_all(",", ".", literal=True) if decimal_comma \
+        else s.str.replace_all(",", "", literal=True)
+    s = s.str.replace_all("\u2019", "", literal=True).str.replace_all("'", "", literal=True) \
+         .str.replace_all(" ", "", literal=True)
+    number = pl.when(s.str.contains(_NUMBER.pattern)).then(s).otherwise(None).cast(pl.Float64, strict=False)
+    u = unit.str.strip_chars()
+    factor = u.str.to_lowercase().replace_strict({k: f for k, (f, _) in UNITS.items()}, default=None,
+                                                  return_dtype=pl.Float64)
+    canon = u.str.to_lowercase().replace_strict({k: c for k, (_, c) in UNITS.items()}, default=None,
+                                                 return_dtype=pl.String)
+    return [pl.coalesce(canon, u).alias("unit"),
+            pl.when(factor.is_not_null()).then(number * factor).otherwise(number).alias("value")]
 
 
 def _meta(frame: pl.DataFrame) -> dict:

@@ -1,7 +1,8 @@
 """Per-table clean-up after parsing: derived columns every loader (CSV, SQLite, console) shares.
 
 - ``gpu_trace``: ``end_ns``, ``kind`` (kernel / memcpy / memset / graph), ``copy_kind`` (HtoD, DtoH, DtoD,
-  PtoP, HtoH, ...; both the 2021-2023 and the 2024+ spellings), ``device_id``; rows with a missing
+  PtoP, HtoH, ...; both the 2021-2023 and the 2024+ spellings), ``device_id`` (the GPU names are
+  not repeated per row: load's meta ``gpus`` has them); rows with a missing
   or negative duration are dropped and counted.
 - ``api_trace``: ``end_ns`` and ``base_name`` (``_vNNNN`` suffix removed).
 - ``nvtx_trace``: ``name`` without the empty-domain prefix (2024+ writes ``:step``).
@@ -63,6 +64,16 @@ def gpu_op_kind_expr(name_col: str = "name") -> pl.Expr:
             .otherwise(pl.lit("kernel")))
 
 
+def device_ids(devices: list[str]) -> dict[str, int]:
+    """``NVIDIA H200 (0)`` -> 0 (no ``(N)``: 0), for each distinct device of a CSV trace."""
+    return {d: int(m.group(1)) if (m := re.search(r"\((\d+)\)\s*$", d)) else 0 for d in devices}
+
+
+def device_names(devices: list[str]) -> dict[str, str]:
+    """``NVIDIA H200 (0)`` -> ``NVIDIA H200``."""
+    return {d: re.sub(r"\s*\(\d+\)\s*$", "", d) for d in devices}
+
+
 def _base_name(frame: pl.DataFrame) -> pl.Expr:
     """The API name without its ``_vNNNN`` suffix, as a category: worked out once per distinct name
     (a few hundred), not per call (millions)."""
@@ -87,7 +98,8 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
                             f"{int(long['dur_ns'].max()) / 3.15576e16:.3g} years): impossible for one operation "
                             f"(a damaged time stamp?); left out")
             frame = frame.filter(~sanity.too_long(frame))
-        frame = frame.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
+        if "end_ns" not in frame.columns or bad.height:   # the SQLite export gives the end itself
+            frame = frame.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
         if frame["name"].null_count():
             frame = frame.with_columns(pl.col("name").fill_null(""))
     if table == "gpu_trace":
@@ -104,22 +116,19 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         if idx.len():
             ck = ck.scatter(idx, frame[idx].select(copy_kind_expr()).to_series())
         frame = frame.with_columns(ck)
+        # the device id per row; the GPU names stay with the few distinct devices (load's meta "gpus"):
+        # a name column per row cost 0.12 s and 40-160 MB per million operations
         if "device_id" in frame.columns:  # a loader that knows the device ids (SQLite) gives them directly
-            if "device_name" not in frame.columns:
-                frame = frame.with_columns(pl.lit(None, pl.String).alias("device_name"))
+            pass
         elif "device" in frame.columns:
-            devs = frame["device"].unique().drop_nulls().to_list()   # "NVIDIA H200 (0)": a few distinct ones
-            ids = {d: int(m.group(1)) if (m := re.search(r"\((\d+)\)\s*$", d)) else 0 for d in devs}
-            names = {d: re.sub(r"\s*\(\d+\)\s*$", "", d) for d in devs}
-            if len(devs) == 1 and not frame["device"].null_count():   # one GPU: two constants
-                frame = frame.with_columns(pl.lit(ids[devs[0]], pl.Int64).alias("device_id"),
-                                           pl.lit(names[devs[0]], pl.String).alias("device_name"))
+            ids = device_ids(frame["device"].unique().drop_nulls().to_list())
+            if len(ids) == 1 and not frame["device"].null_count():   # one GPU: a constant
+                frame = frame.with_columns(pl.lit(next(iter(ids.values())), pl.Int64).alias("device_id"))
             else:
-                frame = frame.with_columns(
-                    pl.col("device").replace_strict(ids, default=0, return_dtype=pl.Int64).alias("device_id"),
-                    pl.col("device").replace_strict(names, default=None, return_dtype=pl.String).alias("device_name"))
+                frame = frame.with_columns(pl.col("device").replace_strict(ids, default=0, return_dtype=pl.Int64)
+                                             .alias("device_id"))
         else:
-            frame = frame.with_columns(pl.lit(0, pl.Int64).alias("device_id"), pl.lit(None, pl.String).alias("device_name"))
+            frame = frame.with_columns(pl.lit(0, pl.Int64).alias("device_id"))
         if not frame["start_ns"].is_sorted():
             frame = frame.sort("start_ns", maintain_order=True)
         for col in ("corr_id", "stream", "bytes"):
@@ -129,6 +138,8 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
             if col not in frame.columns:
                 frame = frame.with_columns(pl.lit(None, pl.String).alias(col))
     if table == "api_trace":
+        if frame.schema["name"] != pl.Categorical:   # millions of calls, a few hundred names: a code per row
+            frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
         frame = frame.with_columns(_base_name(frame).alias("base_name"))
         for col in ("corr_id", "tid", "pid"):
             if col not in frame.columns:

@@ -12,14 +12,20 @@ the summaries derived from them (``kern_sum``, ``api_sum``, ``mem_time_sum``, ``
 - Tables are created lazily by nsys (a table exists only when something of its kind was recorded)
   and their columns changed from 2020 to 2026: every query is built from the columns that exist,
   and what is missing is named in one warning.
-- SQL reads the rows with their string ids; the strings (kernel names are long and few) are read
-  once per distinct id and joined in Polars, which also does every aggregation.
+- SQL reads only the columns the facts use, with their string ids; the strings (kernel names are
+  long and few) are read once for the distinct ids the rows hold (taken from the frame already
+  read, not by scanning the table again) and kept as categories: a per-row dictionary code, never
+  a per-row string. Polars does every aggregation.
+- The big tables (kernels, copies, API calls, OS runtime calls) are read side by side, each on its
+  own ADBC connection in a worker thread (the driver and Polars release the GIL), while the
+  metadata queries run on the sqlite3 connection. Without ADBC, sqlite3 reads them one by one.
 """
 from __future__ import annotations
 
 import os
 import pathlib
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
@@ -77,7 +83,12 @@ _SUMMARY = ["time_pct", "total_ns", "count", "avg_ns", "med_ns", "min_ns", "max_
 # The big tables (a million kernels, two million API calls) are read through ADBC's SQLite driver,
 # which hands Polars Arrow columns directly: about 3x faster than Python's sqlite3 row tuples. The
 # sqlite3 connection stays for the small metadata queries, and is the fallback for everything.
+# Per sqlite3 connection: its URI, its ADBC connection (small queries), and the pool reading the big tables.
 _ADBC: dict[int, object] = {}
+_URI: dict[int, str] = {}
+_POOL: dict[int, ThreadPoolExecutor] = {}
+# two readers: the machine this was tuned on has two cores, and the kernel and API tables are the two big reads
+READERS = 2
 
 
 def read_sqlite(path: str) -> Part:
@@ -97,14 +108,23 @@ def read_sqlite(path: str) -> Part:
             raise InputError(f"cannot read this SQLite file ({_first_line(e)}): it is damaged or cut short", path,
                              EXPORT_HINT) from None
         finally:
-            fast = _ADBC.pop(id(con), None)
-            if fast is not None:
-                try:
-                    fast.close()
-                except Exception:  # noqa: BLE001 - closing a read-only handle cannot lose anything
-                    pass
             sqlite_open.release(con)
-            con.close()
+            _close(con)
+
+
+def _close(con: sqlite3.Connection) -> None:
+    """Stop the readers (a read still running finishes first: a .sqlite.gz copy is removed after this)."""
+    pool = _POOL.pop(id(con), None)
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+    _URI.pop(id(con), None)
+    fast = _ADBC.pop(id(con), None)
+    if fast is not None:
+        try:
+            fast.close()
+        except Exception:  # noqa: BLE001 - closing a read-only handle cannot lose anything
+            pass
+    con.close()
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -116,6 +136,7 @@ def _connect(path: str) -> sqlite3.Connection:
         import adbc_driver_sqlite.dbapi as adbc  # same read-only, immutable URI
 
         _ADBC[id(con)] = adbc.connect(uri)
+        _URI[id(con)] = uri
     except Exception:  # noqa: BLE001 - no ADBC driver, or it cannot open the file: sqlite3 does it all
         pass
     return con
@@ -161,23 +182,25 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
         part.warnings.append(f"{base}: no TARGET_INFO_GPU table in this export (recent nsys versions may leave it "
                              f"out): GPUs are known by device id only")
 
+    big = _Big(con, _big_jobs(cols))   # the big reads start now, side by side
     cuda = any(t in cols for t in (KERNEL, MEMCPY, MEMSET, GRAPH, RUNTIME))
     if cuda:
-        gpu, n_graph = _gpu_trace(con, cols, gpus)
+        gpu, n_graph = _gpu_trace(con, cols, gpus, big)
         part.tables["gpu_trace"] = gpu
         if n_graph:
             part.warnings.append(
                 f"{base}: {n_graph} CUDA graph executions (profiled with --cuda-graph-trace=graph) count as GPU busy "
                 f"time as a whole; the kernels inside them are not itemized (re-profile with "
                 f"--cuda-graph-trace=node to see them)")
-        kern = gpu.filter(pl.col("kind") == "kernel").with_columns(pl.col("name").cast(pl.String))
-        part.tables["kern_sum"] = _summary(kern, "dur_ns")
-        mem = gpu.filter(pl.col("kind").is_in(["memcpy", "memset"])).with_columns(pl.col("name").cast(pl.String))
+        ops = gpu.select("name", "dur_ns", "bytes", "kind")   # the summaries' columns: filters copy these alone
+        kernels = ops.filter(pl.col("kind") == "kernel") if (ops["kind"] != "kernel").any() else ops
+        part.tables["kern_sum"] = _summary(kernels, "dur_ns")
+        mem = ops.filter(pl.col("kind").is_in(["memcpy", "memset"])).with_columns(pl.col("name").cast(pl.String))
         part.tables["mem_time_sum"] = _summary(mem, "dur_ns")
         part.tables["mem_size_sum"] = _size_summary(mem)
         part.tables["gpu_trace"] = gpu.drop("kind")
     if RUNTIME in cols:
-        api = _api_trace(con, cols)
+        api = _api_trace(con, cols, big)
         part.tables["api_trace"] = api
         part.tables["api_sum"] = _summary(api, "dur_ns")
     if NVTX in cols:
@@ -185,7 +208,7 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
         part.tables["nvtx_trace"] = nvtx
         part.tables["nvtx_sum"] = _summary(nvtx.filter(pl.col("end_ns").is_not_null()), "dur_ns", style=True)
     if OSRT in cols:
-        osrt = _osrt(con, cols)
+        osrt = _osrt(con, cols, big)
         part.tables["osrt_sum"] = _summary(osrt, "dur_ns")
         # the blocking calls, per thread: what a thread waited in while the GPU idled (facts/waits.py)
         part.tables["osrt_trace"] = osrt.filter(pl.col("name").is_in(sorted(OSRT_WAITS))).select(
@@ -210,25 +233,103 @@ def _frame(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
     """Run a query into a typed frame: through ADBC (Arrow) when it is there, else sqlite3 rows."""
     fast = _ADBC.get(id(con))
     if fast is not None:
-        try:
-            df = pl.read_database(sql, fast)
-            if df.width == len(schema):
-                return df.rename(dict(zip(df.columns, schema))).select(
-                    [pl.col(k).cast(v, strict=False) for k, v in schema.items()])
-        except Exception:  # noqa: BLE001 - any driver trouble: the sqlite3 path below is the reference
-            pass
+        df = _arrow(fast, sql, schema)
+        if df is not None:
+            return df
+    return _rows(con, sql, schema)
+
+
+def _arrow(fast, sql: str, schema: dict) -> pl.DataFrame | None:
+    """The query through an ADBC connection (or a URI to open one), or None on any driver trouble."""
+    own = isinstance(fast, str)
+    try:
+        if own:
+            import adbc_driver_sqlite.dbapi as adbc
+
+            fast = adbc.connect(fast)
+        df = pl.read_database(sql, fast)
+        if df.width == len(schema):
+            df = df.rename(dict(zip(df.columns, schema)))
+            casts = [pl.col(k).cast(v, strict=False) for k, v in schema.items() if df.schema[k] != v]
+            # one chunk per piece: the driver hands ~1,000-row batches, and every later pass pays per chunk
+            return (df.with_columns(casts) if casts else df).rechunk()
+    except Exception:  # noqa: BLE001 - any driver trouble: the sqlite3 path is the reference
+        pass
+    finally:
+        if own and not isinstance(fast, str):
+            try:
+                fast.close()
+            except Exception:  # noqa: BLE001
+                pass
+    return None
+
+
+def _rows(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
     rows = con.execute(sql).fetchall()
     if not rows:
         return pl.DataFrame(schema=schema)
     return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
 
 
-def _strings(con: sqlite3.Connection, cols: dict, ids_sql: str, dtype=pl.String) -> pl.DataFrame:
-    """StringIds rows for the ids a query selects: (``sid``, ``value``)."""
+# A big table is read in pieces of consecutive rowids (a range of the table's B-tree: no scan of the
+# rest), so that both readers stay busy to the end and each Arrow-to-Polars conversion stays small.
+PIECE_ROWS = 500_000
+
+
+class _Big:
+    """The big queries of one export (key: the table read), started together on the reader threads;
+    ``get`` waits for one. A query ADBC could not run is run again through sqlite3 (which raises what
+    a damaged file raises)."""
+
+    def __init__(self, con: sqlite3.Connection, jobs: dict[str, tuple[str, dict]]):
+        self.con, self.jobs, self.futures = con, jobs, {}
+        uri = _URI.get(id(con))
+        if uri is None or not jobs:
+            return
+        pool = _POOL.setdefault(id(con), ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="nsx-sqlite"))
+        pieces = {key: _pieces(con, key, sql) for key, (sql, _) in jobs.items()}
+        # the first piece of every table, then the second of every table...: the two biggest tables share the readers
+        order = [(key, n) for i in range(max(len(p) for p in pieces.values()))
+                 for key, p in pieces.items() if i < len(p) for n in [i]]
+        futs = {(key, i): pool.submit(_arrow, uri, pieces[key][i], jobs[key][1]) for key, i in order}
+        self.futures = {key: [futs[(key, i)] for i in range(len(p))] for key, p in pieces.items()}
+
+    def get(self, key: str) -> pl.DataFrame:
+        frames = [f.result() for f in self.futures.pop(key, [])]
+        if not frames or any(f is None for f in frames):
+            return _rows(self.con, *self.jobs[key])
+        return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
+
+
+def _pieces(con: sqlite3.Connection, table: str, sql: str) -> list[str]:
+    """``sql`` (one table's query) split into rowid ranges of about PIECE_ROWS rows."""
+    try:
+        # two subqueries: each of min() and max() alone is one step down the B-tree; together, a full scan
+        lo, hi = con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")').fetchone()
+    except sqlite3.DatabaseError:   # no rowid (a view) or a damaged page: one piece, and the read will say
+        return [sql]
+    if lo is None or hi - lo < PIECE_ROWS * 1.5:
+        return [sql]
+    glue = " AND " if " WHERE " in sql else " WHERE "
+    bounds = list(range(lo, hi + 1, PIECE_ROWS)) + [hi + 1]
+    return [f"{sql}{glue}rowid >= {a} AND rowid < {b}" for a, b in zip(bounds, bounds[1:])]
+
+
+def _strings(con: sqlite3.Connection, cols: dict, ids: pl.Series, dtype=pl.String) -> pl.DataFrame:
+    """StringIds rows for these ids (the distinct ids of a frame already read): (``sid``, ``value``)."""
     schema = {"sid": pl.Int64, "value": dtype}
-    if "StringIds" not in cols:
+    uniq = ids.drop_nulls().unique().sort().to_list()
+    if "StringIds" not in cols or not uniq:
         return pl.DataFrame(schema=schema)
-    return _frame(con, f"SELECT id, value FROM StringIds WHERE id IN ({ids_sql})", schema)
+    parts = [_frame(con, f"SELECT id, value FROM StringIds WHERE id IN ({', '.join(str(int(i)) for i in chunk)})",
+                    schema) for chunk in (uniq[k:k + 20_000] for k in range(0, len(uniq), 20_000))]
+    return pl.concat(parts) if len(parts) > 1 else parts[0]
+
+
+def _named(frame: pl.DataFrame, names: pl.DataFrame, id_col: str = "name_id") -> pl.Expr:
+    """The name of each row's string id, as a category (a code per row: the text is stored once)."""
+    lookup = dict(zip(names["sid"].to_list(), names["value"].cast(pl.String).to_list()))
+    return pl.col(id_col).replace_strict(lookup, default=None, return_dtype=pl.Categorical)
 
 
 def _pairs(con: sqlite3.Connection, cols: dict, table: str) -> dict[str, str]:
@@ -271,90 +372,131 @@ _GPU_SCHEMA = {"start_ns": pl.Int64, "end_ns": pl.Int64, "corr_id": pl.Int64, "d
                "stream": pl.Int64, "gpid": pl.Int64}
 
 
+_KIND = pl.Enum(["kernel", "memcpy", "memset", "graph"])   # which table a GPU operation came from
+
+
 def _common_sql(c: set[str]) -> str:
     return (f'start, "end", {_col(c, "correlationId")}, {_col(c, "deviceId", default="0")}, '
             f'{_col(c, "streamId")}, {_col(c, "globalPid")}')
 
 
-def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str]) -> tuple[pl.DataFrame, int]:
+def _big_jobs(cols: dict) -> dict[str, tuple[str, dict]]:
+    """The queries of the big tables this export has (the two biggest first): key -> (SQL, schema)."""
+    jobs = {}
+    if KERNEL in cols:
+        c = cols[KERNEL]
+        jobs[KERNEL] = (f'SELECT {_common_sql(c)}, {_col(c, "demangledName", "shortName")} FROM {KERNEL}',
+                        {**_GPU_SCHEMA, "name_id": pl.Int64})
+    if RUNTIME in cols:
+        c = cols[RUNTIME]
+        # returnValue is not read: no fact uses it, and this table is as long as the kernel table or longer
+        jobs[RUNTIME] = (f'SELECT start, "end", {_col(c, "nameId")}, {_col(c, "correlationId")}, '
+                         f'{_col(c, "globalTid")} FROM {RUNTIME}',
+                         {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "corr_id": pl.Int64,
+                          "gtid": pl.Int64})
+    if MEMCPY in cols:
+        c = cols[MEMCPY]
+        jobs[MEMCPY] = (f'SELECT {_common_sql(c)}, {_col(c, "bytes")}, {_col(c, "copyKind")}, '
+                        f'{_col(c, "srcKind")}, {_col(c, "dstKind")} FROM {MEMCPY}',
+                        {**_GPU_SCHEMA, "bytes": pl.Float64, "copy_oper": pl.Int64, "src": pl.Int64, "dst": pl.Int64})
+    if MEMSET in cols:
+        c = cols[MEMSET]
+        jobs[MEMSET] = (f'SELECT {_common_sql(c)}, {_col(c, "bytes")}, {_col(c, "memKind")} FROM {MEMSET}',
+                        {**_GPU_SCHEMA, "bytes": pl.Float64, "mem": pl.Int64})
+    if GRAPH in cols:
+        jobs[GRAPH] = (f"SELECT {_common_sql(cols[GRAPH])} FROM {GRAPH}", _GPU_SCHEMA)
+    if OSRT in cols:
+        c = cols[OSRT]
+        # event classes 31 / 32 mark thread start and finish ("[Unknown]", zero length): not calls
+        where = "WHERE eventClass NOT IN (31, 32)" if "eventClass" in c else ""
+        jobs[OSRT] = (f'SELECT start, "end", {_col(c, "nameId")}, {_col(c, "globalTid")} FROM {OSRT} {where}',
+                      {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "gtid": pl.Int64})
+    return jobs
+
+
+def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: _Big) -> tuple[pl.DataFrame, int]:
     """Kernels, copies, memsets and graph executions in one frame, named as ``nsys stats`` names them."""
     parts = []
     if KERNEL in cols:
-        c = cols[KERNEL]
-        name = _col(c, "demangledName", "shortName")
-        k = _frame(con, f'SELECT {_common_sql(c)}, {name} FROM {KERNEL}', {**_GPU_SCHEMA, "name_id": pl.Int64})
-        names = _strings(con, cols, f"SELECT DISTINCT {name} FROM {KERNEL}", pl.Categorical)
-        k = (k.join(names, left_on="name_id", right_on="sid", how="left", maintain_order="left")
-              .rename({"value": "name"}).drop("name_id").with_columns(pl.lit("kernel").alias("kind")))
+        k = big.get(KERNEL)
+        names = _strings(con, cols, k["name_id"], pl.Categorical)
+        k = k.with_columns(_named(k, names).alias("name"), pl.lit("kernel", _KIND).alias("kind")).drop("name_id")
         parts.append(k)
     if MEMCPY in cols:
-        c = cols[MEMCPY]
         oper = _labels(con, cols, "ENUM_CUDA_MEMCPY_OPER", MEMCPY_OPER)
         names = {i: f"[CUDA memcpy {v}]" for i, v in oper.items()}
         if "ENUM_CUDA_MEMCPY_OPER" not in cols and "MemcpyOperationStrings" in cols:
             # 2020: the label table of that era ("[CUDA memcpy HtoD]"); normalize reads both spellings
             names.update({int(i): str(v) for i, v in con.execute("SELECT id, name FROM MemcpyOperationStrings")})
         kinds = _labels(con, cols, "ENUM_CUDA_MEM_KIND", MEM_KIND)
-        m = _frame(con, f'SELECT {_common_sql(c)}, {_col(c, "bytes")}, {_col(c, "copyKind")}, '
-                        f'{_col(c, "srcKind")}, {_col(c, "dstKind")} FROM {MEMCPY}',
-                   {**_GPU_SCHEMA, "bytes": pl.Float64, "copy_oper": pl.Int64, "src": pl.Int64, "dst": pl.Int64})
+        m = big.get(MEMCPY)
         m = m.with_columns(
             pl.col("copy_oper").replace_strict(names, default="[CUDA memcpy Unknown]", return_dtype=pl.String)
               .cast(pl.Categorical).alias("name"),
             pl.col("src").replace_strict(kinds, default=None, return_dtype=pl.String).alias("src_kind"),
             pl.col("dst").replace_strict(kinds, default=None, return_dtype=pl.String).alias("dst_kind"),
-            pl.lit("memcpy").alias("kind")).drop("copy_oper", "src", "dst")
+            pl.lit("memcpy", _KIND).alias("kind")).drop("copy_oper", "src", "dst")
         parts.append(m)
     if MEMSET in cols:
-        c = cols[MEMSET]
         kinds = _labels(con, cols, "ENUM_CUDA_MEM_KIND", MEM_KIND)
-        s = _frame(con, f'SELECT {_common_sql(c)}, {_col(c, "bytes")}, {_col(c, "memKind")} FROM {MEMSET}',
-                   {**_GPU_SCHEMA, "bytes": pl.Float64, "mem": pl.Int64})
+        s = big.get(MEMSET)
         # nsys stats shows a memset's memory kind as its source kind
         s = s.with_columns(pl.lit("[CUDA memset]").cast(pl.Categorical).alias("name"),
                            pl.col("mem").replace_strict(kinds, default=None, return_dtype=pl.String).alias("src_kind"),
-                           pl.lit("memset").alias("kind")).drop("mem")
+                           pl.lit("memset", _KIND).alias("kind")).drop("mem")
         parts.append(s)
     n_graph = 0
     if GRAPH in cols:
-        g = _frame(con, f"SELECT {_common_sql(cols[GRAPH])} FROM {GRAPH}", _GPU_SCHEMA)
+        g = big.get(GRAPH)
         n_graph = g.height
         parts.append(g.with_columns(pl.lit("[CUDA graph]").cast(pl.Categorical).alias("name"),
-                                    pl.lit("graph").alias("kind")))
+                                    pl.lit("graph", _KIND).alias("kind")))
+    parts = [f for f in parts if f.height] or parts[:1]   # no copy of a million kernels to append nothing
     if not parts:
-        frame = pl.DataFrame(schema={**_GPU_SCHEMA, "name": pl.Categorical, "kind": pl.String})
+        frame = pl.DataFrame(schema={**_GPU_SCHEMA, "name": pl.Categorical, "kind": _KIND})
+    elif len(parts) == 1:
+        frame = parts[0]
     else:
         frame = pl.concat(parts, how="diagonal_relaxed")
     for col, dtype in (("bytes", pl.Float64), ("src_kind", pl.String), ("dst_kind", pl.String)):
         if col not in frame.columns:
             frame = frame.with_columns(pl.lit(None, dtype).alias(col))
-    frame = frame.with_columns(
-        (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gpid").alias("pid"),
-        pl.col("device_id").replace_strict(gpus, default=None, return_dtype=pl.String).alias("device_name"))
-    # normalize adds end_ns back from start + duration
-    frame = frame.select("start_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id", "device_name",
+    # the GPU names stay in the part's meta (gpus): not repeated per operation
+    frame = frame.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gpid").alias("pid"))
+    frame = frame.select("start_ns", "end_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id",
                          "stream", "pid", "name", "kind")
-    return frame.sort("start_ns", maintain_order=True), n_graph
+    return _by_start(frame), n_graph
+
+
+def _by_start(frame: pl.DataFrame) -> pl.DataFrame:
+    """Sorted by start (stable). Exports are mostly written in start order: checking is one pass.
+    Otherwise the rows are put in order one column at a time, each old column freed once moved: a
+    whole-frame sort holds two copies of every column (400 MB more at ten million API calls)."""
+    if frame["start_ns"].is_sorted():
+        return frame
+    order = frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("start_ns", maintain_order=True)).to_series()
+    cols = frame.get_columns()
+    del frame
+    out = []
+    while cols:
+        out.append(cols.pop(0).gather(order))
+    return pl.DataFrame(out)
 
 
 # -------------------------------------------------------------------------------------------- API
-def _api_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
+def _api_trace(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
     """CUDA runtime and driver calls (both live in CUPTI_ACTIVITY_KIND_RUNTIME).
 
     Names as ``nsys stats`` prints them: a six-character ``_vNNNN`` suffix is dropped
     (``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``), longer ones stay (``cudaGetDeviceProperties_v12000``).
+    The name is a category: millions of calls, a few hundred distinct names.
     """
-    c = cols[RUNTIME]
-    # returnValue is not read: no fact uses it, and this table is as long as the kernel table or longer
-    a = _frame(con, f'SELECT start, "end", {_col(c, "nameId")}, {_col(c, "correlationId")}, {_col(c, "globalTid")} '
-                    f'FROM {RUNTIME}',
-               {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "corr_id": pl.Int64, "gtid": pl.Int64})
-    a = a.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
-                       _tid("gtid").alias("tid")).sort("start_ns", maintain_order=True)
-    names = _strings(con, cols, f'SELECT DISTINCT {_col(c, "nameId")} FROM {RUNTIME}')
+    a = _by_start(big.get(RUNTIME))   # sorted (when it must be) before the derived columns: less to move
+    names = _strings(con, cols, a["name_id"])
     names = names.with_columns(pl.col("value").str.replace(r"_v\d{4}$", ""))
-    a = a.join(names, left_on="name_id", right_on="sid", how="left", maintain_order="left").rename({"value": "name"})
-    return a.select("start_ns", "dur_ns", "name", "corr_id", "pid", "tid")
+    a = a.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
+                       _tid("gtid").alias("tid"), _named(a, names).alias("name"))
+    return a.select("start_ns", "end_ns", "dur_ns", "name", "corr_id", "pid", "tid")
 
 
 # ------------------------------------------------------------------------------------------- NVTX
@@ -419,16 +561,11 @@ def _levels(n: pl.DataFrame) -> pl.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------- OSRT
-def _osrt(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
-    c = cols[OSRT]
-    # event classes 31 / 32 mark thread start and finish ("[Unknown]", zero length): not calls
-    where = "WHERE eventClass NOT IN (31, 32)" if "eventClass" in c else ""
-    o = _frame(con, f'SELECT start, "end", {_col(c, "nameId")}, {_col(c, "globalTid")} FROM {OSRT} {where}',
-               {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "gtid": pl.Int64})
-    o = o.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
-                       _tid("gtid").alias("tid"))
-    names = _strings(con, cols, f'SELECT DISTINCT {_col(c, "nameId")} FROM {OSRT}')
-    return o.join(names, left_on="name_id", right_on="sid", how="left").rename({"value": "name"})
+def _osrt(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
+    o = big.get(OSRT)
+    names = _strings(con, cols, o["name_id"])
+    return o.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
+                          _tid("gtid").alias("tid"), _named(o, names).alias("name"))
 
 
 # -------------------------------------------------------------------------------------- summaries
@@ -442,12 +579,15 @@ def _summary(frame: pl.DataFrame, col: str, style: bool = False) -> pl.DataFrame
     if frame.height == 0:
         return pl.DataFrame(schema={**schema, **{k: pl.String for k in keys}})
     v = pl.col(col)
-    g = frame.with_columns(pl.col("name").cast(pl.String).fill_null("")).group_by(keys).agg(
+    if frame["name"].null_count():
+        frame = frame.with_columns(pl.col("name").fill_null(""))
+    # grouped by the category code (a million kernels, a few hundred names); the names become text after
+    g = frame.group_by(keys).agg(
         v.sum().alias("total_ns"), pl.len().cast(pl.Int64).alias("count"), v.mean().alias("avg_ns"),
         v.median().cast(pl.Float64).alias("med_ns"), v.min().alias("min_ns"), v.max().alias("max_ns"),
         v.std().fill_null(0.0).alias("std_ns"))
     total = g["total_ns"].sum() or 1
-    g = g.with_columns((100.0 * pl.col("total_ns") / total).alias("time_pct"))
+    g = g.with_columns((100.0 * pl.col("total_ns") / total).alias("time_pct"), pl.col("name").cast(pl.String))
     return g.sort(["total_ns", "name"], descending=[True, False]).select(*_SUMMARY, *keys[::-1])
 
 
