@@ -67,3 +67,20 @@ def table(results: dict[str, list[tuple[float, float, float]]], ref: str) -> lis
 
 
 HEADER = ("  {n} alternating runs, medians              wall               peak RSS   CPU     ratio: wall   CPU")
+
+
+def stages(path: str) -> str:
+    """In-process stage times of one diagnosis of ``path`` (the packs and templates warm)."""
+    from nsys_expert import engine, facts, load, report
+    rules = engine.select_rules(engine.load_packs())
+    t0 = time.perf_counter()
+    prof = load.load_paths([path])
+    t1 = time.perf_counter()
+    fs = facts.compute(prof)
+    t2 = time.perf_counter()
+    ev = engine.evaluate(rules, fs, set(prof.tables))
+    t3 = time.perf_counter()
+    report.render_markdown(report.build(prof, fs, ev))
+    t4 = time.perf_counter()
+    return (f"  in process: load {t1 - t0:.2f} s | facts {t2 - t1:.2f} s | engine {t3 - t2:.2f} s | "
+            f"report {t4 - t3:.2f} s")

@@ -24,7 +24,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 import polars as pl
 
@@ -59,20 +58,6 @@ def tile(case_dir: str, factor: int, out: str) -> tuple[str, int]:
     return dst, t.height * factor
 
 
-def stages(case: str) -> str:
-    from nsys_expert import engine, facts, load, report
-    rules = engine.select_rules(engine.load_packs())
-    t0 = time.perf_counter()
-    prof = load.load_paths([case])
-    t1 = time.perf_counter()
-    fs = facts.compute(prof)
-    t2 = time.perf_counter()
-    ev = engine.evaluate(rules, fs, set(prof.tables))
-    t3 = time.perf_counter()
-    report.render_markdown(report.build(prof, fs, ev))
-    t4 = time.perf_counter()
-    return (f"  in process: load {t1 - t0:.2f} s | facts {t2 - t1:.2f} s | engine {t3 - t2:.2f} s | "
-            f"report {t4 - t3:.2f} s")
 
 
 def main() -> None:
@@ -99,7 +84,7 @@ def main() -> None:
             print(_measure.HEADER.format(n=repeat))
             print("\n".join(_measure.table(res, "typed scan of the 9 columns (reference)")))
             if a.stages:
-                print(stages(big))
+                print(_measure.stages(big))
             print(f"  after: {_measure.load()}")
 
 

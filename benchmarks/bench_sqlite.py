@@ -25,7 +25,6 @@ import shutil
 import sqlite3
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -87,22 +86,6 @@ def tile(src: str, factor: int, dst: str) -> int:
     return n
 
 
-def stages(big: str) -> str:
-    """In-process stage times of one diagnosis (the packs and templates warm)."""
-    from nsys_expert import engine, facts, load, report
-    packs = engine.load_packs()
-    rules = engine.select_rules(packs)
-    t0 = time.perf_counter()
-    prof = load.load_paths([big])
-    t1 = time.perf_counter()
-    fs = facts.compute(prof)
-    t2 = time.perf_counter()
-    ev = engine.evaluate(rules, fs, set(prof.tables))
-    t3 = time.perf_counter()
-    report.render_markdown(report.build(prof, fs, ev))
-    t4 = time.perf_counter()
-    return (f"  in process: load {t1 - t0:.2f} s | facts {t2 - t1:.2f} s | engine {t3 - t2:.2f} s | "
-            f"report {t4 - t3:.2f} s")
 
 
 def main() -> None:
@@ -131,7 +114,7 @@ def main() -> None:
             print(_measure.HEADER.format(n=a.repeat))
             print("\n".join(_measure.table(res, "ADBC, kernel + runtime (reference)")))
             if a.stages:
-                print(stages(big))
+                print(_measure.stages(big))
             print(f"  after: {_measure.load()}")
             os.chmod(big, 0o644)
             os.remove(big)

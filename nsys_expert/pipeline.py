@@ -214,7 +214,7 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
     results, failed = _gather(ranks, opts, req, progress, arrived)
     rank_docs = [entries[i] for i in sorted(entries)]
     indices = sorted(entries)                         # results[j] is ranks[indices[j]]
-    del entries
+    entries.clear()
     if all(r.pid is None for r in ranks):   # separate files: ranks of one job, one run twice, or unrelated runs?
         from .load import runs
 

@@ -1,6 +1,6 @@
 """GPU metrics runs for issue 20 (fixtures gpu_metrics_pcie_pinned_sqlite, gpu_metrics_memcpy_pageable_sqlite):
 workloads.py (../shared/tools/device/workloads.py, copied beside this file on the GPU machine) launch_bound and
-memcpy_bound (fewer steps), and pinned copies. Run by gpu_metrics.sh (nsys profile --gpu-metrics-devices=all).
+memcpy_bound (fewer steps), and pinned copies. Run by gpu_metrics.sh (nsys profile --gpu-metrics-devices=all)."""
 import sys
 import time
 

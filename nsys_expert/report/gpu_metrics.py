@@ -51,7 +51,7 @@ COLORS = {"sm_active": "#2563eb", "tensor_active": "#16a34a", "dram": "#dc2626"}
 def chart(ser: dict | None, G: dict, cid: str = "gpu_metrics", title: str | None = None) -> dict | None:
     """Lines of SM active, tensor active and DRAM bandwidth (% of peak) per timeline bin; the window
     outlined as in the utilization timeline. None when the series hold no GPU metrics."""
-    from .html import _chart, _el, _legend, _n, _nice_step, _tick_label, _ticks
+    from .html import _chart, _el, _legend, _n, _time_axis
 
     lines = (ser or {}).get("gpu_metrics")
     if not ser or not ser.get("available") or not lines:
@@ -90,12 +90,7 @@ def chart(ser: dict | None, G: dict, cid: str = "gpu_metrics", title: str | None
         xa, xb = px(max(s0, win["start_ns"])), px(min(s1, win["end_ns"]))
         if xb > xa:
             els.append(_el("rect", x=_n(xa), y=y0 - 2, width=_n(max(1.0, xb - xa)), height=y1 - y0 + 4, class_="window"))
-    t0, t1 = s0 / 1e9, s1 / 1e9
-    step = _nice_step(t1 - t0, 10)
-    for t in _ticks(t0, t1, 10):
-        x = px(t * 1e9)
-        els.append(_el("line", x1=_n(x), x2=_n(x), y1=y1, y2=y1 + 5, class_="tick"))
-        els.append(_el("text", _tick_label(t, step), x=_n(x), y=y1 + 18, class_="axis", text_anchor="middle"))
+    els += _time_axis(s0, s1, px, y1)
     els.append(_el("text", "% of peak", x=x0, y=y0 - 8, class_="axis-title"))
     leg, bottom = _legend(legend, x0, y1 + 40, x1 - x0)
     return _chart(cid, title or G["chart"], W, int(bottom + 6), els + leg, n_series)

@@ -110,6 +110,18 @@ def _ticks(lo: float, hi: float, target: int = 8) -> list[float]:
     return out
 
 
+def _time_axis(s0: int, s1: int, px, y1: float) -> list[dict]:
+    """Ticks and second labels under a time chart from ``s0`` to ``s1`` ns (``px``: ns -> x)."""
+    els = []
+    t0, t1 = s0 / 1e9, s1 / 1e9
+    step = _nice_step(t1 - t0, 10)
+    for t in _ticks(t0, t1, 10):
+        x = px(t * 1e9)
+        els.append(_el("line", x1=_n(x), x2=_n(x), y1=y1, y2=y1 + 5, class_="tick"))
+        els.append(_el("text", _tick_label(t, step), x=_n(x), y=y1 + 18, class_="axis", text_anchor="middle"))
+    return els
+
+
 def _tick_label(v: float, step: float) -> str:
     nd = max(0, -int(math.floor(math.log10(step)))) if step < 1 else 0
     return f"{v:.{nd}f}"
@@ -218,12 +230,7 @@ def timeline_chart(ser: dict, L: dict, H: dict, cid: str = "timeline", title: st
             els.append(_el("text", H["window_band"], x=_n(label_x), y=y0 - 8, class_="band-label window-label",
                            text_anchor="middle"))
     # axes
-    t0, t1 = s0 / 1e9, s1 / 1e9
-    step = _nice_step(t1 - t0, 10)
-    for t in _ticks(t0, t1, 10):
-        x = px(t * 1e9)
-        els.append(_el("line", x1=_n(x), x2=_n(x), y1=y1, y2=y1 + 5, class_="tick"))
-        els.append(_el("text", _tick_label(t, step), x=_n(x), y=y1 + 18, class_="axis", text_anchor="middle"))
+    els += _time_axis(s0, s1, px, y1)
     els.append(_el("text", H["time_s"], x=_n((x0 + x1) / 2), y=y1 + 34, class_="axis-title", text_anchor="middle"))
     els.append(_el("text", "%", x=x0 - 30, y=_n((y0 + y1) / 2), class_="axis-title", text_anchor="middle"))
     leg, bottom = _legend(legend, x0, y1 + 58, x1 - x0)
