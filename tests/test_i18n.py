@@ -92,3 +92,41 @@ def test_zh_html_uses_full_width_brackets_outside_code():
     text = _html.unescape(re.sub(r"<[^>]+>", "", body))
     assert "（" in text and not re.search(r"[\u3000-\u9fff] ?\((?!\))", text)
     assert "400 个 NVTX 'step' 区间标记迭代" in text
+
+
+def _builtin_rules():
+    from nsys_expert.engine import load_packs
+
+    return [r for p in load_packs([]) for r in p.rules if p.name == "builtin"]
+
+
+def test_every_builtin_rule_has_a_chinese_why_and_param_docs():
+    """``explain --lang zh`` prints a rule's why and its parameters' docs: each built-in rule has
+    them in Chinese (a missing one falls back to English, which this catches)."""
+    rules = _builtin_rules()
+    assert len(rules) >= 35
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    no_why = [r.id for r in rules if not cjk.search((r.why or {}).get("zh") or "")]
+    assert no_why == [], f"add a zh why to: {no_why}"
+    no_doc = [f"{r.id}.{k}" for r in rules for k, v in r.params.items()
+              if not (isinstance(v.get("doc"), dict) and cjk.search(v["doc"].get("zh") or ""))]
+    assert no_doc == [], f"add a zh doc to the params: {no_doc}"
+    # one kind of bracket in the prose: no ASCII "(" opening a parenthesis outside code spans
+    ascii_paren = [r.id for r in rules if re.search(r"(^|[\s\u3000-\u9fff])\((?!\))", prose(r.why["zh"]))]
+    assert ascii_paren == []
+
+
+def test_explain_lang_zh_prints_the_chinese_why_and_param_docs():
+    from click.testing import CliRunner
+
+    from nsys_expert.cli import main
+
+    rule = next(r for r in _builtin_rules() if r.id == "pageable-memcpy")
+    zh = CliRunner().invoke(main, ["explain", "pageable-memcpy", "--lang", "zh"])
+    assert zh.exit_code == 0, zh.output
+    assert rule.why["zh"].strip() in zh.output and "中转缓冲区" in zh.output
+    assert rule.why["en"].split(":")[0] not in zh.output
+    assert "- `min_pageable_pct` = 50: 使用可分页内存的主机-设备拷贝时间所占比例" in zh.output
+    en = CliRunner().invoke(main, ["explain", "pageable-memcpy"])
+    assert rule.why["en"].split(":")[0] in en.output and "中转" not in en.output
+    assert "- `min_pageable_pct` = 50: share of host-device copy time that is pageable" in en.output

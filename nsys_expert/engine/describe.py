@@ -96,10 +96,16 @@ def condition_text(cond: dict, params: dict, indent: int = 0) -> list[str]:
     return [f"{pad}- not:"] + condition_text(inner, params, indent + 1)
 
 
+def param_doc(p: dict, lang: str = "en") -> str:
+    """A parameter's ``doc``: a string (English), or ``{en, zh}`` like the rule's other texts."""
+    d = p.get("doc") or ""
+    return d if isinstance(d, str) else d.get(lang) or d.get("en", "")
+
+
 def rule_summary(r: Rule) -> dict:
     return {"id": r.id, "title": r.title.get("en"), "category": r.category, "severity": r.severity,
             "scope": r.scope, "pack": r.pack, "path": r.path,
-            "params": {k: {"default": v["default"], "doc": v.get("doc", "")} for k, v in r.params.items()},
+            "params": {k: {"default": v["default"], "doc": param_doc(v)} for k, v in r.params.items()},
             "facts": r.facts_used(), "escalates_to": [e["severity"] for e in r.escalate]}
 
 
@@ -125,7 +131,7 @@ def explain(r: Rule, lang: str = "en") -> str:
     if r.params:
         lines += ["", "Parameters (`--set " + r.id + ".NAME=VALUE`):"]
         for k, v in r.params.items():
-            lines.append(f"- `{k}` = {v['default']}: {v.get('doc', '')}")
+            lines.append(f"- `{k}` = {v['default']}: {param_doc(v, lang)}")
     facts = r.facts_used()
     if facts:
         lines += ["", "Facts it reads:"]
