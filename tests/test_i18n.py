@@ -111,6 +111,9 @@ def test_every_builtin_rule_has_a_chinese_why_and_param_docs():
     no_doc = [f"{r.id}.{k}" for r in rules for k, v in r.params.items()
               if not (isinstance(v.get("doc"), dict) and cjk.search(v["doc"].get("zh") or ""))]
     assert no_doc == [], f"add a zh doc to the params: {no_doc}"
+    no_est = [r.id for r in rules if r.estimate and r.estimate.get("doc")
+              and not (isinstance(r.estimate["doc"], dict) and cjk.search(r.estimate["doc"].get("zh") or ""))]
+    assert no_est == [], f"add a zh doc to the estimate of: {no_est}"
     # one kind of bracket in the prose: no ASCII "(" opening a parenthesis outside code spans
     ascii_paren = [r.id for r in rules if re.search(r"(^|[\s\u3000-\u9fff])\((?!\))", prose(r.why["zh"]))]
     assert ascii_paren == []
@@ -126,7 +129,14 @@ def test_explain_lang_zh_prints_the_chinese_why_and_param_docs():
     assert zh.exit_code == 0, zh.output
     assert rule.why["zh"].strip() in zh.output and "中转缓冲区" in zh.output
     assert rule.why["en"].split(":")[0] not in zh.output
-    assert "- `min_pageable_pct` = 50: 使用可分页内存的主机-设备拷贝时间所占比例" in zh.output
+    assert "- `min_pageable_pct` = 50：使用可分页内存的主机-设备拷贝时间所占比例" in zh.output
+    assert "预估收益：`memcpy_active_pct * 0.5`（pinned 拷贝通常比可分页内存拷贝快 2-5 倍）" in zh.output
+    # explain's own words are Chinese too; what stays English is code, fact docs (the fact registry)
+    # and the references' titles
+    own = [ln for ln in zh.output.splitlines()
+           if ENGLISH.search(prose(ln)) and not ln.startswith(("- `memcpy_", "- docs/", "- nsys analyze", "- http"))]
+    assert own == [], own
+    assert "触发条件：" in zh.output and "- 全部满足：" in zh.output and "参考资料：" in zh.output
     en = CliRunner().invoke(main, ["explain", "pageable-memcpy"])
     assert rule.why["en"].split(":")[0] in en.output and "中转" not in en.output
     assert "- `min_pageable_pct` = 50: share of host-device copy time that is pageable" in en.output
