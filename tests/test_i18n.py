@@ -140,3 +140,28 @@ def test_explain_lang_zh_prints_the_chinese_why_and_param_docs():
     en = CliRunner().invoke(main, ["explain", "pageable-memcpy"])
     assert rule.why["en"].split(":")[0] in en.output and "中转" not in en.output
     assert "- `min_pageable_pct` = 50: share of host-device copy time that is pageable" in en.output
+
+
+def test_a_pack_param_doc_is_text_or_en_zh(tmp_path):
+    """A user's pack keeps its plain-string param docs; ``{en, zh}`` is the optional form, shown by
+    ``explain --lang``; any other key is a one-line error (exit 2) naming the file."""
+    from click.testing import CliRunner
+
+    from conftest import ROOT
+    from nsys_expert.cli import main
+
+    text = (ROOT / "examples" / "team-pack" / "rules" / "team-min-gpu-util.yaml").read_text()
+    old = 'doc: "lowest acceptable GPU-active % in the steady state"'
+    assert old in text
+    pack = tmp_path / "pack"
+    (pack / "rules").mkdir(parents=True)
+    (pack / "pack.yaml").write_text("name: team\nversion: '1'\n")
+    rule = pack / "rules" / "team-min-gpu-util.yaml"
+    rule.write_text(text.replace(old, 'doc: {en: "lowest GPU-active %", zh: "稳态下可接受的最低 GPU 活跃 %"}'))
+    run = lambda *a: CliRunner().invoke(main, ["explain", "team-min-gpu-util", "--rules", str(pack), *a])  # noqa: E731
+    zh, en = run("--lang", "zh"), run()
+    assert zh.exit_code == 0 and "- `floor` = 90：稳态下可接受的最低 GPU 活跃 %" in zh.output, zh.output
+    assert en.exit_code == 0 and "- `floor` = 90: lowest GPU-active %" in en.output, en.output
+    rule.write_text(text.replace(old, 'doc: {en: "lowest GPU-active %", fr: "plancher"}'))
+    bad = run()
+    assert bad.exit_code == 2 and "team-min-gpu-util.yaml" in bad.output and "Traceback" not in bad.output
