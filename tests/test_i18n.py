@@ -92,3 +92,76 @@ def test_zh_html_uses_full_width_brackets_outside_code():
     text = _html.unescape(re.sub(r"<[^>]+>", "", body))
     assert "（" in text and not re.search(r"[\u3000-\u9fff] ?\((?!\))", text)
     assert "400 个 NVTX 'step' 区间标记迭代" in text
+
+
+def _builtin_rules():
+    from nsys_expert.engine import load_packs
+
+    return [r for p in load_packs([]) for r in p.rules if p.name == "builtin"]
+
+
+def test_every_builtin_rule_has_a_chinese_why_and_param_docs():
+    """``explain --lang zh`` prints a rule's why and its parameters' docs: each built-in rule has
+    them in Chinese (a missing one falls back to English, which this catches)."""
+    rules = _builtin_rules()
+    assert len(rules) >= 35
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    no_why = [r.id for r in rules if not cjk.search((r.why or {}).get("zh") or "")]
+    assert no_why == [], f"add a zh why to: {no_why}"
+    no_doc = [f"{r.id}.{k}" for r in rules for k, v in r.params.items()
+              if not (isinstance(v.get("doc"), dict) and cjk.search(v["doc"].get("zh") or ""))]
+    assert no_doc == [], f"add a zh doc to the params: {no_doc}"
+    no_est = [r.id for r in rules if r.estimate and r.estimate.get("doc")
+              and not (isinstance(r.estimate["doc"], dict) and cjk.search(r.estimate["doc"].get("zh") or ""))]
+    assert no_est == [], f"add a zh doc to the estimate of: {no_est}"
+    # one kind of bracket in the prose: no ASCII "(" opening a parenthesis outside code spans
+    ascii_paren = [r.id for r in rules if re.search(r"(^|[\s\u3000-\u9fff])\((?!\))", prose(r.why["zh"]))]
+    assert ascii_paren == []
+
+
+def test_explain_lang_zh_prints_the_chinese_why_and_param_docs():
+    from click.testing import CliRunner
+
+    from nsys_expert.cli import main
+
+    rule = next(r for r in _builtin_rules() if r.id == "pageable-memcpy")
+    zh = CliRunner().invoke(main, ["explain", "pageable-memcpy", "--lang", "zh"])
+    assert zh.exit_code == 0, zh.output
+    assert rule.why["zh"].strip() in zh.output and "中转缓冲区" in zh.output
+    assert rule.why["en"].split(":")[0] not in zh.output
+    assert "- `min_pageable_pct` = 50：使用可分页内存的主机-设备拷贝时间所占比例" in zh.output
+    assert "预估收益：`memcpy_active_pct * 0.5`（pinned 拷贝通常比可分页内存拷贝快 2-5 倍）" in zh.output
+    # explain's own words are Chinese too; what stays English is code, fact docs (the fact registry)
+    # and the references' titles
+    own = [ln for ln in zh.output.splitlines()
+           if ENGLISH.search(prose(ln)) and not ln.startswith(("- `memcpy_", "- docs/", "- nsys analyze", "- http"))]
+    assert own == [], own
+    assert "触发条件：" in zh.output and "- 全部满足：" in zh.output and "参考资料：" in zh.output
+    en = CliRunner().invoke(main, ["explain", "pageable-memcpy"])
+    assert rule.why["en"].split(":")[0] in en.output and "中转" not in en.output
+    assert "- `min_pageable_pct` = 50: share of host-device copy time that is pageable" in en.output
+
+
+def test_a_pack_param_doc_is_text_or_en_zh(tmp_path):
+    """A user's pack keeps its plain-string param docs; ``{en, zh}`` is the optional form, shown by
+    ``explain --lang``; any other key is a one-line error (exit 2) naming the file."""
+    from click.testing import CliRunner
+
+    from conftest import ROOT
+    from nsys_expert.cli import main
+
+    text = (ROOT / "examples" / "team-pack" / "rules" / "team-min-gpu-util.yaml").read_text()
+    old = 'doc: "lowest acceptable GPU-active % in the steady state"'
+    assert old in text
+    pack = tmp_path / "pack"
+    (pack / "rules").mkdir(parents=True)
+    (pack / "pack.yaml").write_text("name: team\nversion: '1'\n")
+    rule = pack / "rules" / "team-min-gpu-util.yaml"
+    rule.write_text(text.replace(old, 'doc: {en: "lowest GPU-active %", zh: "稳态下可接受的最低 GPU 活跃 %"}'))
+    run = lambda *a: CliRunner().invoke(main, ["explain", "team-min-gpu-util", "--rules", str(pack), *a])  # noqa: E731
+    zh, en = run("--lang", "zh"), run()
+    assert zh.exit_code == 0 and "- `floor` = 90：稳态下可接受的最低 GPU 活跃 %" in zh.output, zh.output
+    assert en.exit_code == 0 and "- `floor` = 90: lowest GPU-active %" in en.output, en.output
+    rule.write_text(text.replace(old, 'doc: {en: "lowest GPU-active %", fr: "plancher"}'))
+    bad = run()
+    assert bad.exit_code == 2 and "team-min-gpu-util.yaml" in bad.output and "Traceback" not in bad.output

@@ -65,84 +65,121 @@ _OPS = {"lt": "<", "lte": "≤", "gt": ">", "gte": "≥", "eq": "=", "neq": "≠
         "contains": "contains", "icontains": "contains (any case)", "startswith": "starts with",
         "endswith": "ends with", "matches": "matches", "exists": "is known"}
 
+# explain's own words in Chinese (the rule's texts come from its YAML; fact docs from the registry stay English)
+_ZH = {
+    "in": "属于", "not in": "不属于", "contains": "包含", "contains (any case)": "包含（不区分大小写）",
+    "starts with": "开头为", "ends with": "结尾为", "matches": "匹配", "is known": "已知",
+    "- the input holds `{}`": "- 输入包含 `{}`", "- condition `{}` (pack.yaml)": "- 条件 `{}`（pack.yaml）",
+    "{} (= {})": "{}（= {}）", "- all of:": "- 全部满足：", "- any of:": "- 任一满足：",
+    "- `{}` is not known": "- `{}` 未知", "- the input lacks `{}`": "- 输入缺少 `{}`",
+    "- not condition `{}` (pack.yaml)": "- 不满足条件 `{}`（pack.yaml）", "- not:": "- 不满足：",
+    "- category `{}`, severity `{}`": "- 类别 `{}`，严重度 `{}`",
+    " (rises to {} when stronger)": "（证据更强时升为 {}）", ", scope `{}`, pack `{}`": "，范围 `{}`，规则包 `{}`",
+    "- about `{}`, cause `{}`": "- 对象 `{}`，原因 `{}`", "; says there is nothing to fix": "；表示没有需要修复的问题",
+    "; one finding for all the kernels it fires on": "；它触发的所有 kernel 合为一条发现",
+    "- folds in `{}` on the same subject": "- 在同一对象上并入 `{}`",
+    "- drops `{}` on the same subject": "- 在同一对象上排除 `{}`", ": {}": "：{}",
+    " (when the condition below holds)": "（当下列条件成立时）", "Fires when:": "触发条件：",
+    "Severity {} when also:": "同时满足下列条件时，严重度为 {}：",
+    "Parameters (`--set {}.NAME=VALUE`):": "参数（`--set {}.NAME=VALUE`）：", "Facts it reads:": "读取的事实：",
+    "Estimated gain: `{}`": "预估收益：`{}`", " ({})": "（{}）", "Advice:": "建议：", " (only when:)": "（仅当：）",
+    "- `{}` = {}: {}": "- `{}` = {}：{}", "- `{}` ({}): {}; from {}": "- `{}`（{}）：{}；来自 {}", " or ": " 或 ",
+    "References:": "参考资料：", "{} (this rule in the rule reference)": "{}（规则参考中的本规则）",
+}
 
-def condition_text(cond: dict, params: dict, indent: int = 0) -> list[str]:
+
+def _w(lang: str, text: str, *args) -> str:
+    """explain's word ``text`` (a format string) in ``lang``, filled with ``args``."""
+    return (_ZH.get(text, text) if lang == "zh" else text).format(*args)
+
+
+def condition_text(cond: dict, params: dict, indent: int = 0, lang: str = "en") -> list[str]:
     pad = "  " * indent
     if "input" in cond:
-        return [f"{pad}- the input holds `{cond['input']}`"]
+        return [pad + _w(lang, "- the input holds `{}`", cond["input"])]
     if "condition" in cond:
-        return [f"{pad}- condition `{cond['condition']}` (pack.yaml)"]
+        return [pad + _w(lang, "- condition `{}` (pack.yaml)", cond["condition"])]
     if "fact" in cond:
         v = cond.get("value")
         if isinstance(v, str) and v.startswith("$"):
-            v = f"{v[1:]} (= {params.get(v[1:], {}).get('default')})"
+            v = _w(lang, "{} (= {})", v[1:], params.get(v[1:], {}).get("default"))
         elif isinstance(v, dict):
             v = v["fact"] + (f" x {v['times']}" if "times" in v else "") + (f" + {v['plus']}" if "plus" in v else "")
-        op = _OPS.get(cond["op"], cond["op"])
+        op = _w(lang, _OPS.get(cond["op"], cond["op"]))
         return [f"{pad}- `{cond['fact']}` {op}" + ("" if cond["op"] == "exists" else f" {v}")]
-    for key, word in (("all", "all of"), ("any", "any of")):
+    for key, word in (("all", "- all of:"), ("any", "- any of:")):
         if key in cond:
-            out = [f"{pad}- {word}:"]
+            out = [pad + _w(lang, word)]
             for c in cond[key]:
-                out += condition_text(c, params, indent + 1)
+                out += condition_text(c, params, indent + 1, lang)
             return out
     inner = cond["not"]
     if "fact" in inner and inner["op"] == "exists":
-        return [f"{pad}- `{inner['fact']}` is not known"]
+        return [pad + _w(lang, "- `{}` is not known", inner["fact"])]
     if "input" in inner:
-        return [f"{pad}- the input lacks `{inner['input']}`"]
+        return [pad + _w(lang, "- the input lacks `{}`", inner["input"])]
     if "condition" in inner:
-        return [f"{pad}- not condition `{inner['condition']}` (pack.yaml)"]
-    return [f"{pad}- not:"] + condition_text(inner, params, indent + 1)
+        return [pad + _w(lang, "- not condition `{}` (pack.yaml)", inner["condition"])]
+    return [pad + _w(lang, "- not:")] + condition_text(inner, params, indent + 1, lang)
+
+
+def doc_text(p: dict, lang: str = "en") -> str:
+    """The ``doc`` of a parameter or of the estimate: a string (English), or ``{en, zh}`` like the
+    rule's other texts (English is the fallback)."""
+    d = p.get("doc") or ""
+    return (d if isinstance(d, str) else d.get(lang) or d.get("en", "")).strip()
 
 
 def rule_summary(r: Rule) -> dict:
     return {"id": r.id, "title": r.title.get("en"), "category": r.category, "severity": r.severity,
             "scope": r.scope, "pack": r.pack, "path": r.path,
-            "params": {k: {"default": v["default"], "doc": v.get("doc", "")} for k, v in r.params.items()},
+            "params": {k: {"default": v["default"], "doc": doc_text(v)} for k, v in r.params.items()},
             "facts": r.facts_used(), "escalates_to": [e["severity"] for e in r.escalate]}
 
 
 def explain(r: Rule, lang: str = "en") -> str:
     t = lambda d: (d or {}).get(lang) or (d or {}).get("en") or ""  # noqa: E731
+    w = lambda text, *a: _w(lang, text, *a)  # noqa: E731
     lines = [f"## `{r.id}`: {t(r.title)}", "",
-             f"- category `{r.category}`, severity `{r.severity}`"
-             + (f" (rises to {', '.join(e['severity'] for e in r.escalate)} when stronger)" if r.escalate else "")
-             + f", scope `{r.scope}`, pack `{r.pack}`"]
-    lines.append(f"- about `{r.subject}`, cause `{r.cause}`" + ("" if r.actionable else "; says there is nothing to fix")
-                 + ("; one finding for all the kernels it fires on" if r.combine == "kernels" else ""))
-    for key, word in (("supersedes", "folds in"), ("refutes", "drops")):
+             w("- category `{}`, severity `{}`", r.category, r.severity)
+             + (w(" (rises to {} when stronger)", ", ".join(e["severity"] for e in r.escalate)) if r.escalate else "")
+             + w(", scope `{}`, pack `{}`", r.scope, r.pack)]
+    lines.append(w("- about `{}`, cause `{}`", r.subject, r.cause) + ("" if r.actionable else w("; says there is nothing to fix"))
+                 + (w("; one finding for all the kernels it fires on") if r.combine == "kernels" else ""))
+    for key, word in (("supersedes", "- folds in `{}` on the same subject"), ("refutes", "- drops `{}` on the same subject")):
         for rel in getattr(r, key):
-            lines.append(f"- {word} `{rel['rule']}` on the same subject" + (f": {t(rel['because'])}" if rel["because"] else "")
-                         + (" (when the condition below holds)" if rel["when"] else ""))
+            lines.append(w(word, rel["rule"]) + (w(": {}", t(rel["because"])) if rel["because"] else "")
+                         + (w(" (when the condition below holds)") if rel["when"] else ""))
             if rel["when"]:
-                lines += condition_text(rel["when"], r.params, 1)
+                lines += condition_text(rel["when"], r.params, 1, lang)
     if r.why:
         lines += ["", reader_text(t(r.why).strip(), r.params)]
-    lines += ["", "Fires when:"] + condition_text(r.when, r.params)
+    lines += ["", w("Fires when:")] + condition_text(r.when, r.params, 0, lang)
     for e in r.escalate:
-        lines += ["", f"Severity {e['severity']} when also:"] + condition_text(e["when"], r.params)
+        lines += ["", w("Severity {} when also:", e["severity"])] + condition_text(e["when"], r.params, 0, lang)
     if r.params:
-        lines += ["", "Parameters (`--set " + r.id + ".NAME=VALUE`):"]
+        lines += ["", w("Parameters (`--set {}.NAME=VALUE`):", r.id)]
         for k, v in r.params.items():
-            lines.append(f"- `{k}` = {v['default']}: {v.get('doc', '')}")
+            lines.append(w("- `{}` = {}: {}", k, v["default"], doc_text(v, lang)))
     facts = r.facts_used()
     if facts:
-        lines += ["", "Facts it reads:"]
+        lines += ["", w("Facts it reads:")]
         for f in facts:
             d = registry.lookup(r.scope, f)
-            lines.append(f"- `{f}` ({d.unit or '-'}): {d.doc}; from "
-                         + " or ".join(registry.user_name(n) for n in d.needs) if d else f"- `{f}`")
+            lines.append(w("- `{}` ({}): {}; from {}", f, d.unit or "-", d.doc,
+                           w(" or ").join(registry.user_name(n) for n in d.needs)) if d else f"- `{f}`")
     if r.estimate:
-        lines += ["", f"Estimated gain: `{r.estimate['expr']}`" + (f" ({r.estimate['doc']})" if r.estimate.get("doc") else "")]
+        lines += ["", w("Estimated gain: `{}`", r.estimate["expr"]) + (w(" ({})", doc_text(r.estimate, lang)) if r.estimate.get("doc") else "")]
     adv = r.advice.get(lang) or r.advice.get("en") or []
     if adv:
-        lines += ["", "Advice:"]
-        for a, w in zip(adv, r.advice_when if any(r.advice_when) else [None] * len(adv)):
-            lines.append(f"- {reader_text(a, r.params)}" + (" (only when:)" if w else ""))
-            if w:
-                lines += condition_text(w, r.params, 1)
-    lines += ["", "References:"] + [f"- {x}" for x in public_references(r)]
+        lines += ["", w("Advice:")]
+        for a, c in zip(adv, r.advice_when if any(r.advice_when) else [None] * len(adv)):
+            lines.append(f"- {reader_text(a, r.params)}" + (w(" (only when:)") if c else ""))
+            if c:
+                lines += condition_text(c, r.params, 1, lang)
+    refs = public_references(r)
+    lines += ["", w("References:"), "- " + w("{} (this rule in the rule reference)", f"docs/rules.md#{r.id}")]
+    lines += [f"- {x}" for x in refs[1:]]
     return "\n".join(lines) + "\n"
 
 
