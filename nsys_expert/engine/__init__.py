@@ -132,24 +132,70 @@ def _expr_value(t: jinja2.Template, ctx):
 
 
 @functools.lru_cache(maxsize=4096)
-def _names(source: str) -> tuple[str, ...]:
-    """The names a text reads from its context (what its rendering depends on)."""
-    from jinja2 import meta
+def _names(source: str, expression: bool = False) -> tuple[str, ...] | None:
+    """The names a text (or an ``estimate.expr``, parsed as ``compile_expression`` parses it) reads from
+    its context: what its value depends on."""
+    from jinja2 import meta, nodes
+    from jinja2.parser import Parser
 
     try:
-        return tuple(sorted(meta.find_undeclared_variables(ENV.parse(source))))
+        if expression:
+            expr = Parser(ENV, source, state="variable").parse_expression()
+            tree = nodes.Template([nodes.Assign(nodes.Name("result", "store"), expr)], lineno=1)
+            tree.set_environment(ENV)
+        else:
+            tree = ENV.parse(source)
+        return tuple(sorted(meta.find_undeclared_variables(tree)))
     except jinja2.TemplateError:
-        return ()
+        return None     # a text that does not parse: never memoised (it renders its error each time)
 
 
-def _memo_key(source: str, ctx):
+_KEYABLE = frozenset({str, int, bool, type(None)})
+
+
+@functools.lru_cache(maxsize=1024)
+def _finding_names(title: str, message: str, expr: str | None) -> tuple[str, ...] | None:
+    """The names a finding's title, message and estimate read together (None: one of them does not parse)."""
+    parts = [_names(title), _names(message)] + ([_names(expr, True)] if expr is not None else [])
+    return None if any(p is None for p in parts) else tuple(sorted(set().union(*parts)))
+
+
+def _finding_texts(rule: Rule, lang: str, ctx, memo: dict) -> tuple[str, str, float | None]:
+    """A finding's title, message and estimate. All three depend only on the values they read: a finding
+    whose values were seen before in this evaluation (the same kernel figures under another name) reuses
+    them with one look-up (at 1,000 kernel facts the three separate keys cost more than the rendering)."""
+    title, message = lang_text(rule.title, lang), lang_text(rule.message, lang)
+    expr = rule.estimate["expr"] if rule.estimate else None
+    key = _values_key(("finding", title, message, expr), _finding_names(title, message, expr), ctx)
+    if key is not None:
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+    out = (_render(title, ctx, rule, "title", memo), _render(message, ctx, rule, "message", memo),
+           _estimate(rule, ctx, memo))
+    if key is not None:
+        memo[key] = out
+    return out
+
+
+def _memo_key(source: str, ctx, expression: bool = False):
     """(source, the values it reads, typed) or None when a value cannot be a key (a mapping: ``kernel``)."""
-    key = [source]
-    for n in _names(source):
+    return _values_key((source, expression), _names(source, expression), ctx)
+
+
+def _values_key(head: tuple, names: tuple[str, ...] | None, ctx):
+    if names is None:
+        return None
+    key = list(head)
+    for n in names:
         v = ctx.get(n, _names)          # _names stands for "absent"
-        if v is not _names and not isinstance(v, (str, int, float, bool, type(None))):
+        t = type(v)
+        if t is float:
+            key.append((n, "float", repr(v)))
+        elif v is _names or t in _KEYABLE:
+            key.append((n, t.__name__, v))
+        else:
             return None
-        key.append((n, type(v).__name__, repr(v) if isinstance(v, float) else v))
     return tuple(key)
 
 
@@ -177,18 +223,28 @@ def _limit_error(rule: Rule | None, what: str, e: Exception) -> RuleError:
                      "simplify the rule's text")
 
 
-def _estimate(rule: Rule, ctx) -> float | None:
+def _estimate(rule: Rule, ctx, memo: dict | None = None) -> float | None:
+    """The rule's estimate over ``ctx``; with ``memo``, an expression whose values were seen before in
+    this evaluation is not evaluated again (its value depends on those values only)."""
     if not rule.estimate:
         return None
+    source = rule.estimate["expr"]
+    key = _memo_key(source, ctx, True) if memo is not None else None
+    if key is not None and key in memo:
+        return memo[key]
     try:
-        v = _expression(rule.estimate["expr"])(ctx)
+        v = _expression(source)(ctx)
     except sandbox.LimitError as e:
         raise _limit_error(rule, "estimate.expr", e) from None
     except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
-        return None
+        v = None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return round(max(0.0, min(100.0, float(v))), 1)
+        v = None
+    else:
+        v = round(max(0.0, min(100.0, float(v))), 1)
+    if key is not None:
+        memo[key] = v
+    return v
 
 
 def _positive_facts(cond: dict) -> set[str]:
@@ -329,13 +385,14 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         matched, ev_shape, positive = shape
         evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": d.unit if d else "",
                      "source": fs.sources.get(f)} for f, thr, op, d in ev_shape if f in bound]
+        title, message, estimate = _finding_texts(rule, lang, ctx, memo)
         finding = {
             "rule": rid, "category": rule.category, "severity": hits[(rid, fact_id)],
-            "title": _render(lang_text(rule.title, lang), ctx, rule, "title", memo),
-            "message": _render(lang_text(rule.message, lang), ctx, rule, "message", memo),
+            "title": title,
+            "message": message,
             "evidence": evidence,
             "advice": None,      # rendered below, for the findings that remain after resolution
-            "estimated_gain_pct": _estimate(rule, ctx),
+            "estimated_gain_pct": estimate,
             "confidence": _confidence(positive, fs, bound),
             "scope": {"kernel": bound.get("name")} if rule.scope == "kernel" else {},
             "pack": rule.pack,
