@@ -410,11 +410,14 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
     shapes: dict[tuple, tuple] = {}
     memo: dict[tuple, str] = {}
     bases: dict[str, dict] = {}
+    params_of: dict[str, dict] = {}      # a rule's params, worked out once (read only from here on)
     bases_used: set[str] = set()        # rules that have a finding already: memoise their texts from now on
     kernels_by_id = {f"kernel:{i + 1}": k for i, k in enumerate(fs.kernels)}
     for rid, fact_id in order:
         rule = by_id[rid]
-        params = rule.param_values(overrides.get(rid))
+        params = params_of.get(rid)
+        if params is None:
+            params = params_of[rid] = rule.param_values(overrides.get(rid))
         bound = fs.run if rule.scope == "run" else kernels_by_id.get(fact_id, {})
         # the names a rule's text sees (later ones win): the sandbox's globals, the run's facts, the rule's
         # params, then for a kernel rule the kernel's facts. The run part is made once per rule and shared
