@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import operator
 import re
 
 import polars as pl
@@ -334,7 +335,12 @@ def _read_raw(path: str, header: list[str], rows: list[list[str]], warnings: lis
         raise InputError("this ncu raw CSV has a header but no launches", path,
                          "profile again: was any kernel matched by --kernel-name / --launch-skip?")
     mcols = [i for i, h in enumerate(header) if h not in _IDENT]
-    dec = _decimal_comma(r[i] for r in data[:50] for i in mcols if i < len(r))
+    # the metric cells of the first 50 launches (itemgetter: a raw row has 9,000 of them)
+    take = operator.itemgetter(*mcols) if len(mcols) > 1 else None
+    last = max(mcols, default=-1)
+    dec = _decimal_comma(c for r in data[:50]
+                         for c in (take(r) if take is not None and len(r) > last else
+                                   [r[i] for i in mcols if i < len(r)]))
     raw = pl.Series("raw", [r[i] if i < len(r) else "" for r in data for i in mcols], dtype=pl.String)
     n = len(mcols)
     launch = pl.Series("launch", [k for k in range(len(data)) for _ in range(n)], dtype=pl.UInt32)
