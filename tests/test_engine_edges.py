@@ -130,3 +130,36 @@ def test_thousand_full_diagnoses_flat_threads_and_memory():
     grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
     print(f"\n1,000 diagnoses: threads {threads0} -> {threading.active_count()}, peak RSS +{grew_mb:.1f} MB")
     assert grew_mb < 50, grew_mb
+
+
+def test_short_fact_names_fire_exactly_as_the_long_ones(monkeypatch):
+    """The adapter sends facts under short names (durable hands every matched fact back as JSON): the
+    built-in ruleset fires on the same facts with and without them, over values on both sides of the
+    thresholds, absent facts, strings and booleans."""
+    rules = [r for p in load_packs() for r in p.rules]
+    definition, _ = compiler.compile_rules(rules, {})
+    alias = durable_adapter.aliases(definition)
+    assert alias and all(len(a) <= 4 for a in alias.values())
+    import random
+
+    rnd = random.Random(7)
+    facts = []
+    for i in range(300):
+        f = {}
+        for name in alias:
+            x = rnd.random()
+            if x < 0.2:
+                continue                       # absent
+            f[name] = (rnd.choice([0, 1, 5, 10, 50, 90, 100, 1e-5]) * rnd.choice([1, 1.0, 0.99, 1.01])
+                       if x < 0.8 else rnd.choice([True, False, "memory", "compute", "nccl", "elementwise", ""]))
+        facts.append((rnd.choice(["run", "kernel"]), f))
+    short = durable_adapter.Engine(definition).run(facts)
+    monkeypatch.setattr(durable_adapter, "aliases", lambda d: None)
+    long_ = durable_adapter.Engine(definition).run(facts)
+    assert short and short == long_          # the same firings in the same order
+
+
+def test_an_unknown_condition_shape_keeps_the_long_names():
+    assert durable_adapter.aliases({"r": {"all": [{"m": {"$xx": {"a": 1}}}], "run": "r"}}) is None
+    alias = durable_adapter.aliases({"r": {"all": [{"m": {"$gt": {"a": {"$m": "b"}}}}], "run": "r"}})
+    assert sorted(alias) == ["a", "b"] and sorted(alias.values()) == ["a0", "a1"]

@@ -81,7 +81,15 @@ def main():
     --fail-on-regression, a failing rule case; stderr says which),
     2 bad input or usage, 3 internal error.
     """
+    import atexit
+    import gc
     import signal
 
+    # at exit, the interpreter's last garbage collections walk every object of the run (Polars, Jinja2,
+    # the findings) only to free memory the process gives back anyway: ~45 ms of a 0.6 s diagnosis.
+    # Registered first, this runs after every other exit handler; files and temp folders are closed by
+    # then (the output is written and closed by the command, temp folders by their own handlers).
+    atexit.unregister(gc.freeze)          # once, however often main() is called in one process
+    atexit.register(gc.freeze)
     if hasattr(signal, "SIGPIPE"):  # `nsys-expert rules | head` ends quietly, like any Unix tool
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -7,19 +7,17 @@ back. Ranking is the report's job; findings come out in rule order.
 """
 from __future__ import annotations
 
-import functools
 import gc
 import math
 from dataclasses import dataclass, field
 
-import jinja2
-
 from ..errors import RuleError
 from ..facts import FactSet, registry
 from . import compiler
-from . import conditions, resolve, sandbox
+from . import conditions, resolve
 from . import missing as missing_mod
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
+from .texts import _finding_texts, _render, lang_text  # noqa: F401 - lang_text: engine.lang_text
 
 __all__ = ["evaluate", "Evaluation", "load_packs", "Rule", "Pack", "select_rules", "parse_overrides"]
 
@@ -110,87 +108,6 @@ def _rhs_facts(cond: dict) -> set[str]:
     return {c["value"]["fact"] for c in walk_conditions(cond) if isinstance(c.get("value"), dict)}
 
 
-@functools.lru_cache(maxsize=4096)
-def _template(source: str) -> jinja2.Template:
-    """A rule's text compiled once per process (compiling costs 5-10 ms, rendering a compiled one 0.1 ms)."""
-    return ENV.from_string(source)
-
-
-@functools.lru_cache(maxsize=1024)
-def _expression(source: str):
-    """``estimate.expr`` compiled once; called with a mapping that is not copied (see _render)."""
-    t = ENV.compile_expression(source)._template
-    return lambda ctx: _expr_value(t, ctx)
-
-
-def _expr_value(t: jinja2.Template, ctx):
-    c = t.new_context(ctx, shared=True)
-    for _ in t.root_render_func(c):
-        pass
-    v = c.vars.get("result")
-    return None if isinstance(v, jinja2.Undefined) else v
-
-
-@functools.lru_cache(maxsize=4096)
-def _names(source: str) -> tuple[str, ...]:
-    """The names a text reads from its context (what its rendering depends on)."""
-    from jinja2 import meta
-
-    try:
-        return tuple(sorted(meta.find_undeclared_variables(ENV.parse(source))))
-    except jinja2.TemplateError:
-        return ()
-
-
-def _memo_key(source: str, ctx):
-    """(source, the values it reads, typed) or None when a value cannot be a key (a mapping: ``kernel``)."""
-    key = [source]
-    for n in _names(source):
-        v = ctx.get(n, _names)          # _names stands for "absent"
-        if v is not _names and not isinstance(v, (str, int, float, bool, type(None))):
-            return None
-        key.append((n, type(v).__name__, repr(v) if isinstance(v, float) else v))
-    return tuple(key)
-
-
-def _render(template: str, ctx, rule: Rule | None = None, what: str = "text", memo: dict | None = None) -> str:
-    """Render a rule's text over ``ctx`` (a mapping, not copied), in the
-    limited sandbox: an error of the text shows in the text, a text past the sandbox's limits is the
-    pack's error (RuleError naming the rule: exit 2). With ``memo``, a text whose values were rendered
-    before in this evaluation is not rendered again (a kernel rule's title on 1,000 kernels)."""
-    key = _memo_key(template, ctx) if memo is not None else None
-    if key is not None and key in memo:
-        return memo[key]
-    try:
-        out = sandbox.render(_template(template), ctx).strip()
-    except sandbox.LimitError as e:
-        raise _limit_error(rule, what, e) from None
-    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError) as e:
-        out = f"{template} [template error: {e}]"
-    if key is not None:
-        memo[key] = out
-    return out
-
-
-def _limit_error(rule: Rule | None, what: str, e: Exception) -> RuleError:
-    return RuleError(f"rule {rule.id if rule else '?'}: {what}: {e} (a limit of rule text)", rule.path if rule else None,
-                     "simplify the rule's text")
-
-
-def _estimate(rule: Rule, ctx) -> float | None:
-    if not rule.estimate:
-        return None
-    try:
-        v = _expression(rule.estimate["expr"])(ctx)
-    except sandbox.LimitError as e:
-        raise _limit_error(rule, "estimate.expr", e) from None
-    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return round(max(0.0, min(100.0, float(v))), 1)
-
-
 def _positive_facts(cond: dict) -> set[str]:
     """Facts a condition tests for a value (not under ``not``, not mere ``exists`` checks)."""
     if "fact" in cond:
@@ -222,12 +139,6 @@ def _threshold(cond: dict, fact: str, params: dict):
                 v = f"{v['fact']}" + (f" x {params.get(str(v['times'])[1:], v['times'])}" if "times" in v else "")
             return v, c["op"]
     return None, None
-
-
-def lang_text(d: dict | None, lang: str):
-    if not d:
-        return None
-    return d.get(lang) or d.get("en")
 
 
 def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict | None = None,
@@ -307,10 +218,14 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
     shapes: dict[tuple, tuple] = {}
     memo: dict[tuple, str] = {}
     bases: dict[str, dict] = {}
+    params_of: dict[str, dict] = {}      # a rule's params, worked out once (read only from here on)
+    bases_used: set[str] = set()        # rules that have a finding already: memoise their texts from now on
     kernels_by_id = {f"kernel:{i + 1}": k for i, k in enumerate(fs.kernels)}
     for rid, fact_id in order:
         rule = by_id[rid]
-        params = rule.param_values(overrides.get(rid))
+        params = params_of.get(rid)
+        if params is None:
+            params = params_of[rid] = rule.param_values(overrides.get(rid))
         bound = fs.run if rule.scope == "run" else kernels_by_id.get(fact_id, {})
         # the names a rule's text sees (later ones win): the sandbox's globals, the run's facts, the rule's
         # params, then for a kernel rule the kernel's facts. The run part is made once per rule and shared
@@ -329,13 +244,15 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         matched, ev_shape, positive = shape
         evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": d.unit if d else "",
                      "source": fs.sources.get(f)} for f, thr, op, d in ev_shape if f in bound]
+        title, message, estimate = _finding_texts(rule, lang, ctx, memo if rid in bases_used else None)
+        bases_used.add(rid)
         finding = {
             "rule": rid, "category": rule.category, "severity": hits[(rid, fact_id)],
-            "title": _render(lang_text(rule.title, lang), ctx, rule, "title", memo),
-            "message": _render(lang_text(rule.message, lang), ctx, rule, "message", memo),
+            "title": title,
+            "message": message,
             "evidence": evidence,
             "advice": None,      # rendered below, for the findings that remain after resolution
-            "estimated_gain_pct": _estimate(rule, ctx),
+            "estimated_gain_pct": estimate,
             "confidence": _confidence(positive, fs, bound),
             "scope": {"kernel": bound.get("name")} if rule.scope == "kernel" else {},
             "pack": rule.pack,
@@ -345,9 +262,12 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         pending[id(finding)] = (rule, ctx, params)
     res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang)
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
+    per_rule: dict[str, int] = {}
+    for f in ev.findings:
+        per_rule[f["rule"]] = per_rule.get(f["rule"], 0) + 1
     for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
         rule, ctx, params = pending[id(f)]
-        f["advice"] = _advice(rule, ctx, lang, tables, params, memo)
+        f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 else None)
     return ev
 
 

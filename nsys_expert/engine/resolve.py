@@ -143,10 +143,18 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
     overrides = overrides or {}
     kernels = {k.get("name"): k for k in kernels if k.get("name")} if isinstance(kernels, list) else kernels
 
+    params_of: dict[str, dict] = {}     # each rule's params, worked out once (conditions only read them)
+
+    def params(r: Rule) -> dict:
+        p = params_of.get(r.id)
+        if p is None:
+            p = params_of[r.id] = r.param_values(overrides.get(r.id))
+        return p
+
     def ctx(f):
         r = rules[f["rule"]]
         k = kernels.get(f["scope"].get("kernel")) or {} if r.scope == "kernel" else {}
-        return {**run, **r.param_values(overrides.get(r.id)), **k}
+        return {**run, **params(r), **k}
 
     for f in findings:
         r = rules[f["rule"]]
@@ -161,7 +169,7 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         for f in alive:
             if f is a or f["rule"] != rel["rule"] or not (within(f["subject"], a["subject"]) or within(a["subject"], f["subject"])):
                 continue
-            if conditions.holds(rel["when"], ctx(f), r.param_values(overrides.get(r.id)), inputs, r.pack_conditions):
+            if conditions.holds(rel["when"], ctx(f), params(r), inputs, r.pack_conditions):
                 yield f
 
     # 1. refutations

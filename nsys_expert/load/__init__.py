@@ -118,13 +118,37 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
     skipped_dirs = skipped_dirs or []
     paths = paths or [os.path.dirname(files[0]) if files else "."]
     prof = Profile()
-    loaded: dict[str, _Entry] = {}
-    ignored: list[str] = []
     # what a file is comes from its name without .gz ('x.sqlite.gz' is an SQLite export, 'x_osrt_sum.csv.gz' osrt_sum)
     logical = {f: compressed.logical_path(f) for f in files}
     stems = {os.path.splitext(logical[f])[0] for f in files if logical[f].endswith(".sqlite")}
     sniffs = {path: csv_reports.sniff(path) for path in files}
-    exports, unread = _read_exports(files, logical, sniffs)
+    # text files (Nsight Compute pages, console captures: Python, on the GIL) are read on a second thread
+    # while the SQLite export is (ADBC, mostly off it); each result (or error) is taken at the file's
+    # place in the loop below, so what is said, and which error wins, does not change
+    texts = [f for f in files if sniffs[f].kind == "text" and not logical[f].endswith((".nsys-rep", ".qdrep"))]
+    early = ThreadPoolExecutor(max_workers=1) if texts and any(
+        sniffs[f].kind == "sqlite" and logical[f].endswith(".sqlite") for f in files) else None
+    prefetched: dict = {}
+    try:
+        for f in texts if early is not None else []:
+            prefetched[f] = early.submit(_read_other, f, sniffs[f])
+        exports, unread = _read_exports(files, logical, sniffs)
+    except BaseException:
+        if early is not None:
+            for fut in prefetched.values():
+                fut.cancel()
+            early.shutdown(wait=True)
+        raise
+    try:
+        return _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof, skipped_dirs, paths, pid)
+    finally:
+        if early is not None:
+            early.shutdown(wait=True)
+
+
+def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof, skipped_dirs, paths, pid) -> Profile:
+    loaded: dict[str, _Entry] = {}
+    ignored: list[str] = []
     # the CSV reports are parsed side by side (Polars releases the GIL); they are added in file order
     with ThreadPoolExecutor(max_workers=4) as pool:
         parsed = {path: pool.submit(csv_reports.read_report, sn) for path, sn in sniffs.items()
@@ -179,7 +203,8 @@ def load_files(files: list[str], skipped_dirs: list[str] | None = None, paths: l
                              f"{sn.report} header", path,
                              f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
         else:
-            part = exports[path] if path in exports else _read_other(path, sn)
+            part = exports[path] if path in exports else \
+                prefetched[path].result() if path in prefetched else _read_other(path, sn)
             if part is None:
                 ignored.append(base)
                 continue

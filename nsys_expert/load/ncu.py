@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import operator
 import re
 
 import polars as pl
@@ -229,18 +230,28 @@ def read_ncu(path: str) -> Part:
 
 def _decimal_comma(cells) -> bool:
     """A European-locale capture writes 1.234,5: a comma followed by 1-2 digits cannot be a thousands separator."""
-    return any(_DECIMAL_COMMA.match(c.strip()) for c in cells if c)
+    # both patterns need a comma: the test for one skips the regex on almost every cell
+    return any(_DECIMAL_COMMA.match(c.strip()) for c in cells if c and "," in c)
 
 
-def _ident(header: list[str], row: list[str]) -> dict:
+_INT = re.compile(r"-?\d+")
+_ROW_ID = re.compile(r"\s*\d+\s*")     # a data row starts with the launch ID
+
+
+def _ident_positions(header: list[str]) -> list[tuple[int, str]]:
+    """(column index, identity column) of a header: worked out once per file, not per row (a raw page's
+    header has 9,000 columns)."""
+    return [(i, _IDENT[h]) for i, h in enumerate(header) if _IDENT.get(h) and _IDENT[h] not in ("kernel_time", "host")]
+
+
+def _ident(header: list[str], row: list[str], pos: list[tuple[int, str]] | None = None) -> dict:
     out = {}
-    for i, h in enumerate(header):
-        col = _IDENT.get(h)
-        if col and col != "kernel_time" and col != "host":
-            out[col] = row[i].strip() if i < len(row) else ""
+    n = len(row)
+    for i, col in (pos if pos is not None else _ident_positions(header)):
+        out[col] = row[i].strip() if i < n else ""
     for col in _INT_IDENT:
         v = out.get(col)
-        out[col] = int(v) if v and re.fullmatch(r"-?\d+", v) else None
+        out[col] = int(v) if v and _INT.fullmatch(v) else None
     for col in ("process_name", "kernel_name", "block_size", "grid_size", "cc"):
         out[col] = out.get(col) or None
     return out
@@ -270,12 +281,13 @@ def _read_details(path: str, header: list[str], rows: list[list[str]], warnings:
         return row[i] if i is not None and i < len(row) else ""
 
     dec = _decimal_comma(cell(r, "value") for r in rows[:5000])
+    pos = _ident_positions(header)
     metrics, rules, bad = [], [], 0
     for row in rows:
-        if not row or not re.fullmatch(r"\s*\d+\s*", row[0] or ""):
+        if not row or not _ROW_ID.fullmatch(row[0] or ""):
             bad += 1   # application output after the header, a cut line
             continue
-        ident = _ident(header, row)
+        ident = _ident(header, row, pos)
         section = cell(row, "section").strip()
         section = SECTION_IDS.get(section, section)
         rule = cell(row, "rule").strip()
@@ -316,18 +328,24 @@ def _read_raw(path: str, header: list[str], rows: list[list[str]], warnings: lis
     units = [""] * len(header)
     if rows and rows[0] and not rows[0][0].strip():   # the units row: empty under the identity columns
         units, rows = rows[0], rows[1:]
-    data = [r for r in rows if r and re.fullmatch(r"\s*\d+\s*", r[0] or "")]
+    data = [r for r in rows if r and _ROW_ID.fullmatch(r[0] or "")]
     if len(data) < len(rows):
         warnings.append(f"{os.path.basename(path)}: {len(rows) - len(data)} row(s) that are not ncu data were skipped")
     if not data:
         raise InputError("this ncu raw CSV has a header but no launches", path,
                          "profile again: was any kernel matched by --kernel-name / --launch-skip?")
     mcols = [i for i, h in enumerate(header) if h not in _IDENT]
-    dec = _decimal_comma(r[i] for r in data[:50] for i in mcols if i < len(r))
+    # the metric cells of the first 50 launches (itemgetter: a raw row has 9,000 of them)
+    take = operator.itemgetter(*mcols) if len(mcols) > 1 else None
+    last = max(mcols, default=-1)
+    dec = _decimal_comma(c for r in data[:50]
+                         for c in (take(r) if take is not None and len(r) > last else
+                                   [r[i] for i in mcols if i < len(r)]))
     raw = pl.Series("raw", [r[i] if i < len(r) else "" for r in data for i in mcols], dtype=pl.String)
     n = len(mcols)
     launch = pl.Series("launch", [k for k in range(len(data)) for _ in range(n)], dtype=pl.UInt32)
-    idents = pl.DataFrame([_ident(header, r) for r in data],
+    pos = _ident_positions(header)
+    idents = pl.DataFrame([_ident(header, r, pos) for r in data],
                           schema={c: _SCHEMA[c] for c in COLUMNS[:COLUMNS.index("section")]}, orient="row")
     long = pl.DataFrame({
         "raw": raw,
