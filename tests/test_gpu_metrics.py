@@ -78,6 +78,7 @@ def _facts(path):
     return res.doc, res.fs
 
 
+@pytest.mark.slow   # a whole real export with GPU metrics (1-1.5 s); the goldens cover it in the fast set
 def test_memory_bound_run_called_memory_bound_from_dram():
     doc, fs = _facts(MB)
     f = doc["facts"]
@@ -94,6 +95,7 @@ def test_memory_bound_run_called_memory_bound_from_dram():
     assert {k["verdict"] for k in fs.tables["gpu_metrics_kernels"]} == {"memory"}
 
 
+@pytest.mark.slow   # a whole real export with GPU metrics (1-1.5 s); the goldens cover it in the fast set
 def test_compute_bound_run_called_compute_bound_on_tensor_cores():
     doc, fs = _facts(CB)
     f = doc["facts"]
@@ -109,6 +111,7 @@ def test_compute_bound_run_called_compute_bound_on_tensor_cores():
     assert rows["void "]["verdict"] is None
 
 
+@pytest.mark.slow   # a whole real export with GPU metrics (1-1.5 s); the goldens cover it in the fast set
 def test_ncu_wins_for_the_kernels_it_measured(tmp_path):
     # the memory_bound workload's Nsight Compute CSVs (a separate run of the same kernels) beside the
     # GPU metrics export: ncu's class is the verdict, and the report says where it came from
@@ -204,6 +207,7 @@ def test_verdicts():
     assert gm_facts.verdict(30, 5, 20, 90) == "mixed"
 
 
+@pytest.mark.slow   # a whole real export with GPU metrics (1-1.5 s); the goldens cover it in the fast set
 def test_html_draws_the_gpu_metrics_chart(tmp_path):
     from nsys_expert.report.html import render_html
 
@@ -242,6 +246,7 @@ PINNED = FIXTURES / "gpu_metrics_pcie_pinned_sqlite" / "input"
 PAGEABLE = FIXTURES / "gpu_metrics_memcpy_pageable_sqlite" / "input"
 
 
+@pytest.mark.slow   # a whole real export with GPU metrics (1-1.5 s); the goldens cover it in the fast set
 def test_pinned_copies_at_link_speed_are_pcie_saturated():
     # a real H200 run (fixture README): pinned H2D / D2H alternating at 54.6 / 55.2 GB/s; sqlite3 gives
     # PCIe RX 89.8 % under the H2D copies, TX 92.8 % under the D2H ones, but 43.8 / 49.8 % over the window
@@ -257,6 +262,7 @@ def test_pinned_copies_at_link_speed_are_pcie_saturated():
     assert "memcpy-bound" not in [x["rule"] for x in doc["findings"]]
 
 
+@pytest.mark.slow   # a whole real export with GPU metrics (1-1.5 s); the goldens cover it in the fast set
 def test_pageable_copies_stay_memcpy_bound_with_an_idle_link():
     doc, _ = _facts(PAGEABLE)
     f = doc["facts"]

@@ -77,6 +77,7 @@ def _check(case: Case, code: int, out: str, err: str, exc) -> None:
     assert active is None or 0 <= active <= 100
 
 
+@pytest.mark.slow   # the corpus (72 inputs): CI runs it; the fast set keeps the property and sample tests
 @pytest.mark.parametrize("name", [c.name for c in CASES if not c.spawn])
 def test_hostile_input(name, tmp_path, monkeypatch):
     case = BY_NAME[name]

@@ -105,6 +105,7 @@ def test_deep_condition(tmp_path):
     _one_line_error(_diagnose(tmp_path, _pack(tmp_path, raw={"hostile.yaml": text})), "hostile.yaml", "nested")
 
 
+@pytest.mark.slow   # one subprocess per hostile pack
 @pytest.mark.parametrize("field,text,words", [
     ("message", "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}", ["loop inside a loop"]),
     ("message", "{{ 'x' * 10**11 }}", ["repeated text"]),
@@ -126,6 +127,7 @@ def test_template_bombs_refused_at_load(tmp_path, field, text, words):
     assert len(line) < 600
 
 
+@pytest.mark.slow   # one subprocess per hostile pack
 @pytest.mark.parametrize("text,words", [
     ("{% for i in range(10**9) %}x{% endfor %}", ["range()"]),
     ("{{ (matmul_share_of_kernel_pct | string) * 10**9 }}", ["repeated text"]),
@@ -137,6 +139,7 @@ def test_data_dependent_bombs_stop_at_render(tmp_path, text, words):
     _one_line_error(_diagnose(tmp_path, _pack(tmp_path, [r])), "hostile.yaml", "rule hostile", *words)
 
 
+@pytest.mark.slow   # one subprocess per hostile pack
 @pytest.mark.parametrize("pattern", ["(a+)+b", "(%w|%w%w)*x", "((ab)*c)*d", "(.*a){25}"])
 def test_backtracking_regex_refused(tmp_path, pattern):
     r = _rule(KERNEL_RULE, when={"fact": "name", "op": "matches", "value": pattern})
