@@ -61,7 +61,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
                         "subject": f.get("subject"), "subject_share_pct": f.get("subject_share_pct"),
                         "cause": f.get("cause"), "supporting": f.get("supporting", [])})
     w = fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
-    tables = {k: v for k, v in fs.tables.items() if not k.startswith("_")}
+    tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
     doc = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "nsys-expert", "version": __version__},
@@ -73,7 +73,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
         "warnings": getattr(evaluation, "notes", []) + prof.warnings + fs.warnings,
         "recoverable": getattr(evaluation, "recoverable", {}) or {},
         "too_little_work": getattr(evaluation, "too_little_work", None),
-        "fact_sources": fs.sources,
+        "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
         "facts_absent": {k: v for k, v in sorted(fs.absent.items())},
         "environment": {"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),
                         **{k: v for k, v in prof.meta.items() if k not in ("gpus", "report_eras")}},

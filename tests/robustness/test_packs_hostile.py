@@ -210,7 +210,9 @@ def _plant(tmp: Path, marker: Path) -> None:
         dirnames.sort()
         paths += [os.path.join(dirpath, f) for f in sorted(files) if f.endswith((".yaml", ".yml"))
                   and not f.endswith((".cases.yaml", ".cases.yml")) and f != "pack.yaml"]
-    key = rules._cache_key(folder, meta, paths)
+    from nsys_expert.engine import pack_cache
+
+    key = pack_cache.key(folder, meta, paths)
     packs = _cache_base(tmp) / "packs"
     packs.mkdir(parents=True, exist_ok=True)
     os.chmod(_cache_base(tmp), 0o700)
