@@ -29,6 +29,10 @@ def merge(df: pl.DataFrame, by: str | None = None, keep_first: list[str] | None 
         # and ends at the running max just before the next block starts
         cm = d["e"].cum_max()
         new = (d["s"] > cm.shift(1)).fill_null(True)
+        if new.all() and d["e"].is_sorted():
+            # nothing overlaps (one stream's kernels): every row is its own block, and the columns are
+            # shared with the input rather than copied (four columns of a ten-million-row trace: 300 MB)
+            return pl.DataFrame({"s": d["s"].set_sorted(), "e": d["e"], **{k: d[k] for k in keep_first}})
         last = new.shift(-1).fill_null(True)
         return pl.DataFrame({"s": d["s"].filter(new).set_sorted(), "e": cm.filter(last),
                              **{k: d[k].filter(new) for k in keep_first}})

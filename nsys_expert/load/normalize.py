@@ -77,9 +77,11 @@ def device_names(devices: list[str]) -> dict[str, str]:
 def _base_name(frame: pl.DataFrame) -> pl.Expr:
     """The API name without its ``_vNNNN`` suffix, as a category: worked out once per distinct name
     (a few hundred), not per call (millions)."""
-    names = frame["name"].unique().drop_nulls().to_list()
-    return pl.col("name").replace_strict({n: re.sub(r"_v\d+$", "", n) for n in names}, default=None,
-                                         return_dtype=pl.Categorical)
+    names = frame["name"].unique().drop_nulls().cast(pl.String).to_list()
+    base = {n: re.sub(r"_v\d+$", "", n) for n in names}
+    if frame.schema["name"] == pl.Categorical and all(k == v for k, v in base.items()):
+        return pl.col("name")   # no suffix to drop (the SQLite loader drops _vNNNN): the same codes, no copy
+    return pl.col("name").replace_strict(base, default=None, return_dtype=pl.Categorical)
 
 
 def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame, list[str]]:

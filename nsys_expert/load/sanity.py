@@ -27,9 +27,10 @@ def stream_overlaps(gpu: pl.DataFrame) -> tuple[int, dict | None]:
     if gpu.height < 2 or "stream" not in gpu.columns or gpu["stream"].null_count() == gpu.height:
         return 0, None
     keys = [c for c in ("device_id", "stream") if c in gpu.columns]
-    if "kind" in gpu.columns:   # a whole CUDA graph execution spans the kernels it ran: not an overlap
-        gpu = gpu.filter(pl.col("kind") != "graph")
-    g = gpu.select(*keys, "start_ns", "end_ns")
+    g = gpu.select(*keys, "start_ns", "end_ns")   # these columns only: a filter of the whole trace copies it all
+    if "kind" in gpu.columns and (gpu["kind"] == "graph").any():
+        # a whole CUDA graph execution spans the kernels it ran: not an overlap
+        g = g.filter(gpu["kind"] != "graph")
     if not g["start_ns"].is_sorted():    # normalize sorts the trace by start; within a stream that order holds
         g = g.sort("start_ns")
     # the latest end of the earlier operations of the same stream (no sort by stream: `over` keeps

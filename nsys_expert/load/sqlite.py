@@ -247,7 +247,7 @@ def _arrow(fast, sql: str, schema: dict) -> pl.DataFrame | None:
             import adbc_driver_sqlite.dbapi as adbc
 
             fast = adbc.connect(fast)
-        df = pl.read_database(sql, fast)
+        df = _fetch(fast, sql)
         if df.width == len(schema):
             df = df.rename(dict(zip(df.columns, schema)))
             casts = [pl.col(k).cast(v, strict=False) for k, v in schema.items() if df.schema[k] != v]
@@ -262,6 +262,21 @@ def _arrow(fast, sql: str, schema: dict) -> pl.DataFrame | None:
             except Exception:  # noqa: BLE001
                 pass
     return None
+
+
+# rows per Arrow batch: the driver's default (1,024) makes a thousand chunks per million rows, each
+# converted on its own; 64 Ki rows read 5-7 % faster and leave a few chunks
+BATCH_ROWS = 65_536
+
+
+def _fetch(fast, sql: str) -> pl.DataFrame:
+    cur = fast.cursor()
+    try:
+        cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+        cur.execute(sql)
+        return pl.DataFrame(cur.fetch_arrow())   # the Arrow C stream, straight into Polars
+    finally:
+        cur.close()
 
 
 def _rows(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
@@ -479,7 +494,9 @@ def _by_start(frame: pl.DataFrame) -> pl.DataFrame:
     del frame
     out = []
     while cols:
-        out.append(cols.pop(0).gather(order))
+        c = cols.pop(0)   # one chunk first: a gather from the read's pieces takes twice as long
+        out.append((c.rechunk() if c.n_chunks() > 1 else c).gather(order))
+        del c
     return pl.DataFrame(out)
 
 
