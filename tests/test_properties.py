@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 BUDGET = {"merge": 3500, "gaps": 2500, "coverage": 2000, "containing": 1500, "pipeline": 300,
           "garbage": 300, "damaged_numbers": 300, "csv_cut": 300, "console_cut": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800, "iteration_of": 500,
-          "blank_scan": 500}
+          "blank_scan": 500, "disjoint_merge": 500}
 def FAST(n):
     return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                     derandomize=True, max_examples=n, database=None)
@@ -54,6 +54,23 @@ def test_merge_is_the_union(df):
     got = list(zip(m["s"].to_list(), m["e"].to_list()))
     assert got == [tuple(x) for x in naive_union(df)]
     assert intervals.total(m) == sum(b - a for a, b in naive_union(df))
+
+
+# sorted intervals with a gap (>= 1 ns) before each: the union is the rows themselves, which merge
+# returns without copying (issue 19); zero-length intervals included
+disjoint = st.lists(st.tuples(st.integers(1, 300), st.integers(0, 300)), max_size=60).map(
+    lambda xs: [(sum(g + d for g, d in xs[:i]) + g, sum(g + d for g, d in xs[:i]) + g + d) for i, (g, d) in enumerate(xs)])
+
+
+@FAST(BUDGET["disjoint_merge"])
+@given(disjoint)
+def test_merge_of_disjoint_intervals_keeps_every_row_and_its_columns(pairs):
+    df = pl.DataFrame({"s": [a for a, _ in pairs], "e": [b for _, b in pairs], "corr_id": list(range(len(pairs)))},
+                      schema={"s": pl.Int64, "e": pl.Int64, "corr_id": pl.Int64})
+    m = intervals.merge(df, keep_first=["corr_id"])
+    assert list(zip(m["s"].to_list(), m["e"].to_list())) == [tuple(x) for x in naive_union(df)]
+    if df.height:
+        assert m["corr_id"].to_list() == df["corr_id"].to_list() and m["s"].flags["SORTED_ASC"]
 
 
 @FAST(BUDGET["gaps"])
