@@ -48,7 +48,8 @@ def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None,
     if iter_starts is not None and iter_starts.len():
         # the iteration of each call, found on the API side (sorted by start: one as-of merge)
         calls = calls.with_columns(iteration_of(calls["launch_s"], iter_starts).alias("launch_iter"))
-    calls = calls.drop_nulls("corr_id")
+    if calls["corr_id"].null_count():   # (a filter copies every column, even when it drops nothing)
+        calls = calls.drop_nulls("corr_id")
     found = _lookup(gpu["corr_id"], calls)
     if found is None:   # sparse ids: a binary search among the calls sorted by id
         found = _search(gpu["corr_id"], calls)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..errors import InputError
-from . import compressed, numbers, schema
+from . import chunks, compressed, numbers, schema
 
 SNIFF_BYTES = 256 * 1024
 # time columns kept as integer ns (the others, averages and deviations, are floats)
@@ -327,17 +327,9 @@ CATEGORIES = {("gpu_trace", "name"), ("gpu_trace", "device"), ("api_trace", "nam
 
 
 def one_chunk(lazy: pl.LazyFrame) -> pl.DataFrame:
-    """The collected frame with every column in one chunk, moved one column at a time (each old
-    column freed once copied). The parallel CSV reader hands a ten-million-row trace in ~1,200
-    chunks, and Polars rechunks the whole frame at once on a later ``with_columns``: two copies of
-    every column at the same time (+800 MB). Collected here so that no caller holds the chunked frame."""
-    cols = lazy.collect().get_columns()
-    out = []
-    while cols:
-        c = cols.pop(0)
-        out.append(c.rechunk() if c.len() >= 100_000 and c.n_chunks() > 1 else c)
-        del c
-    return pl.DataFrame(out)
+    """The collected frame with every column in one chunk (:mod:`.chunks`). Collected here so that no
+    caller holds the chunked frame."""
+    return chunks.one_chunk(lazy.collect())
 
 
 def _dtype(name: str, cls: str, factor: float):

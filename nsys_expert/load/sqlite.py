@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import polars as pl
 
 from ..errors import InputError
-from . import Part, gpu_metrics
+from . import Part, chunks, gpu_metrics
 
 EXPORT_HINT = "export the report with: nsys export --type sqlite -o prof prof.nsys-rep"
 
@@ -251,8 +251,7 @@ def _arrow(fast, sql: str, schema: dict) -> pl.DataFrame | None:
         if df.width == len(schema):
             df = df.rename(dict(zip(df.columns, schema)))
             casts = [pl.col(k).cast(v, strict=False) for k, v in schema.items() if df.schema[k] != v]
-            # one chunk per piece: the driver hands ~1,000-row batches, and every later pass pays per chunk
-            return (df.with_columns(casts) if casts else df).rechunk()
+            return df.with_columns(casts) if casts else df
     except Exception:  # noqa: BLE001 - any driver trouble: the sqlite3 path is the reference
         pass
     finally:
@@ -313,7 +312,9 @@ class _Big:
         frames = [f.result() for f in self.futures.pop(key, [])]
         if not frames or any(f is None for f in frames):
             return _rows(self.con, *self.jobs[key])
-        return frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
+        # one chunk per column, moved a column at a time (chunks.py): every fact group would otherwise
+        # rechunk the whole table again
+        return chunks.one_chunk(frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False))
 
 
 def _pieces(con: sqlite3.Connection, table: str, sql: str) -> list[str]:
@@ -494,9 +495,7 @@ def _by_start(frame: pl.DataFrame) -> pl.DataFrame:
     del frame
     out = []
     while cols:
-        c = cols.pop(0)   # one chunk first: a gather from the read's pieces takes twice as long
-        out.append((c.rechunk() if c.n_chunks() > 1 else c).gather(order))
-        del c
+        out.append(cols.pop(0).gather(order))
     return pl.DataFrame(out)
 
 
