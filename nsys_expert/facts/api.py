@@ -21,12 +21,12 @@ def compute(ctx: Context) -> None:
     m_in = masks.slice(n_before)
     launch = fs.tables["_host"]["launch"]              # merged once for every user (compute)
     # blocking calls of both kinds: synchronisations and synchronous copies
-    sync = intervals.clip(intervals.merge(a.filter(masks["sync"]).select(pl.col("start_ns").alias("s"),
-                                                                         pl.col("end_ns").alias("e"))), s, e)
+    sync = intervals.clip(intervals.merge(a.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
+                                           .filter(masks["sync"])), s, e)   # two columns filtered, not five
     fs.put("launch_api_share_pct", pct(intervals.total(launch), wlen), src)
     if timeline_ok:
         kt = of_kinds(in_window(gpu, win).select("dur_ns", "kind"), timeline.KERNEL_WORK)["dur_ns"].sum()
-        lt = inside.filter(m_in["launch"])["dur_ns"].sum()
+        lt = inside["dur_ns"].filter(m_in["launch"]).sum()
         if kt:
             fs.put("launch_to_kernel_time_ratio", float(lt) / float(kt), srcs(src, prof.source_name("gpu_trace")))
     fs.put("sync_api_share_pct", pct(intervals.total(sync), wlen), src)

@@ -89,8 +89,13 @@ def _search(keys: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
     if calls.height == 0:
         return calls.drop("corr_id").clear(keys.len())
     ids = calls["corr_id"]
-    order = None if ids.is_sorted() else calls.select(   # row numbers in id order (stable), not a copy of the calls
-        pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("corr_id", maintain_order=True)).to_series()
+    lo, hi = ids.min(), ids.max()
+    if lo is not None and lo >= 0 and hi < 1 << 32:
+        # CUPTI's ids are 32-bit: sorted as such, the sort's (id, row) pairs take half the memory
+        # (at 5 M kernels the stable sort of 10 M calls peaked 340 MB above the trace)
+        ids, keys = ids.cast(pl.UInt32), keys.cast(pl.UInt32, strict=False)
+    order = None if ids.is_sorted() else pl.DataFrame({"k": ids}).select(   # row numbers in id order (stable)
+        pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("k", maintain_order=True)).to_series()
     by_id = ids if order is None else ids.gather(order)
     at = by_id.search_sorted(keys.fill_null(by_id[0]), side="left").clip(0, calls.height - 1)
     found = (by_id.gather(at) == keys).fill_null(False).alias("_found")   # a missing key: nulls
@@ -176,9 +181,10 @@ def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int)
     classes = {"sync": base.is_in(sorted(SYNC_APIS)), "memcpy": memcpy, "launch": base.is_in(sorted(KERNEL_LAUNCH_APIS)),
                "alloc": base.is_in(sorted(ALLOC_APIS))}
     masks = a.select(**classes)   # one pass for the three classes
+    ends = a.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))   # filtered alone: no copy of the rest
     out = {}
     for k in classes:
-        sel = a.filter(masks[k]).select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
+        sel = ends.filter(masks[k])
         out[k] = intervals.clip(intervals.merge(sel), start, end)
     return out
 

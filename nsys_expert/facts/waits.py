@@ -25,7 +25,8 @@ def launching_threads(api: pl.DataFrame, start: int, end: int) -> list[int]:
     launches from its autograd thread while the main thread waits for it in pthread_cond_wait)."""
     if "tid" not in api.columns:
         return []
-    a = timeline.starting_in(api, start, end).filter(api_base(api).is_in(sorted(KERNEL_LAUNCH_APIS)))
+    a = timeline.starting_in(api, start, end).select("tid", api_base(api).alias("_api"))   # two columns filtered
+    a = a.filter(pl.col("_api").is_in(sorted(KERNEL_LAUNCH_APIS)))
     if a.height == 0:
         return []
     top = a.group_by("tid").len().sort(["len", "tid"], descending=[True, False])
