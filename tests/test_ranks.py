@@ -97,3 +97,23 @@ def test_two_gpu_export_reports_two_ranks():
     md = subprocess.run(NSX + ["diagnose", str(SHARED / "public-samples" / "nsys-ai__h100_2gpu_1s.sqlite")],
                         capture_output=True, text=True, timeout=300).stdout
     assert "| `pid 111` |" in md and "| `pid 112` |" in md
+
+
+def test_a_copy_of_one_rank_among_several_stays_out_of_the_others(tmp_path):
+    """Two real ranks and a byte copy of rank1's run under another prefix: two ranks, each with its own
+    files only (the copy's files once went to every rank, giving each two GPU timelines)."""
+    src = FIXTURES / "ddp_derived_4rank" / "input"
+    for f in src.iterdir():
+        if f.name.startswith(("rank0_", "rank1_")):
+            shutil.copy(f, tmp_path / f.name)
+            if f.name.startswith("rank1_"):
+                shutil.copy(f, tmp_path / f.name.replace("rank1_", "rank1copy_"))
+    per, _ = list_inputs([str(tmp_path)])
+    ranks, notes = discover(per)
+    assert [r.label for r in ranks] == ["rank0", "rank1"]
+    for r in ranks:
+        assert all(r.label + "_" in f for f in r.files), r.files
+    note = next(n for n in notes if "is a copy of" in n)
+    assert "rank1copy_cuda_gpu_trace.csv" in note and "not read" in note
+    d = diagnose(tmp_path)
+    assert [r["rank"] for r in d["ranks"]] == ["rank0", "rank1"]

@@ -80,9 +80,11 @@ def discover(folder_files: list[list[str]]) -> tuple[list[RankInput], list[str]]
     for key in sorted(timeline, key=natural_key):
         d = _digest(timeline[key])
         if d in seen:
+            # the copy's run (its timeline and the reports beside it) is the same run again: set aside, not
+            # given to every rank as files of no rank are (each rank would then hold two GPU timelines)
+            copies = sorted(os.path.basename(f) for f in groups.pop(key))
             notes.append(f"{os.path.basename(timeline[key])} is a copy of {os.path.basename(timeline[seen[d]])}: "
-                         f"one rank, read once")
-            loose += groups.pop(key)
+                         f"one rank, read once; not read: {', '.join(copies)}")
             del timeline[key]
         else:
             seen[d] = key
