@@ -45,14 +45,14 @@ def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None,
             or gpu["corr_id"].null_count() == gpu.height):
         return gpu
     calls = api.select("corr_id", pl.col("start_ns").alias("launch_s"), pl.col("end_ns").alias("launch_e"))
-    if iter_starts is not None and iter_starts.len():
-        # the iteration of each call, found on the API side (sorted by start: one as-of merge)
-        calls = calls.with_columns(iteration_of(calls["launch_s"], iter_starts).alias("launch_iter"))
     if calls["corr_id"].null_count():   # (a filter copies every column, even when it drops nothing)
         calls = calls.drop_nulls("corr_id")
     found = _lookup(gpu["corr_id"], calls)
-    if found is None:   # sparse ids: a binary search among the calls sorted by id
+    if found is None:   # sparse ids: a merge with the calls sorted by id
         found = _search(gpu["corr_id"], calls)
+    if iter_starts is not None and iter_starts.len():
+        # the iteration of each launch, for the operations only (half as many as the calls, or fewer)
+        found = found.with_columns(iteration_of(found["launch_s"], iter_starts).alias("launch_iter"))
     return gpu.with_columns(found)
 
 
@@ -84,8 +84,10 @@ def _lookup(keys: pl.Series, calls: pl.DataFrame) -> pl.DataFrame | None:
 
 def _search(keys: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
     """As :func:`_lookup` for ids too sparse for a table (a 5-million-kernel trace spans 55 M ids):
-    the calls sorted by id (stably: the first call of an id comes first), each key found by binary
-    search. Five times faster than a hash join of millions of calls, and a quarter of its memory."""
+    the calls sorted by id (stably: the first call of an id comes first), and the keys, in their own
+    order, matched to them by one forward as-of merge (the first call whose id is at least the key;
+    a hit when it is the key). A GPU trace in start order has its ids in order, or nearly: the merge
+    is one pass, five times faster than a binary search per key and ten times faster than a hash join."""
     if calls.height == 0:
         return calls.drop("corr_id").clear(keys.len())
     ids = calls["corr_id"]
@@ -94,14 +96,20 @@ def _search(keys: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
         # CUPTI's ids are 32-bit: sorted as such, the sort's (id, row) pairs take half the memory
         # (at 5 M kernels the stable sort of 10 M calls peaked 340 MB above the trace)
         ids, keys = ids.cast(pl.UInt32), keys.cast(pl.UInt32, strict=False)
+    n = calls.height
     order = None if ids.is_sorted() else pl.DataFrame({"k": ids}).select(   # row numbers in id order (stable)
         pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("k", maintain_order=True)).to_series()
-    by_id = ids if order is None else ids.gather(order)
-    at = by_id.search_sorted(keys.fill_null(by_id[0]), side="left").clip(0, calls.height - 1)
-    found = (by_id.gather(at) == keys).fill_null(False).alias("_found")   # a missing key: nulls
-    rows = at if order is None else order.gather(at)
-    values = calls.drop("corr_id").select(pl.all().gather(rows)).with_columns(found)
-    return values.select(pl.when(pl.col("_found")).then(pl.exclude("_found")).otherwise(None))
+    right = pl.DataFrame({"_k": ids if order is None else ids.gather(order),
+                          "_r": pl.int_range(n, dtype=pl.UInt32, eager=True) if order is None else order})
+    right = right.with_columns(pl.col("_k").set_sorted().alias("_k"), pl.col("_k").alias("_hit"))
+    in_order = keys.null_count() == 0 and keys.is_sorted()
+    korder = None if in_order else keys.arg_sort(nulls_last=True)   # nulls find nothing: they sort last
+    left = pl.DataFrame({"_k": keys if korder is None else keys.gather(korder)}).with_columns(pl.col("_k").set_sorted())
+    m = left.join_asof(right, on="_k", strategy="forward")
+    rows = m.select(pl.when(pl.col("_hit") == pl.col("_k")).then(pl.col("_r"))).to_series()   # a miss: null
+    if korder is not None:   # back to the keys' order
+        rows = pl.Series(None, dtype=pl.UInt32).extend_constant(None, keys.len()).scatter(korder, rows)
+    return calls.drop("corr_id").select(pl.all().gather(rows))
 
 
 def iteration_of(t: pl.Series, starts: pl.Series) -> pl.Series:
