@@ -93,6 +93,23 @@ def test_coverage_matches_brute_force(targets, cover):
     assert got == want
 
 
+@FAST(BUDGET["coverage"])
+@given(disjoint, ivs)
+def test_coverage_of_ordered_targets_by_a_small_cover_matches_brute_force(pairs, cover):
+    """Gaps or busy blocks (in order) against a few intervals: only the targets the cover touches are
+    measured (intervals._touched); the rest are 0."""
+    targets = pl.DataFrame({"s": [a for a, _ in pairs], "e": [b for _, b in pairs]}, schema={"s": pl.Int64, "e": pl.Int64})
+    c = intervals.merge(cover)
+    old = intervals.SPARSE_MIN_TARGETS
+    intervals.SPARSE_MIN_TARGETS = 0
+    try:
+        got = intervals.coverage(targets, c).to_list()
+    finally:
+        intervals.SPARSE_MIN_TARGETS = old
+    cells = {t for a, b in naive_union(cover) for t in range(a, b)}
+    assert got == [sum(1 for t in range(a, b) if t in cells) for a, b in pairs]
+
+
 @FAST(BUDGET["containing"])
 @given(ivs, st.lists(st.integers(0, 11_000), max_size=30), st.integers(0, 50))
 def test_containing_matches_brute_force(cover, points, tol):
@@ -100,6 +117,21 @@ def test_containing_matches_brute_force(cover, points, tol):
     got = intervals.containing(pl.Series(points, dtype=pl.Int64), c, tol).to_list()
     want = [any(a <= p + tol and p <= b + tol for a, b in naive_union(cover)) for p in points]
     assert got == want
+
+
+@FAST(BUDGET["containing"])
+@given(ivs, st.lists(st.integers(0, 11_000), max_size=30), st.integers(0, 50))
+def test_containing_of_sorted_points_matches_brute_force(cover, points, tol):
+    """Gap starts (sorted) against a few intervals: each interval's points are found as one run."""
+    points = sorted(points)
+    c = intervals.merge(cover)
+    old = intervals.SPARSE_MIN_TARGETS
+    intervals.SPARSE_MIN_TARGETS = 0
+    try:
+        got = intervals.containing(pl.Series(points, dtype=pl.Int64), c, tol).to_list()
+    finally:
+        intervals.SPARSE_MIN_TARGETS = old
+    assert got == [any(a <= p + tol and p <= b + tol for a, b in naive_union(cover)) for p in points]
 
 
 # ---- loaders + facts on generated cuda_gpu_trace CSVs (exact 2025 header of the real fixtures) ----

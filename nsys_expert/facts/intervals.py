@@ -133,6 +133,42 @@ def coverage(targets: pl.DataFrame, cover: pl.DataFrame, prepared: pl.DataFrame 
         return pl.Series("covered", [], pl.Int64)
     if cover.height == 0:
         return pl.repeat(0, targets.height, dtype=pl.Int64, eager=True).alias("covered")
+    touched = _touched(targets, cover)
+    if touched is not None:   # a few cover intervals among many targets: only the targets they touch
+        zero = pl.repeat(0, targets.height, dtype=pl.Int64, eager=True).alias("covered")
+        if touched.len() == 0:
+            return zero
+        return zero.scatter(touched, _coverage(targets[touched], cover, prepared))
+    return _coverage(targets, cover, prepared)
+
+
+# the targets a small cover set touches are found first when there are at least this many targets,
+# and at least SPARSE times as many as cover intervals (and as targets touched)
+SPARSE_MIN_TARGETS = 4096
+SPARSE = 4
+
+
+def _touched(targets: pl.DataFrame, cover: pl.DataFrame) -> pl.Series | None:
+    """Row numbers of the targets that overlap a cover interval, when the targets are in order (starts
+    and ends sorted, as gaps and busy blocks are) and few enough of them are touched; else None. The
+    targets one cover interval overlaps are then one run of rows, found by two binary searches. At five
+    million gaps against 125 cudaMalloc calls: 0.26 s of as-of merges become a few ms."""
+    n = targets.height
+    if n < SPARSE_MIN_TARGETS or cover.height * SPARSE > n:
+        return None
+    ts, te = targets["s"], targets["e"]
+    if ts.null_count() or te.null_count() or not (ts.is_sorted() and te.is_sorted()):
+        return None
+    lo = te.search_sorted(cover["s"], side="right")   # the first target ending after the interval starts
+    hi = ts.search_sorted(cover["e"], side="left")    # the first target starting at or after its end
+    runs = pl.DataFrame({"lo": lo, "hi": hi}).filter(pl.col("hi") > pl.col("lo"))
+    if int((runs["hi"] - runs["lo"]).sum() or 0) * SPARSE > n:
+        return None
+    return runs.select(pl.int_ranges("lo", "hi", dtype=pl.UInt32).explode().unique(maintain_order=True)) \
+               .to_series().drop_nulls()
+
+
+def _coverage(targets: pl.DataFrame, cover: pl.DataFrame, prepared: pl.DataFrame | None) -> pl.Series:
     c = prepared if prepared is not None else prepare(cover)
 
     def covered_before(t: pl.Series) -> pl.Series:
@@ -155,6 +191,14 @@ def containing(points: pl.Series, cover: pl.DataFrame, tolerance: int = 0) -> pl
         p = pl.DataFrame({"p": points})
         tests = [pl.col("p").is_between(s - tolerance, e + tolerance) for s, e in cover.select("s", "e").iter_rows()]
         return p.select(pl.any_horizontal(tests).alias("inside")).to_series()
+    n = points.len()
+    if n >= SPARSE_MIN_TARGETS and cover.height * SPARSE <= n and not points.null_count() and points.is_sorted():
+        # sorted points (gap starts) and a few intervals: the points inside one interval are one run
+        lo = points.search_sorted(cover["s"] - tolerance, side="left")
+        hi = points.search_sorted(cover["e"] + tolerance, side="right")
+        runs = pl.DataFrame({"lo": lo, "hi": hi}).filter(pl.col("hi") > pl.col("lo"))
+        inside = runs.select(pl.int_ranges("lo", "hi", dtype=pl.UInt32).explode()).to_series()
+        return pl.repeat(False, n, dtype=pl.Boolean, eager=True).alias("inside").scatter(inside, True)
     c = _prepared(cover, _e=pl.col("e"))
     ends = _last_starting(c, points + tolerance)["_e"]
     return (ends + tolerance >= points).fill_null(False).alias("inside")
