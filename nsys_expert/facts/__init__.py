@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, allocator, api, busy, estimates, gaps, gpu_metrics, graph, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
+from . import (absent, allocator, api, busy, estimates, gaps, gpu_metrics, graph, intervals, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
                starved, summaries, timeline, waits, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
@@ -102,6 +102,21 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
         fs.warnings.append(f"--iteration-range {opts.iteration_range}: no NVTX range of that name repeats in the "
                            f"trace; the window is chosen as without it")
         found = window_mod.find_iterations(nvtx_t, None, passed_over) if nvtx_t is not None else (None, None)
+    # what the host did (sync, copy and launch calls, merged over the whole trace; clipped to the window
+    # below: the same intervals) is worked out beside the launch lookup, which leaves a core idle
+    host_pool = ThreadPoolExecutor(max_workers=1) if api_t is not None and api_t.height else None
+    try:
+        host_all = host_pool.submit(timeline.api_class_frames, api_t, gpu, None, None) if host_pool else None
+        prof, win, gpu = _window(fs, prof, opts, gpu, api_t, nvtx_t, found, passed_over)
+        host_all = host_all.result() if host_all is not None else None
+    finally:
+        if host_pool is not None:
+            host_pool.shutdown(wait=True, cancel_futures=True)
+    return _rest(fs, prof, win, gpu, api_t, host_all)
+
+
+def _window(fs: FactSet, prof: Profile, opts: Options, gpu, api_t, nvtx_t, found, passed_over):
+    """The launch times joined to the GPU trace, and the analysis window. -> (profile, window, GPU trace)"""
     # one correlation join serves every step below (window end, iteration ends, gap causes)
     launched = timeline.with_launch_times(gpu, api_t, found[1]["s"] if found[1] is not None else None)
     if launched is not gpu:
@@ -125,14 +140,19 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
         fs.put("window_ms", wlen / 1e6, src("gpu_trace") or src("nvtx_trace"))
     if win.span_start_ns is not None and win.start_ns is not None and win.source != "whole":
         fs.put("startup_s", (win.start_ns - win.span_start_ns) / 1e9, src("gpu_trace") or src("nvtx_trace"))
+    return prof, win, gpu
 
+
+def _rest(fs: FactSet, prof: Profile, win, gpu, api_t, host_all) -> FactSet:
+    """The fact groups, over the window."""
+    wlen = win.length_ns
     ctx = Context(prof, win, fs)
     ctx.graph_hidden = graph.check(ctx)
     ctx.timeline_ok = gpu is not None and gpu.height > 0 and wlen > 0 and not ctx.graph_hidden
     if api_t is not None and api_t.height and wlen > 0:
         # what the host did in the window (sync, copy and launch calls, merged): the gap causes, the
         # launch share and the chart series all read it
-        fs.tables["_host"] = timeline.api_class_frames(api_t, gpu, win.start_ns, win.end_ns)
+        fs.tables["_host"] = {k: intervals.clip(v, win.start_ns, win.end_ns) for k, v in host_all.items()}
         wait, tid = waits.wait_intervals(prof, win.start_ns, win.end_ns)
         if wait is not None:
             fs.tables["_host"]["wait"], fs.tables["_wait_tid"] = wait, tid

@@ -178,9 +178,14 @@ def api_in_window(api: pl.DataFrame, start: int, end: int) -> tuple[pl.DataFrame
     return (pl.concat([head, body], rechunk=False) if head.height else body), head.height
 
 
-def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int) -> dict[str, pl.DataFrame]:
-    """Merged host intervals per API class inside the window (all threads together)."""
-    a, _ = api_in_window(api, start, end)
+def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int | None, end: int | None) -> dict[str, pl.DataFrame]:
+    """Merged host intervals per API class inside the window (all threads together); over the whole
+    trace when ``start`` and ``end`` are None (clipped to a window later: the same intervals)."""
+    whole = start is None or end is None
+    if whole:
+        a = api.select("start_ns", "end_ns", "dur_ns", "corr_id", api_base(api).alias("api"))
+    else:
+        a, _ = api_in_window(api, start, end)
     base = pl.col("api")
     pageable_corr = _pageable_copy_corr_ids(gpu)
     memcpy = base.is_in(sorted(SYNC_MEM_APIS))
@@ -193,7 +198,7 @@ def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int, end: int)
     out = {}
     for k in classes:
         sel = ends.filter(masks[k])
-        out[k] = intervals.clip(intervals.merge(sel), start, end)
+        out[k] = intervals.merge(sel) if whole else intervals.clip(intervals.merge(sel), start, end)
     return out
 
 
