@@ -19,7 +19,7 @@ def iteration_ends(prof: Profile, win) -> list[int]:
     if gpu is not None and gpu.height:
         marks = pl.Series("t", starts, dtype=pl.Int64)   # iteration starts, sorted
         # the iteration each operation was launched in: the last start at or before its launch time
-        if "launch_iter" in gpu.columns:   # timeline.with_launch_times found it on the API side
+        if "launch_iter" in gpu.columns:   # timeline.with_launch_times found it with the launch times
             ops = gpu.select("end_ns", pl.col("launch_iter").alias("i"))
         else:
             t = gpu["launch_s"] if "launch_s" in gpu.columns else gpu["start_ns"]

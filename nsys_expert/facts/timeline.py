@@ -52,7 +52,7 @@ def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None,
         found = _search(gpu["corr_id"], calls)
     if iter_starts is not None and iter_starts.len():
         # the iteration of each launch, for the operations only (half as many as the calls, or fewer)
-        found = found.with_columns(iteration_of(found["launch_s"], iter_starts).alias("launch_iter"))
+        found = found.with_columns(iteration_of(found["launch_s"], iter_starts).cast(pl.Int32).alias("launch_iter"))
     return gpu.with_columns(found)
 
 

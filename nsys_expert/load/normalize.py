@@ -84,6 +84,23 @@ def _base_name(frame: pl.DataFrame) -> pl.Expr:
     return pl.col("name").replace_strict(base, default=None, return_dtype=pl.Categorical)
 
 
+# id columns of the big traces held as 32-bit integers when every value fits (process and thread ids,
+# devices, streams: at ten million API calls, 8 bytes fewer per id per row is 80 MB a column)
+NARROW = {"gpu_trace": ("device_id", "stream", "pid"), "api_trace": ("pid", "tid")}
+_I32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _narrow(frame: pl.DataFrame, cols: tuple[str, ...]) -> pl.DataFrame:
+    casts = []
+    for c in cols:
+        if c not in frame.columns or frame.schema[c] not in (pl.Int64, pl.UInt64, pl.UInt32):
+            continue
+        lo, hi = frame.select(pl.col(c).min().alias("lo"), pl.col(c).max().alias("hi")).row(0)
+        if lo is None or (_I32[0] <= lo and hi <= _I32[1]):
+            casts.append(pl.col(c).cast(pl.Int32))
+    return frame.with_columns(casts) if casts else frame
+
+
 def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame, list[str]]:
     warnings: list[str] = []
     base = os.path.basename(path)
@@ -169,6 +186,8 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         if bad.height:
             warnings.append(f"{base}: {bad.height} rows without a valid total time or count were left out")
             frame = frame.filter(good)
+    if table in NARROW:
+        frame = _narrow(frame, NARROW[table])
     if "name" in frame.columns and frame.height:
         names = frame["name"].unique().drop_nulls().cast(pl.String)
         lost = names.filter(names.str.contains("\ufffd", literal=True))
