@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 BUDGET = {"merge": 3500, "gaps": 2500, "coverage": 2000, "containing": 1500, "pipeline": 300,
           "garbage": 300, "damaged_numbers": 300, "csv_cut": 300, "console_cut": 300, "rules": 800, "sorted_queries": 1000, "clip": 1000, "launch_lookup": 800, "iteration_of": 500,
-          "blank_scan": 500, "disjoint_merge": 500}
+          "blank_scan": 500, "disjoint_merge": 500, "by_start": 800}
 def FAST(n):
     return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
                     derandomize=True, max_examples=n, database=None)
@@ -132,6 +132,34 @@ def test_containing_of_sorted_points_matches_brute_force(cover, points, tol):
     finally:
         intervals.SPARSE_MIN_TARGETS = old
     assert got == [any(a <= p + tol and p <= b + tol for a, b in naive_union(cover)) for p in points]
+
+
+# starts: mostly in order with a few late rows, or shuffled, or appended runs; ties are common
+starts = st.one_of(
+    st.lists(st.integers(0, 40), max_size=80),
+    st.lists(st.integers(0, 40), max_size=80).map(sorted).flatmap(
+        lambda xs: st.lists(st.integers(-5, 45), max_size=4).map(lambda late: xs[: len(xs) // 2] + late + xs[len(xs) // 2:])),
+    st.tuples(st.lists(st.integers(0, 40), max_size=40).map(sorted), st.lists(st.integers(0, 40), max_size=40).map(sorted))
+      .map(lambda ab: ab[0] + ab[1]))
+
+
+@FAST(BUDGET["by_start"])
+@given(starts, st.integers(1, 4), st.sampled_from([1, 100]), st.sampled_from([1, 4096]))
+def test_by_start_is_the_stable_sort(xs, pieces, late_share, max_runs):
+    """chunks.by_start (a few late rows placed by binary search, runs copied as slices, pieces joined)
+    gives the rows of a stable sort by start, in one chunk per column."""
+    from nsys_expert.load import chunks
+    df = pl.DataFrame({"start_ns": xs, "row": list(range(len(xs)))}, schema={"start_ns": pl.Int64, "row": pl.Int64})
+    step = max(1, len(xs) // pieces)
+    parts = [df.slice(i, step) for i in range(0, len(xs), step)] or [df]
+    old = chunks.LATE_SHARE, chunks.MAX_RUNS, chunks.MIN_ROWS
+    chunks.LATE_SHARE, chunks.MAX_RUNS, chunks.MIN_ROWS = late_share, max_runs, 0
+    try:
+        got = chunks.by_start(pl.concat(parts, rechunk=False))
+    finally:
+        chunks.LATE_SHARE, chunks.MAX_RUNS, chunks.MIN_ROWS = old
+    assert got.equals(df.sort("start_ns", maintain_order=True))
+    assert all(c.n_chunks() == 1 for c in got.get_columns()) or got.height == 0
 
 
 # ---- loaders + facts on generated cuda_gpu_trace CSVs (exact 2025 header of the real fixtures) ----

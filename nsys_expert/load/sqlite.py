@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import pathlib
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import polars as pl
 
@@ -69,12 +69,12 @@ MEANING = {KERNEL: "kernels", MEMCPY: "memory copies", RUNTIME: "CUDA API calls"
 PID_SQL = "(({col} >> 24) & 16777215)"   # for the few domain-create rows only
 
 
-def _pid(col: str) -> pl.Expr:
-    return (pl.col(col) // (1 << 24)) % (1 << 24)
+def _pid(col: str) -> pl.Expr:   # 24 bits: a 32-bit integer (normalize.NARROW)
+    return ((pl.col(col) // (1 << 24)) % (1 << 24)).cast(pl.Int32)
 
 
 def _tid(col: str) -> pl.Expr:
-    return pl.col(col) % (1 << 24)
+    return (pl.col(col) % (1 << 24)).cast(pl.Int32)
 
 
 _SUMMARY = ["time_pct", "total_ns", "count", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns"]
@@ -183,6 +183,22 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
                              f"out): GPUs are known by device id only")
 
     big = _Big(con, _big_jobs(cols))   # the big reads start now, side by side
+    # the *_sum tables (per-name medians of millions of rows) are made on a thread of their own while this
+    # one goes on with the next table; each is put in its place in part.tables when all are done
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsx-summaries") as sums:
+        _traces(con, cols, gpus, big, part, base, sums)
+        part.tables = {k: v.result() if isinstance(v, Future) else v for k, v in part.tables.items()}
+    part.meta["processes"] = _processes(con, cols, part.tables)
+    gm, gm_meta, gm_warn = gpu_metrics.read(con, cols, gpus, path, _frame)   # --gpu-metrics-devices samples
+    part.warnings += gm_warn
+    if gm is not None:
+        part.tables["gpu_metrics"], part.meta["gpu_metrics"] = gm, gm_meta
+    return part
+
+
+def _traces(con: sqlite3.Connection, cols: dict, gpus: dict, big: "_Big", part: Part, base: str,
+            sums: ThreadPoolExecutor) -> None:
+    """The trace tables into ``part.tables``, and the summaries made from them (as futures, on ``sums``)."""
     cuda = any(t in cols for t in (KERNEL, MEMCPY, MEMSET, GRAPH, RUNTIME))
     if cuda:
         gpu, n_graph = _gpu_trace(con, cols, gpus, big)
@@ -194,31 +210,25 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
                 f"--cuda-graph-trace=node to see them)")
         ops = gpu.select("name", "dur_ns", "bytes", "kind")   # the summaries' columns: filters copy these alone
         kernels = ops.filter(pl.col("kind") == "kernel") if (ops["kind"] != "kernel").any() else ops
-        part.tables["kern_sum"] = _summary(kernels, "dur_ns")
+        part.tables["kern_sum"] = sums.submit(_summary, kernels, "dur_ns")
         mem = ops.filter(pl.col("kind").is_in(["memcpy", "memset"])).with_columns(pl.col("name").cast(pl.String))
-        part.tables["mem_time_sum"] = _summary(mem, "dur_ns")
-        part.tables["mem_size_sum"] = _size_summary(mem)
+        part.tables["mem_time_sum"] = sums.submit(_summary, mem, "dur_ns")
+        part.tables["mem_size_sum"] = sums.submit(_size_summary, mem)
         part.tables["gpu_trace"] = gpu.drop("kind")
     if RUNTIME in cols:
         api = _api_trace(con, cols, big)
         part.tables["api_trace"] = api
-        part.tables["api_sum"] = _summary(api, "dur_ns")
+        part.tables["api_sum"] = sums.submit(_summary, api, "dur_ns")
     if NVTX in cols:
         nvtx = _nvtx_trace(con, cols)
         part.tables["nvtx_trace"] = nvtx
-        part.tables["nvtx_sum"] = _summary(nvtx.filter(pl.col("end_ns").is_not_null()), "dur_ns", style=True)
+        part.tables["nvtx_sum"] = sums.submit(_summary, nvtx.filter(pl.col("end_ns").is_not_null()), "dur_ns", style=True)
     if OSRT in cols:
         osrt = _osrt(con, cols, big)
-        part.tables["osrt_sum"] = _summary(osrt, "dur_ns")
+        part.tables["osrt_sum"] = sums.submit(_summary, osrt, "dur_ns")
         # the blocking calls, per thread: what a thread waited in while the GPU idled (facts/waits.py)
         part.tables["osrt_trace"] = osrt.filter(pl.col("name").is_in(sorted(OSRT_WAITS))).select(
             "start_ns", "end_ns", "dur_ns", "name", "pid", "tid")
-    part.meta["processes"] = _processes(con, cols, part.tables)
-    gm, gm_meta, gm_warn = gpu_metrics.read(con, cols, gpus, path, _frame)   # --gpu-metrics-devices samples
-    part.warnings += gm_warn
-    if gm is not None:
-        part.tables["gpu_metrics"], part.meta["gpu_metrics"] = gm, gm_meta
-    return part
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -308,13 +318,14 @@ class _Big:
         futs = {(key, i): pool.submit(_arrow, uri, pieces[key][i], jobs[key][1]) for key, i in order}
         self.futures = {key: [futs[(key, i)] for i in range(len(p))] for key, p in pieces.items()}
 
-    def get(self, key: str) -> pl.DataFrame:
+    def get(self, key: str, joined: bool = True) -> pl.DataFrame:
+        """The table; ``joined``: in one chunk per column (chunks.py: every fact group would otherwise
+        rechunk the whole table again), else in its pieces (for chunks.by_start, which joins them)."""
         frames = [f.result() for f in self.futures.pop(key, [])]
         if not frames or any(f is None for f in frames):
             return _rows(self.con, *self.jobs[key])
-        # one chunk per column, moved a column at a time (chunks.py): every fact group would otherwise
-        # rechunk the whole table again
-        return chunks.one_chunk(frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False))
+        frame = frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
+        return chunks.one_chunk(frame) if joined else frame
 
 
 def _pieces(con: sqlite3.Connection, table: str, sql: str) -> list[str]:
@@ -481,22 +492,7 @@ def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: _
     frame = frame.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gpid").alias("pid"))
     frame = frame.select("start_ns", "end_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id",
                          "stream", "pid", "name", "kind")
-    return _by_start(frame), n_graph
-
-
-def _by_start(frame: pl.DataFrame) -> pl.DataFrame:
-    """Sorted by start (stable). Exports are mostly written in start order: checking is one pass.
-    Otherwise the rows are put in order one column at a time, each old column freed once moved: a
-    whole-frame sort holds two copies of every column (400 MB more at ten million API calls)."""
-    if frame["start_ns"].is_sorted():
-        return frame
-    order = frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("start_ns", maintain_order=True)).to_series()
-    cols = frame.get_columns()
-    del frame
-    out = []
-    while cols:
-        out.append(cols.pop(0).gather(order))
-    return pl.DataFrame(out)
+    return chunks.by_start(frame), n_graph
 
 
 # -------------------------------------------------------------------------------------------- API
@@ -507,7 +503,8 @@ def _api_trace(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
     (``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``), longer ones stay (``cudaGetDeviceProperties_v12000``).
     The name is a category: millions of calls, a few hundred distinct names.
     """
-    a = _by_start(big.get(RUNTIME))   # sorted (when it must be) before the derived columns: less to move
+    # sorted (when it must be) before the derived columns: less to move; the pieces are joined as it sorts
+    a = chunks.by_start(big.get(RUNTIME, joined=False))
     names = _strings(con, cols, a["name_id"])
     names = names.with_columns(pl.col("value").str.replace(r"_v\d{4}$", ""))
     a = a.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
