@@ -126,9 +126,10 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         # kernel names are long and few: keep them categorical, classify each distinct one once
         if frame.schema["name"] != pl.Categorical:
             frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
-        kinds = frame.select(pl.col("name").unique()).with_columns(gpu_op_kind_expr().cast(OP_KINDS).alias("kind"))
-        frame = frame.with_columns(pl.col("name").replace_strict(dict(kinds.iter_rows()), default=None,
-                                                                 return_dtype=OP_KINDS).alias("kind"))
+        if frame.schema.get("kind") != OP_KINDS:   # (the SQLite loader knows it from the table each row came from)
+            kinds = frame.select(pl.col("name").unique()).with_columns(gpu_op_kind_expr().cast(OP_KINDS).alias("kind"))
+            frame = frame.with_columns(pl.col("name").replace_strict(dict(kinds.iter_rows()), default=None,
+                                                                     return_dtype=OP_KINDS).alias("kind"))
         # derived columns are computed on the few copy rows / distinct devices and scattered back:
         # joining or concatenating a million rows of long kernel names costs more than the trace read
         idx = frame.select(pl.arg_where(pl.col("kind") == "memcpy")).to_series()
@@ -160,7 +161,8 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
     if table == "api_trace":
         if frame.schema["name"] != pl.Categorical:   # millions of calls, a few hundred names: a code per row
             frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
-        frame = frame.with_columns(_base_name(frame).alias("base_name"))
+        if "base_name" not in frame.columns:   # (the SQLite loader gives it)
+            frame = frame.with_columns(_base_name(frame).alias("base_name"))
         for col in ("corr_id", "tid", "pid"):
             if col not in frame.columns:
                 frame = frame.with_columns(pl.lit(None, pl.Int64).alias(col))
@@ -178,7 +180,8 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
     if table in ("nvtx_sum", "nvtx_pushpop_sum", "nvtx_gpu_proj_sum"):
         frame = frame.with_columns(pl.col("name").fill_null("").str.replace(r"^:", "").alias("name"))
     if table in ("api_sum",):
-        frame = frame.with_columns(_base_name(frame).alias("base_name"))
+        if "base_name" not in frame.columns:   # (the SQLite loader gives it)
+            frame = frame.with_columns(_base_name(frame).alias("base_name"))
     if table in ("kern_sum", "api_sum", "osrt_sum", "gpu_sum", "mem_time_sum", "nvtx_sum", "nvtx_pushpop_sum"):
         good = pl.col("total_ns").is_not_null() & (pl.col("total_ns") >= 0)
         if "count" in frame.columns:    # a row cut inside its numbers has a time but no count

@@ -214,7 +214,7 @@ def _traces(con: sqlite3.Connection, cols: dict, gpus: dict, big: "_Big", part: 
         mem = ops.filter(pl.col("kind").is_in(["memcpy", "memset"])).with_columns(pl.col("name").cast(pl.String))
         part.tables["mem_time_sum"] = sums.submit(_summary, mem, "dur_ns")
         part.tables["mem_size_sum"] = sums.submit(_size_summary, mem)
-        part.tables["gpu_trace"] = gpu.drop("kind")
+        part.tables["gpu_trace"] = gpu   # its kind (the table each operation came from) saves normalize a pass
     if RUNTIME in cols:
         api = _api_trace(con, cols, big)
         part.tables["api_trace"] = api
@@ -507,9 +507,14 @@ def _api_trace(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
     a = chunks.by_start(big.get(RUNTIME, joined=False))
     names = _strings(con, cols, a["name_id"])
     names = names.with_columns(pl.col("value").str.replace(r"_v\d{4}$", ""))
+    # the base name of every call (normalize's: no _vNNNN suffix of any length) in the same pass, which
+    # runs its expressions side by side: it is the name itself unless a longer suffix is left
+    bases = names.with_columns(pl.col("value").str.replace(r"_v\d+$", ""))
     a = a.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
-                       _tid("gtid").alias("tid"), _named(a, names).alias("name"))
-    return a.select("start_ns", "end_ns", "dur_ns", "name", "corr_id", "pid", "tid")
+                       _tid("gtid").alias("tid"), _named(a, names).alias("name"),
+                       *([] if bases["value"].equals(names["value"]) else [_named(a, bases).alias("base_name")]))
+    a = a if "base_name" in a.columns else a.with_columns(pl.col("name").alias("base_name"))
+    return a.select("start_ns", "end_ns", "dur_ns", "name", "corr_id", "pid", "tid", "base_name")
 
 
 # ------------------------------------------------------------------------------------------- NVTX
