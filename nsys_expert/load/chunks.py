@@ -20,7 +20,12 @@ LATE_SHARE = 100     # at most one row in this many out of place: placed by bina
 MAX_RUNS = 16384     # and at most this many slices to join
 
 
-def one_chunk(frame: pl.DataFrame) -> pl.DataFrame:
+def one_chunk(frame: pl.DataFrame | list[pl.DataFrame]) -> pl.DataFrame:
+    """``frame`` in one chunk per column. Each old column is freed as soon as it is copied only if nothing
+    else holds the frame: a caller that names it passes it in a list, which is emptied (a frame still
+    named by the caller stays whole until the copy is done, two copies at once)."""
+    if isinstance(frame, list):
+        frame = frame.pop()
     cols = frame.get_columns()
     del frame
     out = []
@@ -34,20 +39,23 @@ def one_chunk(frame: pl.DataFrame) -> pl.DataFrame:
 def by_start(frame: pl.DataFrame, col: str = "start_ns") -> pl.DataFrame:
     """``frame`` (in pieces or not) sorted by ``col``, stably, in one chunk per column."""
     s = frame[col]
+    box = [frame]
+    del frame
     if s.is_sorted():
-        return one_chunk(frame)
+        del s
+        return one_chunk(box)
     runs = few_late(s)
     if runs is not None:
         # a few late rows: the rows in order are copied as runs of slices, the late ones slipped in
         # between, all joined into one chunk: the only copy
-        parts = [frame.slice(a, k) for a, k in runs]
-        del frame
-        return one_chunk(pl.concat(parts, rechunk=False))
+        parts = [box[0].slice(a, k) for a, k in runs]
+        box[0] = pl.concat(parts, rechunk=False)
+        del parts, s   # (each piece is freed as one_chunk moves its column)
+        return one_chunk(box)
     order = pl.DataFrame({"k": s}).select(pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("k", maintain_order=True))
     order = order.to_series()
-    frame = one_chunk(frame)   # a gather per column, each old column freed once moved
-    cols = frame.get_columns()
-    del frame
+    del s
+    cols = one_chunk(box).get_columns()   # a gather per column, each old column freed once moved
     out = []
     while cols:
         out.append(cols.pop(0).gather(order))

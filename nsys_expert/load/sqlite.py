@@ -322,7 +322,7 @@ class _Big:
         # the first piece of every table, then the second of every table...: the two biggest tables share the readers
         order = [(key, n) for i in range(max(len(p) for p in pieces.values()))
                  for key, p in pieces.items() if i < len(p) for n in [i]]
-        futs = {(key, i): pool.submit(_arrow, uri, pieces[key][i], jobs[key][1]) for key, i in order}
+        futs = {(key, i): pool.submit(_piece, uri, pieces[key][i], jobs[key][1]) for key, i in order}
         self.futures = {key: [futs[(key, i)] for i in range(len(p))] for key, p in pieces.items()}
 
     def get(self, key: str, joined: bool = True) -> pl.DataFrame:
@@ -330,9 +330,26 @@ class _Big:
         rechunk the whole table again), else in its pieces (for chunks.by_start, which joins them)."""
         frames = [f.result() for f in self.futures.pop(key, [])]
         if not frames or any(f is None for f in frames):
-            return _rows(self.con, *self.jobs[key])
-        frame = frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)
-        return chunks.one_chunk(frame) if joined else frame
+            return _derived(_rows(self.con, *self.jobs[key]))
+        box = [frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)]
+        del frames   # (no other name for the pieces: one_chunk frees each as it moves its column)
+        return chunks.one_chunk(box) if joined else box.pop()
+
+
+def _piece(uri: str, sql: str, schema: dict) -> pl.DataFrame | None:
+    df = _arrow(uri, sql, schema)
+    return None if df is None else _derived(df)
+
+
+def _derived(df: pl.DataFrame) -> pl.DataFrame:
+    """A big table's derived columns, made on the reader threads piece by piece (small temporaries, side
+    by side with the reads): the duration, and the process and thread ids packed in globalPid / globalTid."""
+    exprs, packed = [], [c for c in ("gpid", "gtid") if c in df.columns]
+    if "start_ns" in df.columns and "end_ns" in df.columns:
+        exprs.append((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
+    for c in packed:
+        exprs += [_pid(c).alias("pid")] + ([_tid(c).alias("tid")] if c == "gtid" else [])
+    return df.with_columns(exprs).drop(packed)
 
 
 def _pieces(con: sqlite3.Connection, table: str, sql: str) -> list[str]:
@@ -487,7 +504,7 @@ def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: _
                                     pl.lit("graph", _KIND).alias("kind")))
     parts = [f for f in parts if f.height] or parts[:1]   # no copy of a million kernels to append nothing
     if not parts:
-        frame = pl.DataFrame(schema={**_GPU_SCHEMA, "name": pl.Categorical, "kind": _KIND})
+        frame = _derived(pl.DataFrame(schema={**_GPU_SCHEMA, "name": pl.Categorical, "kind": _KIND}))
     elif len(parts) == 1:
         frame = parts[0]
     else:
@@ -495,8 +512,7 @@ def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: _
     for col, dtype in (("bytes", pl.Float64), ("src_kind", pl.String), ("dst_kind", pl.String)):
         if col not in frame.columns:
             frame = frame.with_columns(pl.lit(None, dtype).alias(col))
-    # the GPU names stay in the part's meta (gpus): not repeated per operation
-    frame = frame.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gpid").alias("pid"))
+    # the GPU names stay in the part's meta (gpus): not repeated per operation; durations and pids: _derived
     frame = frame.select("start_ns", "end_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id",
                          "stream", "pid", "name", "kind")
     return chunks.by_start(frame), n_graph
@@ -517,10 +533,9 @@ def _api_trace(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
     # the base name of every call (normalize's: no _vNNNN suffix of any length) in the same pass, which
     # runs its expressions side by side: it is the name itself unless a longer suffix is left
     bases = names.with_columns(pl.col("value").str.replace(r"_v\d+$", ""))
-    a = a.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
-                       _tid("gtid").alias("tid"), _named(a, names).alias("name"),
+    a = a.with_columns(_named(a, names).alias("name"),
                        *([] if bases["value"].equals(names["value"]) else [_named(a, bases).alias("base_name")]))
-    a = a if "base_name" in a.columns else a.with_columns(pl.col("name").alias("base_name"))
+    a = a.with_columns(pl.col("name").alias("base_name")) if "base_name" not in a.columns else a
     return a.select("start_ns", "end_ns", "dur_ns", "name", "corr_id", "pid", "tid", "base_name")
 
 
@@ -589,8 +604,7 @@ def _levels(n: pl.DataFrame) -> pl.DataFrame:
 def _osrt(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
     o = big.get(OSRT)
     names = _strings(con, cols, o["name_id"])
-    return o.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), _pid("gtid").alias("pid"),
-                          _tid("gtid").alias("tid"), _named(o, names).alias("name"))
+    return o.with_columns(_named(o, names).alias("name")).drop("name_id")
 
 
 # -------------------------------------------------------------------------------------- summaries
