@@ -70,8 +70,7 @@ def few_late(s: pl.Series) -> list[tuple[int, int]] | None:
     n = s.len()
     if s.null_count():
         return None
-    s = s.rechunk()
-    late = (s < s.cum_max().shift(1)).fill_null(False)
+    late = (s < s.cum_max().shift(1)).fill_null(False)   # (s in its pieces: no copy of it)
     n_late = int(late.sum())
     if n_late * LATE_SHARE > n or 2 * n_late + 1 > MAX_RUNS:
         return None
