@@ -382,3 +382,24 @@ def test_csv_reports_beside_an_export_are_not_parsed(tmp_path, monkeypatch):
     parsing = diagnose(tmp_path)
     assert "sync_bound_cuda_gpu_trace.csv" in seen
     assert json.dumps(skipping, sort_keys=True) == json.dumps(parsing, sort_keys=True)
+
+
+def test_the_sqlite3_path_reads_the_same_tables_as_adbc(monkeypatch):
+    """Without the ADBC driver (or when it fails) every table is read through sqlite3: the same frames,
+    derived columns (durations, pid / tid from globalPid / globalTid) included."""
+    import nsys_expert.load.sqlite as sq
+    path = sqlite_of("sync_bound_sqlite")
+    fast = read_sqlite(path)
+    orig = sq._connect
+
+    def without_adbc(p):
+        con = orig(p)
+        sq._ADBC.pop(id(con), None)
+        sq._URI.pop(id(con), None)
+        return con
+    monkeypatch.setattr(sq, "_connect", without_adbc)
+    slow = read_sqlite(path)
+    assert list(fast.tables) == list(slow.tables)
+    for t in fast.tables:
+        assert fast.tables[t].equals(slow.tables[t]), t
+    assert {"dur_ns", "pid", "tid"} <= set(slow.tables["api_trace"].columns)
