@@ -43,10 +43,7 @@ if mode == "gm":
     cols = sq._schema(con)
     frame, meta, _ = gpu_metrics.read(con, cols, sq._gpu_names(con, cols), path, sq._frame)
     info = f"{{frame.height}} rows, bin {{meta['bin_ns'] / 1e3:.1f}} us"
-    fast = sq._ADBC.pop(id(con), None)
-    if fast is not None:
-        fast.close()
-    con.close()
+    sq._close(con)
 elif mode == "diagnose":
     from nsys_expert import pipeline
     doc = pipeline.diagnose(pipeline.Request([path]))

@@ -20,6 +20,7 @@ from nsys_expert.facts import gpu_metrics as gm_facts
 from nsys_expert.facts import intervals
 from nsys_expert.load import gpu_metrics as gm_load, load_paths
 from nsys_expert.load import sqlite as sq
+from nsys_expert.load import sqlite_read as sr
 
 MB = FIXTURES / "gpu_metrics_memory_bound_sqlite" / "input"
 CB = FIXTURES / "gpu_metrics_compute_bound_sqlite" / "input"
@@ -153,15 +154,12 @@ def _export(tmp_path, rows, names=H200_NAMES):
 
 
 def _read(path, max_rows=gm_load.MAX_ROWS):
-    con = sq._connect(path)
+    con = sr._connect(path)
     try:
         cols = sq._schema(con)
-        return gm_load.read(con, cols, {0: "GPU"}, path, sq._frame, max_rows=max_rows)
+        return gm_load.read(con, cols, {0: "GPU"}, path, sr._frame, max_rows=max_rows)
     finally:
-        fast = sq._ADBC.pop(id(con), None)
-        if fast is not None:
-            fast.close()
-        con.close()
+        sr._close(con)
 
 
 def test_time_weighted_means_and_coarse_bins(tmp_path):

@@ -388,14 +388,15 @@ def test_the_sqlite3_path_reads_the_same_tables_as_adbc(monkeypatch):
     """Without the ADBC driver (or when it fails) every table is read through sqlite3: the same frames,
     derived columns (durations, pid / tid from globalPid / globalTid) included."""
     import nsys_expert.load.sqlite as sq
+    import nsys_expert.load.sqlite_read as sr
     path = sqlite_of("sync_bound_sqlite")
     fast = read_sqlite(path)
     orig = sq._connect
 
     def without_adbc(p):
         con = orig(p)
-        sq._ADBC.pop(id(con), None)
-        sq._URI.pop(id(con), None)
+        sr._ADBC.pop(id(con), None)
+        sr._URI.pop(id(con), None)
         return con
     monkeypatch.setattr(sq, "_connect", without_adbc)
     slow = read_sqlite(path)

@@ -16,21 +16,21 @@ the summaries derived from them (``kern_sum``, ``api_sum``, ``mem_time_sum``, ``
   long and few) are read once for the distinct ids the rows hold (taken from the frame already
   read, not by scanning the table again) and kept as categories: a per-row dictionary code, never
   a per-row string. Polars does every aggregation.
-- The big tables (kernels, copies, API calls, OS runtime calls) are read side by side, each on its
-  own ADBC connection in a worker thread (the driver and Polars release the GIL), while the
-  metadata queries run on the sqlite3 connection. Without ADBC, sqlite3 reads them one by one.
+- The big tables (kernels, copies, API calls, OS runtime calls) are read side by side on reader
+  threads (``sqlite_read``, which also holds the connections), while this module turns what they
+  give into frames.
 """
 from __future__ import annotations
 
 import os
-import pathlib
 import sqlite3
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import polars as pl
 
 from ..errors import InputError
-from . import Part, chunks, gpu_metrics
+from . import Part, gpu_metrics
+from .sqlite_read import _Big, _close, _connect, _derived, _frame, _pid, _tid, chunks
 
 EXPORT_HINT = "export the report with: nsys export --type sqlite -o prof prof.nsys-rep"
 
@@ -63,32 +63,13 @@ OSRT_WAITS = {"poll", "ppoll", "epoll_wait", "epoll_pwait", "select", "pselect",
 MEANING = {KERNEL: "kernels", MEMCPY: "memory copies", RUNTIME: "CUDA API calls", NVTX: "NVTX ranges",
            OSRT: "OS runtime calls"}
 
-# Serialized ids (input-formats.md 3): globalTid / globalPid carry the process id in bits 24-47 and
-# globalTid the thread id in bits 0-23. SQL only reads columns; this arithmetic (like end - start)
-# runs in Polars, which is several times faster than SQLite evaluating it per row.
+# the domain-create rows' process id, in SQL (the big tables' ids are taken apart in Polars: sqlite_read)
 PID_SQL = "(({col} >> 24) & 16777215)"   # for the few domain-create rows only
-
-
-def _pid(col: str) -> pl.Expr:   # 24 bits: a 32-bit integer (normalize.NARROW)
-    return ((pl.col(col) // (1 << 24)) % (1 << 24)).cast(pl.Int32)
-
-
-def _tid(col: str) -> pl.Expr:
-    return (pl.col(col) % (1 << 24)).cast(pl.Int32)
 
 
 _SUMMARY = ["time_pct", "total_ns", "count", "avg_ns", "med_ns", "min_ns", "max_ns", "std_ns"]
 
 
-# The big tables (a million kernels, two million API calls) are read through ADBC's SQLite driver,
-# which hands Polars Arrow columns directly: about 3x faster than Python's sqlite3 row tuples. The
-# sqlite3 connection stays for the small metadata queries, and is the fallback for everything.
-# Per sqlite3 connection: its URI, its ADBC connection (small queries), and the pool reading the big tables.
-_ADBC: dict[int, object] = {}
-_URI: dict[int, str] = {}
-_POOL: dict[int, ThreadPoolExecutor] = {}
-# two readers: the machine this was tuned on has two cores, and the kernel and API tables are the two big reads
-READERS = 2
 
 
 def read_sqlite(path: str) -> Part:
@@ -110,36 +91,6 @@ def read_sqlite(path: str) -> Part:
         finally:
             sqlite_open.release(con)
             _close(con)
-
-
-def _close(con: sqlite3.Connection) -> None:
-    """Stop the readers (a read still running finishes first: a .sqlite.gz copy is removed after this)."""
-    pool = _POOL.pop(id(con), None)
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
-    _URI.pop(id(con), None)
-    fast = _ADBC.pop(id(con), None)
-    if fast is not None:
-        try:
-            fast.close()
-        except Exception:  # noqa: BLE001 - closing a read-only handle cannot lose anything
-            pass
-    con.close()
-
-
-def _connect(path: str) -> sqlite3.Connection:
-    from . import sqlite_open
-
-    con = sqlite_open.connect(path)   # immutable=1: no locking, no journal / WAL files beside the export
-    uri = pathlib.Path(os.path.abspath(path)).as_uri() + "?mode=ro&immutable=1"
-    try:
-        import adbc_driver_sqlite.dbapi as adbc  # same read-only, immutable URI
-
-        _ADBC[id(con)] = adbc.connect(uri)
-        _URI[id(con)] = uri
-    except Exception:  # noqa: BLE001 - no ADBC driver, or it cannot open the file: sqlite3 does it all
-        pass
-    return con
 
 
 def _first_line(e: Exception) -> str:
@@ -237,133 +188,6 @@ def _schema(con: sqlite3.Connection) -> dict[str, set[str]]:
     only: a view could run any query (sqlite_open.check names views that look like nsys tables)."""
     names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     return {n: {r[1] for r in con.execute(f'PRAGMA table_info("{n}")')} for n in names}
-
-
-def _frame(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
-    """Run a query into a typed frame: through ADBC (Arrow) when it is there, else sqlite3 rows."""
-    fast = _ADBC.get(id(con))
-    if fast is not None:
-        df = _arrow(fast, sql, schema)
-        if df is not None:
-            return df
-    return _rows(con, sql, schema)
-
-
-def _arrow(fast, sql: str, schema: dict) -> pl.DataFrame | None:
-    """The query through an ADBC connection (or a URI to open one), or None on any driver trouble."""
-    own = isinstance(fast, str)
-    try:
-        if own:
-            import adbc_driver_sqlite.dbapi as adbc
-
-            fast = adbc.connect(fast)
-            _fetch(fast, f"PRAGMA mmap_size={MMAP_BYTES}")
-        df = _fetch(fast, sql)
-        if df.width == len(schema):
-            df = df.rename(dict(zip(df.columns, schema)))
-            casts = [pl.col(k).cast(v, strict=False) for k, v in schema.items() if df.schema[k] != v]
-            return df.with_columns(casts) if casts else df
-    except Exception:  # noqa: BLE001 - any driver trouble: the sqlite3 path is the reference
-        pass
-    finally:
-        if own and not isinstance(fast, str):
-            try:
-                fast.close()
-            except Exception:  # noqa: BLE001
-                pass
-    return None
-
-
-# The big reads map the file instead of copying each page through SQLite's cache (7 % less time to read
-# 5 M kernels and 10 M calls, a third less system time). Safe for a file opened immutable and read-only,
-# which is how every export is opened; SQLite maps at most what it was built to (2 GB by default) and
-# reads the rest of a bigger file as before.
-MMAP_BYTES = 1 << 40
-
-# rows per Arrow batch: the driver's default (1,024) makes a thousand chunks per million rows, each
-# converted on its own; 64 Ki rows read 5-7 % faster and leave a few chunks
-BATCH_ROWS = 65_536
-
-
-def _fetch(fast, sql: str) -> pl.DataFrame:
-    cur = fast.cursor()
-    try:
-        cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
-        cur.execute(sql)
-        return pl.DataFrame(cur.fetch_arrow())   # the Arrow C stream, straight into Polars
-    finally:
-        cur.close()
-
-
-def _rows(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
-    rows = con.execute(sql).fetchall()
-    if not rows:
-        return pl.DataFrame(schema=schema)
-    return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
-
-
-# A big table is read in pieces of consecutive rowids (a range of the table's B-tree: no scan of the
-# rest), so that both readers stay busy to the end and each Arrow-to-Polars conversion stays small.
-PIECE_ROWS = 500_000
-
-
-class _Big:
-    """The big queries of one export (key: the table read), started together on the reader threads;
-    ``get`` waits for one. A query ADBC could not run is run again through sqlite3 (which raises what
-    a damaged file raises)."""
-
-    def __init__(self, con: sqlite3.Connection, jobs: dict[str, tuple[str, dict]]):
-        self.con, self.jobs, self.futures = con, jobs, {}
-        uri = _URI.get(id(con))
-        if uri is None or not jobs:
-            return
-        pool = _POOL.setdefault(id(con), ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="nsx-sqlite"))
-        pieces = {key: _pieces(con, key, sql) for key, (sql, _) in jobs.items()}
-        # the first piece of every table, then the second of every table...: the two biggest tables share the readers
-        order = [(key, n) for i in range(max(len(p) for p in pieces.values()))
-                 for key, p in pieces.items() if i < len(p) for n in [i]]
-        futs = {(key, i): pool.submit(_piece, uri, pieces[key][i], jobs[key][1]) for key, i in order}
-        self.futures = {key: [futs[(key, i)] for i in range(len(p))] for key, p in pieces.items()}
-
-    def get(self, key: str, joined: bool = True) -> pl.DataFrame:
-        """The table; ``joined``: in one chunk per column (chunks.py: every fact group would otherwise
-        rechunk the whole table again), else in its pieces (for chunks.by_start, which joins them)."""
-        frames = [f.result() for f in self.futures.pop(key, [])]
-        if not frames or any(f is None for f in frames):
-            return _derived(_rows(self.con, *self.jobs[key]))
-        box = [frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)]
-        del frames   # (no other name for the pieces: one_chunk frees each as it moves its column)
-        return chunks.one_chunk(box) if joined else box.pop()
-
-
-def _piece(uri: str, sql: str, schema: dict) -> pl.DataFrame | None:
-    df = _arrow(uri, sql, schema)
-    return None if df is None else _derived(df)
-
-
-def _derived(df: pl.DataFrame) -> pl.DataFrame:
-    """A big table's derived columns, made on the reader threads piece by piece (small temporaries, side
-    by side with the reads): the duration, and the process and thread ids packed in globalPid / globalTid."""
-    exprs, packed = [], [c for c in ("gpid", "gtid") if c in df.columns]
-    if "start_ns" in df.columns and "end_ns" in df.columns:
-        exprs.append((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
-    for c in packed:
-        exprs += [_pid(c).alias("pid")] + ([_tid(c).alias("tid")] if c == "gtid" else [])
-    return df.with_columns(exprs).drop(packed)
-
-
-def _pieces(con: sqlite3.Connection, table: str, sql: str) -> list[str]:
-    """``sql`` (one table's query) split into rowid ranges of about PIECE_ROWS rows."""
-    try:
-        # two subqueries: each of min() and max() alone is one step down the B-tree; together, a full scan
-        lo, hi = con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")').fetchone()
-    except sqlite3.DatabaseError:   # no rowid (a view) or a damaged page: one piece, and the read will say
-        return [sql]
-    if lo is None or hi - lo < PIECE_ROWS * 1.5:
-        return [sql]
-    glue = " AND " if " WHERE " in sql else " WHERE "
-    bounds = list(range(lo, hi + 1, PIECE_ROWS)) + [hi + 1]
-    return [f"{sql}{glue}rowid >= {a} AND rowid < {b}" for a, b in zip(bounds, bounds[1:])]
 
 
 def _strings(con: sqlite3.Connection, cols: dict, ids: pl.Series, dtype=pl.String) -> pl.DataFrame:
