@@ -93,13 +93,13 @@ _I32 = (-(1 << 31), (1 << 31) - 1)
 
 
 def _narrow(frame: pl.DataFrame, cols: tuple[str, ...]) -> pl.DataFrame:
-    casts = []
-    for c in cols:
-        if c not in frame.columns or frame.schema[c] not in (pl.Int64, pl.UInt64, pl.UInt32):
-            continue
-        lo, hi = frame.select(pl.col(c).min().alias("lo"), pl.col(c).max().alias("hi")).row(0)
-        if lo is None or (_I32[0] <= lo and hi <= _I32[1]):
-            casts.append(pl.col(c).cast(pl.Int32))
+    wide = [c for c in cols if c in frame.columns and frame.schema[c] in (pl.Int64, pl.UInt64, pl.UInt32)]
+    if not wide:
+        return frame
+    bounds = frame.select(*(pl.col(c).min().alias(f"{c}_lo") for c in wide),     # one pass, the columns
+                          *(pl.col(c).max().alias(f"{c}_hi") for c in wide)).row(0, named=True)   # side by side
+    casts = [pl.col(c).cast(pl.Int32) for c in wide if bounds[f"{c}_lo"] is None
+             or (_I32[0] <= bounds[f"{c}_lo"] and bounds[f"{c}_hi"] <= _I32[1])]
     return frame.with_columns(casts) if casts else frame
 
 
