@@ -104,14 +104,11 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
         found = window_mod.find_iterations(nvtx_t, None, passed_over) if nvtx_t is not None else (None, None)
     # what the host did (sync, copy and launch calls, merged over the whole trace; clipped to the window
     # below: the same intervals) is worked out beside the launch lookup, which leaves a core idle
-    host_pool = ThreadPoolExecutor(max_workers=1) if api_t is not None and api_t.height else None
-    try:
-        host_all = host_pool.submit(timeline.api_class_frames, api_t, gpu, None, None) if host_pool else None
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        host_all = pool.submit(timeline.api_class_frames, api_t, gpu, None, None) \
+            if api_t is not None and api_t.height else None
         prof, win, gpu = _window(fs, prof, opts, gpu, api_t, nvtx_t, found, passed_over)
         host_all = host_all.result() if host_all is not None else None
-    finally:
-        if host_pool is not None:
-            host_pool.shutdown(wait=True, cancel_futures=True)
     return _rest(fs, prof, win, gpu, api_t, host_all)
 
 

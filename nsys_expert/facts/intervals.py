@@ -161,11 +161,15 @@ def _touched(targets: pl.DataFrame, cover: pl.DataFrame) -> pl.Series | None:
         return None
     lo = te.search_sorted(cover["s"], side="right")   # the first target ending after the interval starts
     hi = ts.search_sorted(cover["e"], side="left")    # the first target starting at or after its end
-    runs = pl.DataFrame({"lo": lo, "hi": hi}).filter(pl.col("hi") > pl.col("lo"))
-    if int((runs["hi"] - runs["lo"]).sum() or 0) * SPARSE > n:
+    if int((hi.cast(pl.Int64) - lo.cast(pl.Int64)).clip(lower_bound=0).sum() or 0) * SPARSE > n:
         return None
-    return runs.select(pl.int_ranges("lo", "hi", dtype=pl.UInt32).explode().unique(maintain_order=True)) \
-               .to_series().drop_nulls()
+    return _rows_in_runs(lo, hi).unique(maintain_order=True)   # (a target two intervals touch, once)
+
+
+def _rows_in_runs(lo: pl.Series, hi: pl.Series) -> pl.Series:
+    """The row numbers of the runs [lo, hi) (empty runs give none)."""
+    runs = pl.DataFrame({"lo": lo, "hi": hi}).filter(pl.col("hi") > pl.col("lo"))
+    return runs.select(pl.int_ranges("lo", "hi", dtype=pl.UInt32).explode()).to_series().drop_nulls()
 
 
 def _coverage(targets: pl.DataFrame, cover: pl.DataFrame, prepared: pl.DataFrame | None) -> pl.Series:
@@ -194,10 +198,8 @@ def containing(points: pl.Series, cover: pl.DataFrame, tolerance: int = 0) -> pl
     n = points.len()
     if n >= SPARSE_MIN_TARGETS and cover.height * SPARSE <= n and not points.null_count() and points.is_sorted():
         # sorted points (gap starts) and a few intervals: the points inside one interval are one run
-        lo = points.search_sorted(cover["s"] - tolerance, side="left")
-        hi = points.search_sorted(cover["e"] + tolerance, side="right")
-        runs = pl.DataFrame({"lo": lo, "hi": hi}).filter(pl.col("hi") > pl.col("lo"))
-        inside = runs.select(pl.int_ranges("lo", "hi", dtype=pl.UInt32).explode()).to_series()
+        inside = _rows_in_runs(points.search_sorted(cover["s"] - tolerance, side="left"),
+                               points.search_sorted(cover["e"] + tolerance, side="right"))
         return pl.repeat(False, n, dtype=pl.Boolean, eager=True).alias("inside").scatter(inside, True)
     c = _prepared(cover, _e=pl.col("e"))
     ends = _last_starting(c, points + tolerance)["_e"]

@@ -9,6 +9,8 @@ import re
 
 import polars as pl
 
+from ..load.normalize import VERSION_SUFFIX
+
 # Host blocks until the GPU (or a stream / event) has drained.
 SYNC_APIS = {
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
@@ -45,11 +47,11 @@ ALLOC_APIS = {
 
 def _base(name: str) -> str:
     """Strip the ``_vNNNN`` version suffix and the driver's ``_v2`` suffix."""
-    return re.sub(r"_v\d+$", "", name)
+    return re.sub(VERSION_SUFFIX, "", name)
 
 
 def base_expr(col: str = "name") -> pl.Expr:
-    return pl.col(col).str.replace(r"_v\d+$", "")
+    return pl.col(col).str.replace(VERSION_SUFFIX, "")
 
 
 def api_base(api: pl.DataFrame) -> pl.Expr:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..load.chunks import stable_order
 from . import intervals
 from .names import ALLOC_APIS, ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
@@ -97,8 +98,7 @@ def _search(keys: pl.Series, calls: pl.DataFrame) -> pl.DataFrame:
         # (at 5 M kernels the stable sort of 10 M calls peaked 340 MB above the trace)
         ids, keys = ids.cast(pl.UInt32), keys.cast(pl.UInt32, strict=False)
     n = calls.height
-    order = None if ids.is_sorted() else pl.DataFrame({"k": ids}).select(   # row numbers in id order (stable)
-        pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("k", maintain_order=True)).to_series()
+    order = None if ids.is_sorted() else stable_order(ids)   # row numbers in id order
     right = pl.DataFrame({"_k": ids if order is None else ids.gather(order),
                           "_r": pl.int_range(n, dtype=pl.UInt32, eager=True) if order is None else order})
     right = right.with_columns(pl.col("_k").set_sorted().alias("_k"), pl.col("_k").alias("_hit"))

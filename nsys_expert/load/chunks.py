@@ -61,14 +61,19 @@ def by_start(frame: pl.DataFrame, col: str = "start_ns") -> pl.DataFrame:
         box[0] = pl.concat(parts, rechunk=False)
         del parts, s   # (each piece is freed as one_chunk moves its column)
         return one_chunk(box)
-    order = pl.DataFrame({"k": s}).select(pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("k", maintain_order=True))
-    order = order.to_series()
+    order = stable_order(s)
     del s
     cols = one_chunk(box).get_columns()   # a gather per column, each old column freed once moved
     out = []
     while cols:
         out.append(cols.pop(0).gather(order))
     return pl.DataFrame(out)
+
+
+def stable_order(s: pl.Series) -> pl.Series:
+    """Row numbers (UInt32) in the stable sort order of ``s`` (nulls first); not a copy of any column."""
+    return pl.DataFrame({"k": s}).select(pl.int_range(pl.len(), dtype=pl.UInt32).sort_by("k", maintain_order=True)) \
+             .to_series()
 
 
 def few_late(s: pl.Series) -> list[tuple[int, int]] | None:

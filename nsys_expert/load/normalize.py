@@ -74,11 +74,14 @@ def device_names(devices: list[str]) -> dict[str, str]:
     return {d: re.sub(r"\s*\(\d+\)\s*$", "", d) for d in devices}
 
 
+VERSION_SUFFIX = r"_v\d+$"   # what an API name's base name drops (facts.names.base_expr: the same)
+
+
 def _base_name(frame: pl.DataFrame) -> pl.Expr:
     """The API name without its ``_vNNNN`` suffix, as a category: worked out once per distinct name
     (a few hundred), not per call (millions)."""
     names = frame["name"].unique().drop_nulls().cast(pl.String).to_list()
-    base = {n: re.sub(r"_v\d+$", "", n) for n in names}
+    base = {n: re.sub(VERSION_SUFFIX, "", n) for n in names}
     if frame.schema["name"] == pl.Categorical and all(k == v for k, v in base.items()):
         return pl.col("name")   # no suffix to drop (the SQLite loader drops _vNNNN): the same codes, no copy
     return pl.col("name").replace_strict(base, default=None, return_dtype=pl.Categorical)
@@ -189,8 +192,7 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
     if table in ("nvtx_sum", "nvtx_pushpop_sum", "nvtx_gpu_proj_sum"):
         frame = frame.with_columns(pl.col("name").fill_null("").str.replace(r"^:", "").alias("name"))
     if table in ("api_sum",):
-        if "base_name" not in frame.columns:   # (the SQLite loader gives it)
-            frame = frame.with_columns(_base_name(frame).alias("base_name"))
+        frame = frame.with_columns(_base_name(frame).alias("base_name"))
     if table in ("kern_sum", "api_sum", "osrt_sum", "gpu_sum", "mem_time_sum", "nvtx_sum", "nvtx_pushpop_sum"):
         good = pl.col("total_ns").is_not_null() & (pl.col("total_ns") >= 0)
         if "count" in frame.columns:    # a row cut inside its numbers has a time but no count

@@ -29,8 +29,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import polars as pl
 
 from ..errors import InputError
-from . import Part, gpu_metrics
-from .sqlite_read import _Big, _close, _connect, _derived, _frame, _pid, _tid, chunks
+from . import Part, chunks, gpu_metrics, normalize
+from .sqlite_read import _Big, _close, _connect, _derived, _frame, _pid, _tid
 
 EXPORT_HINT = "export the report with: nsys export --type sqlite -o prof prof.nsys-rep"
 
@@ -350,15 +350,15 @@ def _api_trace(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
     (``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``), longer ones stay (``cudaGetDeviceProperties_v12000``).
     The name is a category: millions of calls, a few hundred distinct names.
     """
-    # sorted (when it must be) before the derived columns: less to move; the pieces are joined as it sorts
+    # in its pieces: by_start joins them in the copy that puts the calls in start order (when they must be)
     a = chunks.by_start(big.get(RUNTIME, joined=False))
     names = _strings(con, cols, a["name_id"])
     names = names.with_columns(pl.col("value").str.replace(r"_v\d{4}$", ""))
-    # the base name of every call (normalize's: no _vNNNN suffix of any length) in the same pass, which
-    # runs its expressions side by side: it is the name itself unless a longer suffix is left
-    bases = names.with_columns(pl.col("value").str.replace(r"_v\d+$", ""))
-    # one after the other (each mapping stands 110 MB above its result at ten million calls, and the
-    # load's peak is here): name_id is dropped with the last
+    # the base name of every call, as normalize makes it (no _vNNNN suffix of any length), so that normalize
+    # need not map ten million calls again: the name itself unless a longer suffix is left. Mapped after the
+    # names, not beside them (each mapping stands 110 MB above its result at ten million calls, and the
+    # load's peak is here)
+    bases = names.with_columns(pl.col("value").str.replace(normalize.VERSION_SUFFIX, ""))
     a = a.with_columns(_named(a, names).alias("name"))
     a = a.with_columns((pl.col("name") if bases["value"].equals(names["value"]) else _named(a, bases)).alias("base_name"))
     return a.select("start_ns", "end_ns", "dur_ns", "name", "corr_id", "pid", "tid", "base_name")
