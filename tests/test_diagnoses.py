@@ -251,3 +251,42 @@ def test_allocator_churn():
         assert f["alloc_calls_per_iter"] == 60 and f["free_calls_per_iter"] == 30
         assert f["alloc_api_share_pct"] == pytest.approx(57.0, abs=0.2)
         assert f["gpu_idle_alloc_pct"] > 50 and f["gpu_idle_host_pct"] < f["gpu_idle_alloc_pct"]
+
+
+def test_a_sleeping_host_is_not_called_working():
+    """fixtures/sleepy_host: the launching thread sleeps 9 ms a step (time.sleep), GPU idle 95 %."""
+    doc = run("sleepy_host_sqlite")
+    f = doc["facts"]
+    top = doc["findings"][0]
+    assert (top["rule"], top["severity"]) == ("host-sleep", "high")
+    # README (unseen_measure.py): 150 clock_nanosleep calls, median 9.09 ms; 1,342.6 of the 1,370.0 ms of
+    # gaps >= 1 ms asleep; GPU busy 4.86 % of the window
+    assert (f["osrt_sleep_top_call"], f["osrt_sleep_calls"]) == ("clock_nanosleep", 150)
+    assert f["osrt_sleep_median_ms"] == pytest.approx(9.09, abs=0.01)
+    assert f["gpu_active_pct"] == pytest.approx(4.86, abs=0.01)
+    assert f["gpu_idle_sleep_pct"] > 90 and f["gpu_idle_host_pct"] < 1 and f["gpu_idle_wait_pct"] < 1
+    assert {x["rule"] for x in doc["findings"]} == {"host-sleep"}   # not host-bound, not data-io-bound
+    # the CSVs have no API trace: starved, and nothing attributed, never healthy
+    csv_doc = run("sleepy_host")
+    assert csv_doc["verdict"]["rule"] == "gpu-starved" and "gpu_idle_sleep_pct" not in csv_doc["facts"]
+
+
+def test_lazy_module_loading_is_warm_up_not_host_work():
+    """fixtures/busy_no_nvtx: no NVTX, a short run; the window holds cuBLAS's first call, whose
+    cuLibraryLoadData (15.2 ms) leaves the GPU idle 18.1 ms."""
+    doc = run("busy_no_nvtx_sqlite")
+    f = doc["facts"]
+    assert f["gpu_idle_load_pct"] == pytest.approx(24.78, abs=0.01)   # README: 18.1 ms of the 73.2 ms window
+    assert f["gpu_idle_host_pct"] < 1
+    assert [(x["rule"], x["severity"]) for x in doc["findings"]] == [("lazy-module-loading", "low")]
+    assert doc["verdict"]["state"] == "diagnosed" and doc["verdict"]["rule"] is None
+
+
+def test_checkpoint_copies_are_memcpy_bound():
+    """fixtures/checkpoint_spikes: every 10th step copies 1 GiB of weights to pageable host memory."""
+    for case in ("checkpoint_spikes", "checkpoint_spikes_sqlite"):
+        doc = run(case)
+        top = doc["findings"][0]
+        assert (top["rule"], top["severity"]) == ("memcpy-bound", "high"), case
+    f = run("checkpoint_spikes_sqlite")["facts"]
+    assert f["iter_max_over_median"] > 100   # the checkpoint steps

@@ -175,7 +175,7 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
                 "max_severity": max([r.severity] + [e["severity"] for e in r.escalate], key=SEVERITIES.index),
                 "missing": [f"needs {missing_mod.input_text(i)}" for i in missing_inputs]
                 + missing_mod.reasons(missing, fs, r.scope, tables),
-                "facts": sorted(missing)})
+                "facts": sorted(missing), **({"refines": r.refines} if r.refines else {})})
             continue
         runnable.append(r)
     ev.evaluated = [r.id for r in runnable]

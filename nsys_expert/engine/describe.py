@@ -79,6 +79,7 @@ _ZH = {
     "; one finding for all the kernels it fires on": "；它触发的所有 kernel 合为一条发现",
     "- folds in `{}` on the same subject": "- 在同一对象上并入 `{}`",
     "- drops `{}` on the same subject": "- 在同一对象上排除 `{}`", ": {}": "：{}",
+    "- refines `{}`: without this rule's inputs its cases count there": "- 细化 `{}`：缺少本规则的输入时，其情形计入该规则",
     " (when the condition below holds)": "（当下列条件成立时）", "Fires when:": "触发条件：",
     "Severity {} when also:": "同时满足下列条件时，严重度为 {}：",
     "Parameters (`--set {}.NAME=VALUE`):": "参数（`--set {}.NAME=VALUE`）：", "Facts it reads:": "读取的事实：",
@@ -152,6 +153,8 @@ def explain(r: Rule, lang: str = "en") -> str:
                          + (w(" (when the condition below holds)") if rel["when"] else ""))
             if rel["when"]:
                 lines += condition_text(rel["when"], r.params, 1, lang)
+    if r.refines:
+        lines.append(w("- refines `{}`: without this rule's inputs its cases count there", r.refines))
     if r.why:
         lines += ["", reader_text(t(r.why).strip(), r.params)]
     lines += ["", w("Fires when:")] + condition_text(r.when, r.params, 0, lang)

@@ -122,6 +122,10 @@ def check_packs(packs) -> None:
                         hint = difflib.get_close_matches(rel["rule"], list(rules), 1)
                         raise RuleError(f"rule {r.id}: {key} names no rule '{rel['rule']}'"
                                         + (f" (did you mean '{hint[0]}'?)" if hint else ""), r.path)
+            if r.refines is not None and r.refines not in rules:
+                hint = difflib.get_close_matches(r.refines, list(rules), 1)
+                raise RuleError(f"rule {r.id}: refines names no rule '{r.refines}'"
+                                + (f" (did you mean '{hint[0]}'?)" if hint else ""), r.path)
             for rel in r.supersedes:
                 if not r.actionable and rules[rel["rule"]].actionable:
                     raise RuleError(f"rule {r.id}: says nothing to fix (actionable: false) and cannot supersede "

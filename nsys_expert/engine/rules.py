@@ -76,6 +76,7 @@ class Rule:
     cause: str = ""
     supersedes: list = field(default_factory=list)   # [{rule, when, because}]
     refutes: list = field(default_factory=list)
+    refines: str | None = None                        # the rule whose cause this one splits (its missing inputs then hide nothing)
     actionable: bool = True
     combine: str | None = None                        # "kernels": one finding for all the kernels it fires on
     advice_when: list = field(default_factory=list)  # one condition (or None) per advice item
@@ -248,7 +249,7 @@ def load_rule_file(path: str, pack: str) -> Rule:
         scope=scope, when=data["when"], message=_text(data["message"]),
         advice=advice, advice_when=advice_when, params=data.get("params", {}) or {},
         subject=data.get("subject", "kernel" if scope == "kernel" else "run"), cause=data.get("cause", data["id"]),
-        supersedes=_relations(data.get("supersedes")), refutes=_relations(data.get("refutes")),
+        supersedes=_relations(data.get("supersedes")), refutes=_relations(data.get("refutes")), refines=data.get("refines"),
         actionable=data.get("actionable", True), combine=data.get("combine"),
         requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
         evidence=list(data.get("evidence", [])), estimate=data.get("estimate"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import intervals, timeline
+from . import intervals, registry, timeline
 from .base import Context, pct, srcs
 
 
@@ -50,11 +50,11 @@ def compute(ctx: Context) -> None:
     if host is not None and devs:
         both = srcs(src, prof.source_name("api_trace"))
         for c in timeline.CAUSES:
-            if c == "wait" and "wait" not in host:   # no per-thread OS runtime trace: unknown, not zero
-                fs.absent["gpu_idle_wait_pct"] = ("needs the per-thread OS runtime trace: profile with --trace=osrt "
-                                                  "and diagnose the SQLite export (nsys export --type sqlite)")
+            if c in ("wait", "sleep") and c not in host:   # no per-thread OS runtime trace: unknown, not zero
+                fs.absent[f"gpu_idle_{c}_pct"] = "needs " + registry.INPUTS["osrt_trace"]
                 continue
-            fs.put(f"gpu_idle_{c}_pct", pct(by[c] / n, wlen), srcs(both, prof.source_name("osrt_trace")) if c == "wait" else both)
+            fs.put(f"gpu_idle_{c}_pct", pct(by[c] / n, wlen),
+                   srcs(both, prof.source_name("osrt_trace")) if c in ("wait", "sleep") else both)
         fs.tables["idle_breakdown"] = [
             {"cause": c, "ms": by[c] / n / 1e6, "pct": pct(by[c] / n, wlen), "gaps": cnt[c]}
             for c in sorted(timeline.CAUSES, key=lambda c: -by[c]) if by[c] > 0]

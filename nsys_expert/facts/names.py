@@ -35,6 +35,12 @@ KERNEL_LAUNCH_APIS = {
     "cudaGraphLaunch", "cuGraphLaunch",
 }
 GRAPH_LAUNCH_APIS = {"cudaGraphLaunch", "cuGraphLaunch"}
+# Loading kernel code into the context: with CUDA's lazy loading (the default since CUDA 12.2) the first
+# use of each library's kernels loads them in the middle of the run, a one-time cost per module
+MODULE_LOAD_APIS = {
+    "cuLibraryLoadData", "cuLibraryLoadFromFile", "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx",
+    "cuModuleLoadFatBinary", "cudaLibraryLoadData", "cudaLibraryLoadFromFile",
+}
 # Device and pinned-host allocator calls (cudaFree waits for the device; the caching allocators of
 # PyTorch, JAX, ... keep them out of the steady state).
 ALLOC_APIS = {

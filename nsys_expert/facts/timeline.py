@@ -11,7 +11,14 @@ the gap is measured from API-call and NVTX intervals. Each gap gets one cause, c
 ``sync``    the host was blocked in a synchronising call when the GPU ran dry: the call drained the
             queue, and the next work came only after the host returned and did something else
             (a blocking copy that drained the queue counts as ``memcpy``)
+``load``    the host spent >= half the gap loading kernel code (``cuLibraryLoadData``, ``cuModuleLoad*``:
+            CUDA's lazy loading on a library's first use): a one-time warm-up cost, not a step's
 ``launch``  a short gap (< ``launch_gap_us``) while the host was submitting: launch overhead
+``alloc``   the host spent >= half the gap in ``cudaMalloc`` / ``cudaFree``
+``sleep``   every launching thread was blocked and the host slept (``clock_nanosleep``, ``nanosleep``:
+            ``time.sleep``) for >= half the gap (needs the per-thread OS runtime trace, facts/waits.py)
+``wait``    every launching thread was blocked in an OS call (``poll``, ``futex``, ``read``, ...) for >=
+            half the gap: waiting for data
 ``host``    anything else: the CPU was busy outside CUDA (Python, host work) and submitted nothing
 """
 from __future__ import annotations
@@ -20,9 +27,10 @@ import polars as pl
 
 from ..load.chunks import stable_order
 from . import intervals
-from .names import ALLOC_APIS, ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
+from .names import (ALLOC_APIS, ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS,
+                    SYNC_MEM_APIS, api_base)
 
-CAUSES = ("data", "other", "memcpy", "sync", "launch", "alloc", "wait", "host")
+CAUSES = ("data", "other", "memcpy", "sync", "load", "launch", "alloc", "sleep", "wait", "host")
 CAUSE = pl.Enum(CAUSES)   # a million gaps carry a small integer each, not a string
 LAUNCH_GAP_NS = 100_000
 SHORT_GAP_NS = 100_000
@@ -192,8 +200,8 @@ def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int | None, en
     if pageable_corr:
         memcpy = memcpy | (base.is_in(sorted(ASYNC_MEM_APIS)) & pl.col("corr_id").is_in(pageable_corr))
     classes = {"sync": base.is_in(sorted(SYNC_APIS)), "memcpy": memcpy, "launch": base.is_in(sorted(KERNEL_LAUNCH_APIS)),
-               "alloc": base.is_in(sorted(ALLOC_APIS))}
-    masks = a.select(**classes)   # one pass for the three classes
+               "alloc": base.is_in(sorted(ALLOC_APIS)), "load": base.is_in(sorted(MODULE_LOAD_APIS))}
+    masks = a.select(**classes)   # one pass for the classes
     ends = a.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))   # filtered alone: no copy of the rest
     out = {}
     for k in classes:
@@ -242,10 +250,16 @@ def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.Dat
         checks.append((pl.lit(intervals.containing(g["s"], sync, SYNC_TOLERANCE_NS)), "sync"))
     if memcpy.height:
         checks.append((pl.lit(intervals.containing(g["s"], memcpy, SYNC_TOLERANCE_NS)), "memcpy"))
+    load = host.get("load")
+    if load is not None and load.height:   # lazy loading of a library's kernels on first use
+        checks.append((pl.lit(intervals.coverage(g, load)) * 2 >= length, "load"))
     checks.append((length < launch_gap_ns, "launch"))
     alloc = host.get("alloc")
     if alloc is not None and alloc.height:   # the host inside cudaMalloc / cudaFree (cudaFree waits for the device)
         checks.append((pl.lit(intervals.coverage(g, alloc)) * 2 >= length, "alloc"))
+    sleep = host.get("sleep")
+    if sleep is not None and sleep.height:   # the launching threads blocked, the host asleep (facts/waits.py)
+        checks.append((pl.lit(intervals.coverage(g, sleep)) * 2 >= length, "sleep"))
     wait = host.get("wait")
     if wait is not None and wait.height:   # the launching thread blocked in an OS call (facts/waits.py)
         checks.append((pl.lit(intervals.coverage(g, wait)) * 2 >= length, "wait"))

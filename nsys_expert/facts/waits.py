@@ -1,8 +1,9 @@
 """Waiting is not working: what the launching thread was blocked in while the GPU idled.
 
 When the GPU idles and the host issues no CUDA call, the host is either working (Python, host
-code: host-bound) or blocked (``poll`` / ``pthread_cond_wait`` / ``sem_wait`` / ``recv`` / ``read`` on a
-DataLoader queue, a pipe, a socket or a file: waiting for data). The OS runtime trace (``OSRT_API``
+code: host-bound), asleep (``time.sleep``: ``clock_nanosleep``; a polling loop, a rate limit), or
+blocked (``poll`` / ``pthread_cond_wait`` / ``sem_wait`` / ``recv`` / ``read`` on a DataLoader queue, a
+pipe, a socket or a file: waiting for data). The OS runtime trace (``OSRT_API``
 in the SQLite export, ``--trace=osrt``) tells them apart, per thread. The launching threads are
 those that issued the window's kernel launches (the main thread, and PyTorch's autograd thread during
 backward); a gap is a wait only while all of them are blocked. Other threads (the CUDA event handler,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..load.sqlite import OSRT_SLEEPS
 from . import intervals, timeline
 from .base import Context, pct
 from .names import KERNEL_LAUNCH_APIS, api_base
@@ -33,24 +35,34 @@ def launching_threads(api: pl.DataFrame, start: int, end: int) -> list[int]:
     return [int(t) for t, n in top.iter_rows() if n >= LAUNCH_SHARE * a.height]
 
 
-def wait_intervals(prof, start: int, end: int) -> tuple[pl.DataFrame | None, int | None]:
-    """When every launching thread is blocked in an OS call, merged (None without the OS runtime
-    trace), and the main launching thread. A thread that waits while another one launches is not
-    waiting for data: only the times when all of them wait count."""
+def wait_intervals(prof, start: int, end: int) -> tuple[pl.DataFrame | None, pl.DataFrame | None, int | None]:
+    """When every launching thread is blocked in an OS call (a wait or a sleep), merged; of that, when
+    one of them sleeps (``time.sleep``: the program's own choice, not a wait for data); and the main
+    launching thread. (None, None, None) without the OS runtime trace. A thread that waits while another
+    one launches is not waiting for data: only the times when all of them are blocked count."""
     osrt, api = prof.tables.get("osrt_trace"), prof.tables.get("api_trace")
     if osrt is None or api is None or api.height == 0:
-        return None, None
+        return None, None, None
     tids = launching_threads(api, start, end)
     if not tids:
-        return None, None
+        return None, None, None
+    mine = osrt.filter(pl.col("tid").is_in(tids) & (pl.col("end_ns") > start) & (pl.col("start_ns") < end))
     complement = []
     for tid in tids:
-        w = osrt.filter((pl.col("tid") == tid) & (pl.col("end_ns") > start) & (pl.col("start_ns") < end))
-        iv = intervals.clip(intervals.merge(w.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))), start, end)
-        complement.append(intervals.gaps(iv, start, end).select("s", "e"))
+        w = mine.filter(pl.col("tid") == tid)
+        complement.append(intervals.gaps(_merged(w, start, end), start, end).select("s", "e"))
     # all of them blocked = outside the union of the times any one of them is not blocked
-    busy_any = intervals.merge(pl.concat(complement))
-    return intervals.gaps(busy_any, start, end).select("s", "e"), tids[0]
+    blocked = intervals.gaps(intervals.merge(pl.concat(complement)), start, end).select("s", "e")
+    slept = _merged(mine.filter(pl.col("name").is_in(sorted(OSRT_SLEEPS))), start, end)
+    # blocked and asleep: inside both, i.e. outside the union of their complements
+    outside = pl.concat([intervals.gaps(blocked, start, end).select("s", "e"), intervals.gaps(slept, start, end).select("s", "e")])
+    asleep = intervals.gaps(intervals.merge(outside), start, end).select("s", "e")
+    return blocked, asleep, tids[0]
+
+
+def _merged(calls: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
+    return intervals.clip(intervals.merge(calls.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
+                          start, end)
 
 
 def compute(ctx: Context) -> None:
@@ -74,8 +86,16 @@ def compute(ctx: Context) -> None:
     rows.sort(key=lambda r: -r["idle_ms"])
     fs.tables["waits"] = rows[:8]
     idle_ns = intervals.total(idle)
-    if rows and idle_ns:
-        top = rows[0]
+    waits_ = [r for r in rows if r["name"] not in OSRT_SLEEPS]
+    if waits_ and idle_ns:
+        top = waits_[0]
         fs.put("osrt_wait_top_call", top["name"], src)
         fs.put("osrt_wait_top_calls", top["calls"], src)
         fs.put("osrt_wait_top_share_of_idle_pct", pct(top["idle_ms"] * 1e6, idle_ns), src)
+    sleeps = w.filter(pl.col("name").is_in(sorted(OSRT_SLEEPS)))
+    if sleeps.height and idle_ns:
+        top = next(r for r in rows if r["name"] in OSRT_SLEEPS)
+        fs.put("osrt_sleep_top_call", top["name"], src)
+        fs.put("osrt_sleep_calls", sleeps.height, src)
+        fs.put("osrt_sleep_median_ms", float(sleeps["dur_ns"].median()) / 1e6, src)
+        fs.put("osrt_sleep_share_of_idle_pct", pct(sum(r["idle_ms"] for r in rows if r["name"] in OSRT_SLEEPS) * 1e6, idle_ns), src)

@@ -54,11 +54,12 @@ RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX = "NVTX_EVENTS"
 OSRT = "OSRT_API"
 # OS runtime calls that block a thread until something arrives (a queue, a pipe, a socket, a file):
-# sleeps are left out (a sleep is the program's own choice, not a wait for data)
+# sleeps are not waits for data (a sleep is the program's own choice): they are kept apart, OSRT_SLEEPS
 OSRT_WAITS = {"poll", "ppoll", "epoll_wait", "epoll_pwait", "select", "pselect", "pselect6", "pthread_cond_wait",
               "pthread_cond_timedwait", "pthread_join", "futex", "sem_wait", "sem_timedwait", "sem_clockwait",
               "recv", "recvfrom", "recvmsg", "read", "pread", "pread64", "readv", "preadv", "accept", "accept4",
               "waitpid", "wait4", "msgrcv", "fread"}
+OSRT_SLEEPS = {"clock_nanosleep", "nanosleep", "usleep", "sleep"}
 # what a missing table means, for the warning
 MEANING = {KERNEL: "kernels", MEMCPY: "memory copies", RUNTIME: "CUDA API calls", NVTX: "NVTX ranges",
            OSRT: "OS runtime calls"}
@@ -177,8 +178,8 @@ def _traces(con: sqlite3.Connection, cols: dict, gpus: dict, big: "_Big", part: 
     if OSRT in cols:
         osrt = _osrt(con, cols, big)
         part.tables["osrt_sum"] = sums.submit(_summary, osrt, "dur_ns")
-        # the blocking calls, per thread: what a thread waited in while the GPU idled (facts/waits.py)
-        part.tables["osrt_trace"] = osrt.filter(pl.col("name").is_in(sorted(OSRT_WAITS))).select(
+        # the blocking calls and sleeps, per thread: what a thread waited in while the GPU idled (facts/waits.py)
+        part.tables["osrt_trace"] = osrt.filter(pl.col("name").is_in(sorted(OSRT_WAITS | OSRT_SLEEPS))).select(
             "start_ns", "end_ns", "dur_ns", "name", "pid", "tid")
 
 

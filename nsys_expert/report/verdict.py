@@ -34,8 +34,10 @@ def _command(next_steps: list[dict], system_rules: set[str]) -> str | None:
 
 def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_steps: list[dict]) -> dict:
     strong = [f for f in findings if SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium")]
+    # a rule that refines another (splits a cause off its finding) is never what leaves the verdict open:
+    # without its own inputs its cases count under the rule it refines, which is listed itself if it did not run
     sys_missing = sorted(n["rule"] for n in not_evaluated if n.get("category") in SYSTEM_CATEGORIES
-                         and n.get("scope", "run") == "run"
+                         and n.get("scope", "run") == "run" and not n.get("refines")
                          and SEVERITIES.index(n.get("max_severity", "medium")) >= SEVERITIES.index("medium"))
     if "gpu_active_pct" in facts:
         active, basis = facts["gpu_active_pct"], "measured"
@@ -84,7 +86,11 @@ def words(doc: dict, L: dict, sev) -> dict:
             out["label"], out["command_label"] = L["verdict_likely"], L["confirm"]
         return out
     if state == "diagnosed":
-        out.update(text=L["none_found"], ok=True)
+        # no bottleneck, but a minor finding (low: a warm-up cost in the window, a small share) is named
+        minor = [f for f in findings if f["severity"] == "low"]
+        text = L["none_found"] + (f" {L['also_noted']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in minor)
+                                  + "." if minor else "")
+        out.update(text=text, ok=True)
         return out
     active = v.get("gpu_active_pct")
     basis = L["basis_" + v["gpu_active_basis"]] if v.get("gpu_active_basis") else ""

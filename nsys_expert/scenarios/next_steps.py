@@ -92,7 +92,7 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
     app = tuple(app)
     steps: list[dict] = []
 
-    tables = [n for n in needs if n in _REPORT_OF]
+    tables = [n for n in _REPORT_OF if n in needs]   # one order whatever rules lack them
     if tables and not exported:
         reports = [_REPORT_OF[n] for n in tables]
         steps.append({"need": ", ".join(report_name(r, era) for r in reports),

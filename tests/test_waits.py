@@ -1,0 +1,51 @@
+"""facts/waits.py: when the launching threads are blocked, and when they sleep (hand-made traces whose
+answers are worked out by hand)."""
+from types import SimpleNamespace
+
+import polars as pl
+
+from nsys_expert.facts import timeline, waits
+
+
+def _prof(launches, osrt):
+    """launches: (tid, start); osrt: (tid, name, start, end), all in ns."""
+    api = pl.DataFrame({"start_ns": [s for _, s in launches], "end_ns": [s + 5 for _, s in launches],
+                        "tid": [t for t, _ in launches], "name": ["cudaLaunchKernel"] * len(launches)})
+    o = pl.DataFrame({"tid": [r[0] for r in osrt], "name": [r[1] for r in osrt],
+                      "start_ns": [r[2] for r in osrt], "end_ns": [r[3] for r in osrt]})
+    return SimpleNamespace(tables={"api_trace": api.sort("start_ns"), "osrt_trace": o})
+
+
+def _spans(df):
+    return [tuple(r) for r in df.select("s", "e").iter_rows()]
+
+
+def test_one_thread_sleeps_then_polls():
+    prof = _prof([(1, 0), (1, 500)], [(1, "clock_nanosleep", 100, 200), (1, "poll", 250, 400)])
+    blocked, asleep, tid = waits.wait_intervals(prof, 0, 1000)
+    assert tid == 1
+    assert _spans(blocked) == [(100, 200), (250, 400)]
+    assert _spans(asleep) == [(100, 200)]   # the poll is a wait, not a sleep
+
+
+def test_a_sleep_while_another_launching_thread_works_is_neither():
+    # thread 1 sleeps 100-300; thread 2 (launching as much) is blocked only 150-250, in a read
+    prof = _prof([(1, 0), (2, 10), (1, 600), (2, 610)],
+                 [(1, "nanosleep", 100, 300), (2, "read", 150, 250)])
+    blocked, asleep, _ = waits.wait_intervals(prof, 0, 1000)
+    assert _spans(blocked) == [(150, 250)]   # both blocked only there
+    assert _spans(asleep) == [(150, 250)]    # and one of them asleep through it
+
+
+def test_gap_causes_sleep_before_wait_and_load():
+    ms = 1_000_000   # gaps of milliseconds: longer than a launch gap
+    iv = lambda *p: pl.DataFrame({"s": [a * ms for a, _ in p], "e": [b * ms for _, b in p]})  # noqa: E731
+    gaps = iv((100, 400), (1000, 1300), (2000, 2300)).with_columns(
+        corr_id=pl.Series([1, 2, 3]), launch_e=pl.Series([450 * ms, 1350 * ms, 2350 * ms]))
+    empty = iv().cast(pl.Int64)
+    host = {"memcpy": empty, "sync": empty, "alloc": empty,
+            "load": iv((2000, 2250)),                # cuLibraryLoadData over most of gap 3
+            "sleep": iv((100, 380)),                 # asleep through most of gap 1
+            "wait": iv((100, 380), (1000, 1290))}    # blocked through gaps 1 and 2
+    out = timeline.attribute_gaps(gaps, pl.DataFrame(), host, None)
+    assert out["cause"].cast(pl.String).to_list() == ["sleep", "wait", "load"]
