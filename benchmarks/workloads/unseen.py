@@ -14,6 +14,7 @@ checkpoint_spikes: NVTX ``step`` ranges. Compute-bound bf16 matmuls (~8 ms a ste
     500 ms run.
 busy_no_nvtx: no NVTX. A healthy bf16 matmul loop (the GPU always has queued work, one sync at the
     end): the no-bottleneck control without iteration markers.
+gil_contention, nvtx_phases, dataloader_healthy, ddp_tiny_batch: see each function's docstring.
 """
 from __future__ import annotations
 
@@ -73,12 +74,110 @@ def busy_no_nvtx(steps=300):
     torch.cuda.synchronize()
 
 
-WORKLOADS = {f.__name__: f for f in [sleepy_host, tiny_inference, checkpoint_spikes, busy_no_nvtx]}
+def gil_contention(steps=200):
+    """Two background Python threads run pure-Python loops (a metrics / logging thread gone wrong) while
+    the main thread launches the step's work: the main thread waits for the GIL."""
+    import threading
+    stop = threading.Event()
+
+    def chatter():
+        n = 0
+        while not stop.is_set():
+            for i in range(20000):
+                n += i * i
+
+    threads = [threading.Thread(target=chatter, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    x = torch.randn(2048, 2048, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(2048, 2048, device=dev, dtype=torch.bfloat16)
+    for _ in range(steps):
+        nvtx.range_push("step")
+        y = x
+        for _ in range(30):
+            y = torch.tanh(y @ w)
+        nvtx.range_pop()
+    torch.cuda.synchronize()
+    stop.set()
+
+
+def nvtx_phases(steps=60):
+    """A healthy training step marked with NVTX forward / backward / optimizer ranges and no outer step range."""
+    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096) for _ in range(6)]).to(dev, torch.bfloat16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+    for _ in range(steps):
+        nvtx.range_push("forward")
+        loss = model(x).float().square().mean()
+        nvtx.range_pop()
+        nvtx.range_push("backward")
+        loss.backward()
+        nvtx.range_pop()
+        nvtx.range_push("optimizer")
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
+class _Items(torch.utils.data.Dataset):
+    def __len__(self):
+        return 10_000
+
+    def __getitem__(self, i):
+        import numpy as np
+        a = np.random.default_rng(i).standard_normal((256, 1024), dtype=np.float32)
+        return torch.from_numpy(a)
+
+
+def dataloader_healthy(steps=120):
+    """A DataLoader whose 4 workers keep up (~1 ms of numpy per batch) with ~8 ms of GPU work a step,
+    pinned memory, non-blocking copies: no data-I/O bottleneck."""
+    loader = torch.utils.data.DataLoader(_Items(), batch_size=None, num_workers=4, pin_memory=True,
+                                         prefetch_factor=4, persistent_workers=True)
+    w = torch.randn(1024, 8192, device=dev, dtype=torch.bfloat16)
+    w2 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+    it = iter(loader)
+    for _ in range(steps):
+        nvtx.range_push("step")
+        b = next(it).to(dev, non_blocking=True).to(torch.bfloat16)
+        y = b @ w
+        for _ in range(40):
+            y = torch.relu(y @ w2)
+        nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
+def ddp_tiny_batch(steps=40):
+    """torchrun --nproc-per-node=2: DDP over a 400 M-parameter bf16 MLP with a batch of 8 rows, so each
+    step's gradient all-reduce (0.8 GB) takes far longer than its compute: comm-bound."""
+    import os
+    import torch.distributed as dist
+    rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl")
+    model = torch.nn.Sequential(*[torch.nn.Linear(8192, 8192) for _ in range(6)]).to("cuda", torch.bfloat16)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])
+    opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
+    x = torch.randn(8, 8192, device="cuda", dtype=torch.bfloat16)
+    for _ in range(steps):
+        nvtx.range_push("step")
+        ddp(x).float().square().mean().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        nvtx.range_pop()
+    torch.cuda.synchronize()
+    dist.destroy_process_group()
+
+
+WORKLOADS = {f.__name__: f for f in [sleepy_host, tiny_inference, checkpoint_spikes, busy_no_nvtx, gil_contention,
+                                      nvtx_phases, dataloader_healthy, ddp_tiny_batch]}
 
 if __name__ == "__main__":
     name = sys.argv[1]
     torch.manual_seed(0)
-    torch.ones(1, device=dev)   # context init before the timed part
+    if not name.startswith("ddp_"):
+        torch.ones(1, device=dev)   # context init before the timed part
     t0 = time.time()
     WORKLOADS[name]()
     torch.cuda.synchronize()
