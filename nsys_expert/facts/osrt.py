@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..load.sqlite import OSRT_WAITS
+from ..load.sqlite import OSRT_SLEEPS, OSRT_WAITS
 from .base import Context
 
 OSRT_IO = {"read", "pread", "pread64", "readv", "preadv", "fread", "open", "open64", "openat", "openat64",
@@ -20,3 +20,5 @@ def compute(ctx: Context) -> None:
     if "osrt_trace" not in prof.tables:   # totals of every thread: a hint, not a measure of the step's wait
         w = o.filter(pl.col("name").is_in(sorted(OSRT_WAITS)))
         fs.put("osrt_blocking_ms_span", float(w["total_ns"].sum()) / 1e6, prof.source_name("osrt_sum"))
+        z = o.filter(pl.col("name").is_in(sorted(OSRT_SLEEPS)))
+        fs.put("osrt_sleep_ms_span", float(z["total_ns"].sum()) / 1e6, prof.source_name("osrt_sum"))

@@ -125,6 +125,7 @@ _RUN = [
     _f("nvtx_top_range_share_pct", "%", "share of the window covered by the most time-consuming NVTX range name", ("nvtx_trace", "nvtx_sum")),
     _f("data_range_share_pct", "%", "share of the window inside NVTX ranges named like input work", ("nvtx_trace", "nvtx_sum")),
     _f("osrt_wait_share_pct", "%", "OS runtime blocking time (poll, waits, sleeps) over the whole profile as a share of the profile span, summed over threads", ("osrt_sum",)),
+    _f("osrt_sleep_ms", "ms", "OS runtime time in sleep calls (clock_nanosleep, nanosleep, usleep, sleep), all threads added up", ("osrt_sum",)),
     _f("osrt_blocking_ms", "ms", "OS runtime time in blocking calls (poll, futex, pthread_cond_wait, sem_wait, recv, read, ...), all threads added up", ("osrt_sum",)),
     _f("osrt_io_ms", "ms", "OS runtime time in file I/O calls (read, pread, fread, open, ...) over the whole profile", ("osrt_sum",)),
 ]
