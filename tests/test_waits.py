@@ -22,30 +22,48 @@ def _spans(df):
 
 def test_one_thread_sleeps_then_polls():
     prof = _prof([(1, 0), (1, 500)], [(1, "clock_nanosleep", 100, 200), (1, "poll", 250, 400)])
-    blocked, asleep, tid = waits.wait_intervals(prof, 0, 1000)
+    got, tid = waits.wait_intervals(prof, 0, 1000)
     assert tid == 1
-    assert _spans(blocked) == [(100, 200), (250, 400)]
-    assert _spans(asleep) == [(100, 200)]   # the poll is a wait, not a sleep
+    assert _spans(got["wait"]) == [(100, 200), (250, 400)]
+    assert _spans(got["sleep"]) == [(100, 200)]   # the poll is a wait, not a sleep
+    assert _spans(got["gil"]) == []
 
 
 def test_a_sleep_while_another_launching_thread_works_is_neither():
     # thread 1 sleeps 100-300; thread 2 (launching as much) is blocked only 150-250, in a read
     prof = _prof([(1, 0), (2, 10), (1, 600), (2, 610)],
                  [(1, "nanosleep", 100, 300), (2, "read", 150, 250)])
-    blocked, asleep, _ = waits.wait_intervals(prof, 0, 1000)
-    assert _spans(blocked) == [(150, 250)]   # both blocked only there
-    assert _spans(asleep) == [(150, 250)]    # and one of them asleep through it
+    got, _ = waits.wait_intervals(prof, 0, 1000)
+    assert _spans(got["wait"]) == [(150, 250)]   # both blocked only there
+    assert _spans(got["sleep"]) == [(150, 250)]    # and one of them asleep through it
 
 
-def test_gap_causes_sleep_before_wait_and_load():
+def test_gil_waits_are_condition_waits_of_the_switch_interval():
+    ms = 1_000_000
+    # thread 1 launches; between launches it waits in pthread_cond_timedwait: 30 calls of 5 ms (the GIL)
+    gil = [(1, "pthread_cond_timedwait", 10 * ms + k * 6 * ms, 15 * ms + k * 6 * ms) for k in range(30)]
+    prof = _prof([(1, 0), (1, 400 * ms)], gil)
+    got, _ = waits.wait_intervals(prof, 0, 500 * ms)
+    assert got["gil"].height == 30 and _spans(got["gil"]) == _spans(got["wait"])
+    assert waits.gil_waiters(prof.tables["osrt_trace"]) == {1: 100.0}
+    # the same waits lasting 50 ms each (a condition variable with a long timeout): not the GIL
+    slow = [(1, "pthread_cond_timedwait", k * 60 * ms, k * 60 * ms + 50 * ms) for k in range(30)]
+    got, _ = waits.wait_intervals(_prof([(1, 0), (1, 1900 * ms)], slow), 0, 2000 * ms)
+    assert got["gil"].height == 0 and got["wait"].height == 30
+    # too few calls to tell
+    assert waits.gil_waiters(pl.DataFrame(gil[:5], schema=["tid", "name", "start_ns", "end_ns"], orient="row")) == {}
+
+
+def test_gap_causes_sleep_and_gil_before_wait_and_load():
     ms = 1_000_000   # gaps of milliseconds: longer than a launch gap
     iv = lambda *p: pl.DataFrame({"s": [a * ms for a, _ in p], "e": [b * ms for _, b in p]})  # noqa: E731
-    gaps = iv((100, 400), (1000, 1300), (2000, 2300)).with_columns(
-        corr_id=pl.Series([1, 2, 3]), launch_e=pl.Series([450 * ms, 1350 * ms, 2350 * ms]))
+    gaps = iv((100, 400), (1000, 1300), (2000, 2300), (3000, 3300)).with_columns(
+        corr_id=pl.Series([1, 2, 3, 4]), launch_e=pl.Series([450 * ms, 1350 * ms, 2350 * ms, 3350 * ms]))
     empty = iv().cast(pl.Int64)
     host = {"memcpy": empty, "sync": empty, "alloc": empty,
             "load": iv((2000, 2250)),                # cuLibraryLoadData over most of gap 3
             "sleep": iv((100, 380)),                 # asleep through most of gap 1
-            "wait": iv((100, 380), (1000, 1290))}    # blocked through gaps 1 and 2
+            "gil": iv((3000, 3290)),                 # waiting for the GIL through gap 4
+            "wait": iv((100, 380), (1000, 1290), (3000, 3290))}    # blocked through gaps 1, 2 and 4
     out = timeline.attribute_gaps(gaps, pl.DataFrame(), host, None)
-    assert out["cause"].cast(pl.String).to_list() == ["sleep", "wait", "load"]
+    assert out["cause"].cast(pl.String).to_list() == ["sleep", "wait", "load", "gil"]

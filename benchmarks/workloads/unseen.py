@@ -14,7 +14,7 @@ checkpoint_spikes: NVTX ``step`` ranges. Compute-bound bf16 matmuls (~8 ms a ste
     500 ms run.
 busy_no_nvtx: no NVTX. A healthy bf16 matmul loop (the GPU always has queued work, one sync at the
     end): the no-bottleneck control without iteration markers.
-gil_contention, nvtx_phases, dataloader_healthy, ddp_tiny_batch: see each function's docstring.
+gil_contention, nvtx_phases, dataloader_healthy, ddp_tiny_batch, small_h2d_copies: see each function's docstring.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def busy_no_nvtx(steps=300):
     torch.cuda.synchronize()
 
 
-def gil_contention(steps=200):
+def gil_contention(steps=8):
     """Two background Python threads run pure-Python loops (a metrics / logging thread gone wrong) while
     the main thread launches the step's work: the main thread waits for the GIL."""
     import threading
@@ -170,7 +170,22 @@ def ddp_tiny_batch(steps=40):
     dist.destroy_process_group()
 
 
-WORKLOADS = {f.__name__: f for f in [sleepy_host, tiny_inference, checkpoint_spikes, busy_no_nvtx, gil_contention,
+def small_h2d_copies(steps=100):
+    """Each step moves a batch held as 200 small CPU tensors (1 KiB each, pageable) to the GPU one by one
+    (a dict of per-sample metadata, a list of small arrays), then runs ~1 ms of bf16 matmuls."""
+    cpu = [torch.randn(256) for _ in range(200)]
+    w = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+    for _ in range(steps):
+        nvtx.range_push("step")
+        parts = [t.to(dev) for t in cpu]
+        y = torch.stack(parts).sum() * w
+        for _ in range(4):
+            y = y @ w
+        nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
+WORKLOADS = {f.__name__: f for f in [small_h2d_copies, sleepy_host, tiny_inference, checkpoint_spikes, busy_no_nvtx, gil_contention,
                                       nvtx_phases, dataloader_healthy, ddp_tiny_batch]}
 
 if __name__ == "__main__":

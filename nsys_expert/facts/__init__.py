@@ -150,9 +150,10 @@ def _rest(fs: FactSet, prof: Profile, win, gpu, api_t, host_all) -> FactSet:
         # what the host did in the window (sync, copy and launch calls, merged): the gap causes, the
         # launch share and the chart series all read it
         fs.tables["_host"] = {k: intervals.clip(v, win.start_ns, win.end_ns) for k, v in host_all.items()}
-        wait, sleep, tid = waits.wait_intervals(prof, win.start_ns, win.end_ns)
-        if wait is not None:
-            fs.tables["_host"]["wait"], fs.tables["_host"]["sleep"], fs.tables["_wait_tid"] = wait, sleep, tid
+        blocked, tid = waits.wait_intervals(prof, win.start_ns, win.end_ns)
+        if blocked is not None:
+            fs.tables["_host"].update(blocked)
+            fs.tables["_wait_tid"] = tid
     todo = [g for g in GROUPS if g.applies(ctx)]
     for g in todo:
         if g.phase == "first":

@@ -50,11 +50,11 @@ def compute(ctx: Context) -> None:
     if host is not None and devs:
         both = srcs(src, prof.source_name("api_trace"))
         for c in timeline.CAUSES:
-            if c in ("wait", "sleep") and c not in host:   # no per-thread OS runtime trace: unknown, not zero
+            if c in ("wait", "sleep", "gil") and c not in host:   # no per-thread OS runtime trace: unknown, not zero
                 fs.absent[f"gpu_idle_{c}_pct"] = "needs " + registry.INPUTS["osrt_trace"]
                 continue
             fs.put(f"gpu_idle_{c}_pct", pct(by[c] / n, wlen),
-                   srcs(both, prof.source_name("osrt_trace")) if c in ("wait", "sleep") else both)
+                   srcs(both, prof.source_name("osrt_trace")) if c in ("wait", "sleep", "gil") else both)
         fs.tables["idle_breakdown"] = [
             {"cause": c, "ms": by[c] / n / 1e6, "pct": pct(by[c] / n, wlen), "gaps": cnt[c]}
             for c in sorted(timeline.CAUSES, key=lambda c: -by[c]) if by[c] > 0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .base import Context
 
-ATTRIBUTED = ("launch", "sync", "memcpy", "data", "alloc", "load", "sleep", "wait", "host")
+ATTRIBUTED = ("launch", "sync", "memcpy", "data", "alloc", "load", "sleep", "gil", "wait", "host")
 
 
 def compute(ctx: Context) -> None:

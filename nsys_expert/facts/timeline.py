@@ -17,6 +17,8 @@ the gap is measured from API-call and NVTX intervals. Each gap gets one cause, c
 ``alloc``   the host spent >= half the gap in ``cudaMalloc`` / ``cudaFree``
 ``sleep``   every launching thread was blocked and the host slept (``clock_nanosleep``, ``nanosleep``:
             ``time.sleep``) for >= half the gap (needs the per-thread OS runtime trace, facts/waits.py)
+``gil``     every launching thread was blocked and one waited for Python's GIL (``pthread_cond_timedwait``
+            calls of the 5 ms switch interval: other Python threads held the interpreter) for >= half the gap
 ``wait``    every launching thread was blocked in an OS call (``poll``, ``futex``, ``read``, ...) for >=
             half the gap: waiting for data
 ``host``    anything else: the CPU was busy outside CUDA (Python, host work) and submitted nothing
@@ -30,7 +32,7 @@ from . import intervals
 from .names import (ALLOC_APIS, ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS,
                     SYNC_MEM_APIS, api_base)
 
-CAUSES = ("data", "other", "memcpy", "sync", "load", "launch", "alloc", "sleep", "wait", "host")
+CAUSES = ("data", "other", "memcpy", "sync", "load", "launch", "alloc", "sleep", "gil", "wait", "host")
 CAUSE = pl.Enum(CAUSES)   # a million gaps carry a small integer each, not a string
 LAUNCH_GAP_NS = 100_000
 SHORT_GAP_NS = 100_000
@@ -260,6 +262,9 @@ def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.Dat
     sleep = host.get("sleep")
     if sleep is not None and sleep.height:   # the launching threads blocked, the host asleep (facts/waits.py)
         checks.append((pl.lit(intervals.coverage(g, sleep)) * 2 >= length, "sleep"))
+    gil = host.get("gil")
+    if gil is not None and gil.height:   # the launching threads blocked, one waiting for Python's GIL
+        checks.append((pl.lit(intervals.coverage(g, gil)) * 2 >= length, "gil"))
     wait = host.get("wait")
     if wait is not None and wait.height:   # the launching thread blocked in an OS call (facts/waits.py)
         checks.append((pl.lit(intervals.coverage(g, wait)) * 2 >= length, "wait"))

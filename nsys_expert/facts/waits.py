@@ -35,17 +35,39 @@ def launching_threads(api: pl.DataFrame, start: int, end: int) -> list[int]:
     return [int(t) for t, n in top.iter_rows() if n >= LAUNCH_SHARE * a.height]
 
 
-def wait_intervals(prof, start: int, end: int) -> tuple[pl.DataFrame | None, pl.DataFrame | None, int | None]:
-    """When every launching thread is blocked in an OS call (a wait or a sleep), merged; of that, when
-    one of them sleeps (``time.sleep``: the program's own choice, not a wait for data); and the main
-    launching thread. (None, None, None) without the OS runtime trace. A thread that waits while another
-    one launches is not waiting for data: only the times when all of them are blocked count."""
+# CPython's GIL: a thread that wants it waits on a condition variable for the switch interval (5 ms,
+# sys.getswitchinterval()), asks the holder to drop it, and waits again: pthread_cond_timedwait calls
+# lasting the switch interval are its mark (Python's own locks and queues wait in sem_clockwait / poll)
+GIL_CALL = "pthread_cond_timedwait"
+SWITCH_NS = (4_500_000, 5_600_000)
+GIL_SWITCH_SHARE = 0.5   # of a launching thread's time in GIL_CALL, in calls of the switch interval
+GIL_MIN_CALLS = 20
+
+
+def gil_waiters(calls: pl.DataFrame) -> dict[int, float]:
+    """Launching threads whose ``pthread_cond_timedwait`` time is mostly calls of the switch interval:
+    tid -> that share (%). ``calls``: the launching threads' OS runtime calls in the window."""
+    c = calls.filter(pl.col("name") == GIL_CALL).with_columns(d=pl.col("end_ns") - pl.col("start_ns"))
+    if c.height == 0:
+        return {}
+    per = c.group_by("tid").agg(pl.len().alias("n"), pl.col("d").sum().alias("t"),
+                                pl.col("d").filter(pl.col("d").is_between(*SWITCH_NS)).sum().alias("sw"))
+    return {int(t): 100.0 * sw / tot for t, n, tot, sw in per.iter_rows()
+            if n >= GIL_MIN_CALLS and tot and sw >= GIL_SWITCH_SHARE * tot}
+
+
+def wait_intervals(prof, start: int, end: int) -> tuple[dict[str, pl.DataFrame] | None, int | None]:
+    """When every launching thread is blocked in an OS call, merged (``wait``), and of that: when one of
+    them sleeps (``sleep``: ``time.sleep``, the program's own choice, not a wait for data) and when one
+    of them waits for Python's GIL (``gil``: other Python threads hold the interpreter); and the main
+    launching thread. (None, None) without the OS runtime trace. A thread that waits while another one
+    launches is not waiting for data: only the times when all of them are blocked count."""
     osrt, api = prof.tables.get("osrt_trace"), prof.tables.get("api_trace")
     if osrt is None or api is None or api.height == 0:
-        return None, None, None
+        return None, None
     tids = launching_threads(api, start, end)
     if not tids:
-        return None, None, None
+        return None, None
     mine = osrt.filter(pl.col("tid").is_in(tids) & (pl.col("end_ns") > start) & (pl.col("start_ns") < end))
     complement = []
     for tid in tids:
@@ -53,11 +75,18 @@ def wait_intervals(prof, start: int, end: int) -> tuple[pl.DataFrame | None, pl.
         complement.append(intervals.gaps(_merged(w, start, end), start, end).select("s", "e"))
     # all of them blocked = outside the union of the times any one of them is not blocked
     blocked = intervals.gaps(intervals.merge(pl.concat(complement)), start, end).select("s", "e")
-    slept = _merged(mine.filter(pl.col("name").is_in(sorted(OSRT_SLEEPS))), start, end)
-    # blocked and asleep: inside both, i.e. outside the union of their complements
-    outside = pl.concat([intervals.gaps(blocked, start, end).select("s", "e"), intervals.gaps(slept, start, end).select("s", "e")])
-    asleep = intervals.gaps(intervals.merge(outside), start, end).select("s", "e")
-    return blocked, asleep, tids[0]
+    gil_tids = sorted(gil_waiters(mine))
+    out = {"wait": blocked,
+           "sleep": _both(blocked, _merged(mine.filter(pl.col("name").is_in(sorted(OSRT_SLEEPS))), start, end), start, end),
+           "gil": _both(blocked, _merged(mine.filter((pl.col("name") == GIL_CALL) & pl.col("tid").is_in(gil_tids)),
+                                         start, end), start, end)}
+    return out, tids[0]
+
+
+def _both(a: pl.DataFrame, b: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
+    """Inside both merged sets: outside the union of their complements."""
+    outside = pl.concat([intervals.gaps(a, start, end).select("s", "e"), intervals.gaps(b, start, end).select("s", "e")])
+    return intervals.gaps(intervals.merge(outside), start, end).select("s", "e")
 
 
 def _merged(calls: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
@@ -86,7 +115,11 @@ def compute(ctx: Context) -> None:
     rows.sort(key=lambda r: -r["idle_ms"])
     fs.tables["waits"] = rows[:8]
     idle_ns = intervals.total(idle)
-    waits_ = [r for r in rows if r["name"] not in OSRT_SLEEPS]
+    gil = gil_waiters(w)
+    if gil:
+        fs.put("osrt_gil_calls", int(w.filter(pl.col("name") == GIL_CALL).height), src)
+        fs.put("osrt_gil_switch_share_pct", gil[tid] if tid in gil else max(gil.values()), src)
+    waits_ = [r for r in rows if r["name"] not in OSRT_SLEEPS and not (gil and r["name"] == GIL_CALL)]
     if waits_ and idle_ns:
         top = waits_[0]
         fs.put("osrt_wait_top_call", top["name"], src)

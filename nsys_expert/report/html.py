@@ -27,7 +27,7 @@ from . import gpu_metrics as gm_report
 SEVERITY_COLORS = {"info": "#6b7280", "low": "#2563eb", "medium": "#d97706", "high": "#dc2626", "critical": "#7f1d1d"}
 BUSY_COLORS = {"compute": "#2563eb", "nccl": "#7c3aed", "copy": "#0d9488"}
 CAUSE_COLORS = {"sync": "#ef4444", "launch": "#f59e0b", "memcpy": "#ec4899", "data": "#92400e",
-                "host": "#84cc16", "wait": "#0ea5e9", "sleep": "#38bdf8", "load": "#a78bfa", "alloc": "#f472b6",
+                "host": "#84cc16", "wait": "#0ea5e9", "sleep": "#38bdf8", "gil": "#fb923c", "load": "#a78bfa", "alloc": "#f472b6",
                 "other": "#94a3b8"}
 API_CLASS_COLORS = {"sync": "#ef4444", "launch": "#2563eb", "memcpy": "#ec4899", "other": "#94a3b8"}
 WARMUP_COLOR = "#f97316"
