@@ -288,5 +288,13 @@ def test_checkpoint_copies_are_memcpy_bound():
         doc = run(case)
         top = doc["findings"][0]
         assert (top["rule"], top["severity"]) == ("memcpy-bound", "high"), case
-    f = run("checkpoint_spikes_sqlite")["facts"]
+    doc = run("checkpoint_spikes_sqlite")
+    f = doc["facts"]
     assert f["iter_max_over_median"] > 100   # the checkpoint steps
+    # all the copy time is in 6 of the 59 steady iterations: the advice names the bursts
+    assert f["memcpy_top_fifth_iters_share_pct"] == pytest.approx(100.0)
+    assert any("come in bursts" in a for a in doc["findings"][0]["advice"])
+    # copies in every step (memcpy_bound): no such advice
+    every = run("gpu_metrics_memcpy_pageable_sqlite")
+    assert every["findings"][0]["rule"] == "memcpy-bound" and every["facts"]["memcpy_top_fifth_iters_share_pct"] < 30
+    assert not any("come in bursts" in a for a in every["findings"][0]["advice"])

@@ -86,6 +86,7 @@ _RUN = [
     _f("osrt_sleep_calls", "", "sleep calls of the launching thread in the window", ("osrt_trace",)),
     _f("osrt_sleep_median_ms", "ms", "median length of those sleep calls", ("osrt_trace",)),
     _f("osrt_sleep_share_of_idle_pct", "%", "share of the GPU idle time the launching thread spent asleep", ("osrt_trace",)),
+    _f("memcpy_top_fifth_iters_share_pct", "%", "share of the window's host-device copy time launched in the fifth of the iterations that copy most (near 100: bursts, such as a periodic checkpoint; near 20: every step)", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("gpu_idle_gil_pct", "%", "idle time while the launching threads were blocked and one waited for Python's GIL (pthread_cond_timedwait calls of the 5 ms switch interval)", ("osrt_trace",)),
     _f("osrt_gil_calls", "", "pthread_cond_timedwait calls of the launching thread in the window, when they are GIL waits", ("osrt_trace",)),
     _f("osrt_gil_switch_share_pct", "%", "share of the launching thread's pthread_cond_timedwait time in calls of the GIL switch interval (4.5-5.6 ms)", ("osrt_trace",)),
