@@ -10,21 +10,15 @@ spent in module-loading calls (cuLibraryLoadData / cuModuleLoad*).
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from issue16_measure import union  # noqa: E402   (the same interval union, sqlite3 and lists only)
+
 SLEEPS = ("clock_nanosleep", "nanosleep", "usleep", "sleep")
-
-
-def union(iv):
-    out = []
-    for s, e in sorted(iv):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
 
 
 def overlap(a, b):
