@@ -298,3 +298,36 @@ def test_checkpoint_copies_are_memcpy_bound():
     every = run("gpu_metrics_memcpy_pageable_sqlite")
     assert every["findings"][0]["rule"] == "memcpy-bound" and every["facts"]["memcpy_top_fifth_iters_share_pct"] < 30
     assert not any("come in bursts" in a for a in every["findings"][0]["advice"])
+
+
+def test_syncs_after_small_pageable_copies_get_the_batching_advice():
+    """fixtures/small_h2d_copies: 200 tensor.to('cuda') of 1 KiB pageable tensors a step, each followed by
+    PyTorch's cudaStreamSynchronize."""
+    for case in ("small_h2d_copies", "small_h2d_copies_sqlite"):
+        doc = run(case)
+        top = doc["findings"][0]
+        assert (top["rule"], top["severity"]) == ("sync-bound", "high"), case
+        # README: 19,800 of the window's 19,801 sync calls right after a copy call of the same thread
+        assert doc["facts"]["sync_after_pageable_copy_pct"] == pytest.approx(100 * 19800 / 19801, abs=0.001)
+        assert doc["facts"]["sync_calls_per_iter"] == pytest.approx(200.0, abs=0.1)
+        assert "Gather the small tensors into one" in top["advice"][0]
+    # syncs after read-backs (.item(): sync_bound) are not counted, and get no such advice
+    sb = run("sync_bound_sqlite")
+    assert sb["facts"]["sync_after_pageable_copy_pct"] == 0
+    assert not any("Gather the small tensors" in a for a in sb["findings"][0]["advice"])
+
+
+def test_waiting_for_the_gil_is_not_data_loading():
+    """fixtures/gil_contention: two pure-Python threads hold the GIL; the launching thread waits for it."""
+    doc = run("gil_contention_sqlite")
+    f = doc["facts"]
+    top = doc["findings"][0]
+    assert (top["rule"], top["severity"]) == ("gil-contention", "high")
+    # README: 2,536 pthread_cond_timedwait calls of the launching thread in the window, 99.5 % of their time
+    # in 4.5-5.6 ms calls; GPU busy 0.06 %
+    assert f["osrt_gil_calls"] == 2536 and f["osrt_gil_switch_share_pct"] == pytest.approx(99.5, abs=0.1)
+    assert f["gpu_idle_gil_pct"] > 99 and f["gpu_idle_wait_pct"] < 1
+    assert "data-io-bound" not in {x["rule"] for x in doc["findings"]}
+    csv_doc = run("gil_contention")   # no per-thread trace: host time, with the caveat
+    assert csv_doc["findings"][0]["rule"] == "host-bound" and "gpu_idle_gil_pct" not in csv_doc["facts"]
+

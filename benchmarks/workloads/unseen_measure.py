@@ -60,10 +60,25 @@ def main() -> None:
     loads = union([(s, e) for s, e, name, _ in rt if name.startswith(("cuLibraryLoad", "cuModuleLoad"))])
     print(f"main launching thread {main_tid & 0xFFFFFF} ({launches[main_tid]} launches); host in module-loading calls "
           f"during those gaps: {overlap(gaps, loads) / 1e6:,.1f} ms")
+    # synchronisations right after a copy call of the same thread whose copy is pageable -> device
+    names = [(s, name, tid) for s, _, name, tid in rt if start <= s < end]
+    names.sort(key=lambda r: (r[2], r[0]))
+    syncs = [i for i, r in enumerate(names) if "Synchronize" in r[1]]
+    after = sum(1 for i in syncs if i and names[i - 1][2] == names[i][2] and "Memcpy" in names[i - 1][1])
+    if syncs:
+        print(f"sync calls in the window: {len(syncs)}, right after a copy call of the same thread: {after}")
     if "OSRT_API" in tables:
         sl = con.execute(f"""SELECT o.start, o."end" FROM OSRT_API o JOIN StringIds s ON s.id = o.nameId
                              WHERE o.globalTid = ? AND s.value IN ({",".join("?" * len(SLEEPS))})""",
                          (main_tid, *SLEEPS)).fetchall()
+        gw = con.execute("""SELECT o.start, o."end" FROM OSRT_API o JOIN StringIds s ON s.id = o.nameId
+                            WHERE o.globalTid = ? AND s.value = 'pthread_cond_timedwait'""", (main_tid,)).fetchall()
+        gw = [(s, e) for s, e in gw if e > start and s < end]
+        if gw:
+            t = sum(e - s for s, e in gw)
+            sw = sum(e - s for s, e in gw if 4_500_000 <= e - s <= 5_600_000)
+            print(f"its pthread_cond_timedwait calls in the window: {len(gw)}, {t / 1e6:,.1f} ms, {100 * sw / t:.1f} % of it "
+                  f"in calls of 4.5-5.6 ms; during those gaps: {overlap(gaps, union(gw)) / 1e6:,.1f} ms")
         inside = [(s, e) for s, e in sl if e > start and s < end]
         if inside:
             print(f"its sleep calls in the window: {len(inside)}, median {statistics.median(e - s for s, e in inside) / 1e6:.2f} ms; "

@@ -5,7 +5,7 @@ import polars as pl
 
 from . import intervals, timeline
 from .base import Context, in_window, of_kinds, pct, srcs
-from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS
+from .names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
 
 def compute(ctx: Context) -> None:
@@ -35,6 +35,8 @@ def compute(ctx: Context) -> None:
         n_iter = fs.window.iterations.height - fs.window.skipped
         if n_iter > 0:
             fs.put("sync_calls_per_iter", n_sync / n_iter, src)
+    if n_sync and gpu is not None and "tid" in api.columns:
+        _syncs_after_pageable_copies(fs, api, s, e, gpu, src)
     if timeline_ok and "_busy" in fs.tables and sync.height:
         busy = fs.tables["_busy"]
         b = busy[min(busy)] if len(busy) == 1 else intervals.merge(pl.concat(list(busy.values())).select("s", "e"))
@@ -47,3 +49,22 @@ def compute(ctx: Context) -> None:
     fs.tables["api"] = [{"name": r["api"], "ms": r["ns"] / 1e6, "count": r["count"], "share_pct": r["ns"] / tot * 100,
                          "median_us": (r["med"] or 0) / 1e3} for r in t.head(10).iter_rows(named=True)]
     fs.tables["api_source"] = src
+
+
+def _syncs_after_pageable_copies(fs, api: pl.DataFrame, s: int, e: int, gpu: pl.DataFrame, src: str) -> None:
+    """The share of the window's synchronisation calls made right after a copy call, on the same thread,
+    whose copy went from pageable host memory to the device: PyTorch synchronises after each
+    ``tensor.to('cuda')`` of a CPU tensor that is not pinned, so many small copies make as many syncs.
+    (A read-back, ``.item()`` / ``.cpu()``, syncs because the host needs the value: not counted.)"""
+    pageable = timeline.pageable_copy_corr_ids(gpu, "HtoD")
+    a = timeline.starting_in(api, s, e).select("tid", "corr_id", api_base(api).alias("api"))
+    sync = pl.col("api").is_in(sorted(SYNC_APIS))
+    n = int(a.select(sync.sum()).item())
+    if not n:
+        return
+    prev = a.with_columns(pl.col("api").shift(1).over("tid").alias("p_api"),
+                          pl.col("corr_id").shift(1).over("tid").alias("p_corr"))
+    after = prev.filter(sync & pl.col("p_api").is_in(sorted(ASYNC_MEM_APIS | SYNC_MEM_APIS))
+                        & pl.col("p_corr").is_in(pageable)).height if pageable else 0
+    fs.put("sync_after_pageable_copy_pct", pct(after, n), src)
+

@@ -104,6 +104,7 @@ _RUN = [
     _f("launch_to_kernel_time_ratio", "x", "host time in kernel-launch calls / GPU time in kernels (above 1: the host cannot launch as fast as the GPU runs them)", ("api_trace", "api_sum")),
     _f("sync_api_share_pct", "%", "host time inside blocking sync calls (cuda*/cu*Synchronize, sync memcpy / memset) as a share of the window", ("api_trace", "api_sum")),
     _f("sync_calls_per_iter", "", "blocking sync calls per iteration", ("api_trace",)),
+    _f("sync_after_pageable_copy_pct", "%", "share of the window's sync calls made right after a copy call (same thread) whose copy went from pageable host memory to the GPU: PyTorch syncs after each .to('cuda') of an unpinned CPU tensor", ("api_trace", "gpu_trace")),
     _f("sync_gpu_busy_pct", "%", "share of host sync-wait time during which the GPU was busy (waits that cost nothing)", ("api_trace",)),
     _f("graph_launch_count", "", "CUDA graph launches in the window", ("api_trace", "api_sum")),
     _f("memcpy_share_of_busy_pct", "%", "memcpy time as a share of GPU busy time", ("gpu_trace", "mem_time_sum")),

@@ -197,7 +197,7 @@ def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int | None, en
     else:
         a, _ = api_in_window(api, start, end)
     base = pl.col("api")
-    pageable_corr = _pageable_copy_corr_ids(gpu)
+    pageable_corr = pageable_copy_corr_ids(gpu)
     memcpy = base.is_in(sorted(SYNC_MEM_APIS))
     if pageable_corr:
         memcpy = memcpy | (base.is_in(sorted(ASYNC_MEM_APIS)) & pl.col("corr_id").is_in(pageable_corr))
@@ -212,10 +212,15 @@ def api_class_frames(api: pl.DataFrame, gpu: pl.DataFrame, start: int | None, en
     return out
 
 
-def _pageable_copy_corr_ids(gpu: pl.DataFrame | None) -> list[int]:
+def pageable_copy_corr_ids(gpu: pl.DataFrame | None, direction: str | None = None) -> list[int]:
+    """The correlation ids of the copies to or from pageable host memory (of ``direction`` only, e.g.
+    ``HtoD``, when given)."""
     if gpu is None or "src_kind" not in gpu.columns:
         return []
-    pg = gpu.filter(pl.col("kind") == "memcpy").filter(   # the few copy rows first, then the string tests
+    copies = gpu.filter(pl.col("kind") == "memcpy")
+    if direction is not None:
+        copies = copies.filter(pl.col("copy_kind") == direction)
+    pg = copies.filter(   # the few copy rows first, then the string tests
         pl.col("src_kind").str.to_lowercase().str.contains("pageable").fill_null(False)
         | pl.col("dst_kind").str.to_lowercase().str.contains("pageable").fill_null(False))
     return pg["corr_id"].drop_nulls().unique().to_list()
