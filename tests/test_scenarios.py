@@ -599,3 +599,24 @@ def test_real_host_bound_profile():
     w = doc["window"]
     assert abs(_gpu_active_pct("host_bound", w["start_ns"], w["end_ns"]) - f["gpu_active_pct"]) < 0.01
     assert "data-io-bound" not in [x["rule"] for x in doc["findings"]]
+
+
+def test_next_steps_ask_for_the_os_runtime_trace_only_where_the_host_idles():
+    """host-sleep / gil-contention lack the per-thread OS runtime trace: from CSVs, diagnose the SQLite export
+    of the same report; from an SQLite export without OSRT_API, profile again with --trace=osrt; and only
+    when the GPU idles while the host is outside CUDA."""
+    ne = [{"rule": r, "missing": ["needs the per-thread OS runtime trace"], "facts": [f]}
+          for r, f in (("host-sleep", "gpu_idle_sleep_pct"), ("gil-contention", "gpu_idle_gil_pct"))]
+    csvs = [{"kind": "nsys-csv", "table": t, "version": "2023+", "path": f"x_{t}.csv"}
+            for t in ("gpu_trace", "api_trace", "osrt_sum")]
+    steps = sc.next_steps(ne, {"gpu_idle_host_pct": 40.0}, inputs=csvs, report="run.nsys-rep")
+    assert [s["need"] for s in steps] == ["the per-thread OS runtime trace"]
+    assert steps[0]["rules"] == ["gil-contention", "host-sleep"]
+    assert steps[0]["commands"] == ["nsys export --type=sqlite --force-overwrite=true --output=run.sqlite run.nsys-rep",
+                                    "nsys-expert diagnose run.sqlite"]
+    sq = [{"kind": "nsys-sqlite", "table": t, "version": "2025.3", "path": "run.sqlite"} for t in ("gpu_trace", "api_trace")]
+    steps = sc.next_steps(ne, {"gpu_idle_host_pct": 40.0}, inputs=sq, report="run.nsys-rep")
+    assert "--trace=cuda,nvtx,osrt" in steps[0]["commands"][0] and steps[0]["commands"][-1] == "nsys-expert diagnose run.sqlite"
+    assert sc.next_steps(ne, {"gpu_idle_host_pct": 1.0}, inputs=csvs, report="run.nsys-rep") == []
+    assert sc.next_steps(ne, {}, inputs=csvs, report="run.nsys-rep") == []
+

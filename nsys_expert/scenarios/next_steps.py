@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 
-from .commands import era_of, kernel_regex, ncu_exports, nsys_stats, report_name
+from .commands import Command, era_of, kernel_regex, ncu_exports, nsys_export_sqlite, nsys_stats, report_name
 from .plans import DEFAULT_APP, Options, build, export_lines
 
 _REPORT_OF = {"gpu_trace": "cuda_gpu_trace", "api_trace": "cuda_api_trace", "nvtx_trace": "nvtx_pushpop_trace",
@@ -36,6 +36,9 @@ def ncu_target(hint: str | None) -> tuple[list[str], int, int] | None:
         return None
     names = [n for n in m.group("k").split("|") if n]
     return (names, int(m.group("s")), int(m.group("c"))) if names else None
+
+
+OSRT_HOST_IDLE_PCT = 5.0   # idle share with the host outside CUDA above which the OS runtime trace is worth a step
 
 
 def _needs(not_evaluated, facts, held) -> dict[str, list[str]]:
@@ -119,6 +122,27 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
         steps.append({"need": "OS runtime trace", "rules": needs["osrt_sum"],
                       "why": "if the profile was made without --trace=osrt, osrt_sum has no rows: profile again with it",
                       "commands": build("quick", Options(app=app, output=stem)).lines()})
+    # the per-thread OS runtime trace tells the host's idle time apart (working, waiting for data, asleep,
+    # waiting for the GIL): worth asking for only where the GPU is measured idle while the host is outside CUDA
+    if "osrt_trace" in needs and (facts or {}).get("gpu_idle_host_pct", 0) >= OSRT_HOST_IDLE_PCT:
+        sqlite = base + ".sqlite"
+        diagnose = Command(("nsys-expert", "diagnose"), (), (sqlite,)).line()
+        if exported:   # an SQLite export without OSRT_API: the profile did not trace the OS runtime
+            steps.append({"need": "the per-thread OS runtime trace", "rules": needs["osrt_trace"],
+                          "why": "the export holds no OS runtime calls: profile again with --trace=osrt and diagnose its "
+                                 "SQLite export, whose OSRT_API table says whether the launching thread was working, "
+                                 "waiting for data, asleep or waiting for Python's GIL while the GPU idled",
+                          "commands": build("quick", Options(app=app, output=stem)).lines()
+                          + [nsys_export_sqlite(stem + ".nsys-rep", stem + ".sqlite").line(),
+                             Command(("nsys-expert", "diagnose"), (), (stem + ".sqlite",)).line()]})   # the new run's
+        else:          # CSVs: nsys stats has no per-thread OS runtime report; the SQLite export has the calls
+            steps.append({"need": "the per-thread OS runtime trace", "rules": needs["osrt_trace"],
+                          "why": "nsys stats has no per-thread OS runtime report: diagnose the SQLite export of the "
+                                 "same report, whose OSRT_API table says whether the launching thread was working, "
+                                 "waiting for data, asleep or waiting for Python's GIL while the GPU idled"
+                                 + ("" if "osrt_sum" in held else " (a profile made without --trace=osrt has none: "
+                                                                  "profile again with it)"),
+                          "commands": [nsys_export_sqlite(base + ".nsys-rep", sqlite).line(), diagnose]})
     if "graph-node" in needs:
         steps.append({"need": "CUDA graph kernels in the GPU trace", "rules": needs["graph-node"],
                       "why": "the run launches CUDA graphs and the default --cuda-graph-trace=graph leaves their kernels "
