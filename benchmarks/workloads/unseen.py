@@ -14,7 +14,8 @@ checkpoint_spikes: NVTX ``step`` ranges. Compute-bound bf16 matmuls (~8 ms a ste
     500 ms run.
 busy_no_nvtx: no NVTX. A healthy bf16 matmul loop (the GPU always has queued work, one sync at the
     end): the no-bottleneck control without iteration markers.
-gil_contention, nvtx_phases, dataloader_healthy, ddp_tiny_batch, small_h2d_copies: see each function's docstring.
+gil_contention, nvtx_phases, dataloader_healthy, ddp_tiny_batch, small_h2d_copies, cpu_side_math,
+    request_queue: see each function's docstring.
 """
 from __future__ import annotations
 
@@ -185,7 +186,46 @@ def small_h2d_copies(steps=100):
     torch.cuda.synchronize()
 
 
-WORKLOADS = {f.__name__: f for f in [small_h2d_copies, sleepy_host, tiny_inference, checkpoint_spikes, busy_no_nvtx, gil_contention,
+def cpu_side_math(steps=30):
+    """Each step copies a 64 MB result to the host and transforms it with multi-threaded torch CPU ops
+    (intra-op threads: OpenMP) before copying it back: the GPU waits while the host computes."""
+    w = torch.randn(4096, 4096, device=dev)
+    buf = torch.empty(4096, 4096, pin_memory=True)
+    for _ in range(steps):
+        nvtx.range_push("step")
+        y = torch.tanh(w @ w)
+        buf.copy_(y)
+        z = buf
+        for _ in range(4):
+            z = torch.tanh(z) * 0.5 + z.abs().sqrt()
+        w.copy_(z.to(dev, non_blocking=True))
+        nvtx.range_pop()
+    torch.cuda.synchronize()
+
+
+def request_queue(requests=400):
+    """An inference loop fed by a producer thread through queue.Queue: a request every ~4 ms, each
+    served in ~0.3 ms of GPU work; the serving thread waits on the queue (input-bound)."""
+    import queue
+    import threading
+    q: queue.Queue = queue.Queue()
+
+    def produce():
+        for i in range(requests):
+            time.sleep(0.004)
+            q.put(torch.randn(64, 4096))
+        q.put(None)
+
+    threading.Thread(target=produce, daemon=True).start()
+    w = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+    while (x := q.get()) is not None:
+        y = x.to(dev, non_blocking=True).to(torch.bfloat16)
+        for _ in range(8):
+            y = torch.relu(y @ w)
+    torch.cuda.synchronize()
+
+
+WORKLOADS = {f.__name__: f for f in [cpu_side_math, request_queue, small_h2d_copies, sleepy_host, tiny_inference, checkpoint_spikes, busy_no_nvtx, gil_contention,
                                       nvtx_phases, dataloader_healthy, ddp_tiny_batch]}
 
 if __name__ == "__main__":
