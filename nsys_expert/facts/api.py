@@ -59,12 +59,14 @@ def _syncs_after_pageable_copies(fs, api: pl.DataFrame, s: int, e: int, gpu: pl.
     pageable = timeline.pageable_copy_corr_ids(gpu, "HtoD")
     a = timeline.starting_in(api, s, e).select("tid", "corr_id", api_base(api).alias("api"))
     sync = pl.col("api").is_in(sorted(SYNC_APIS))
-    n = int(a.select(sync.sum()).item())
-    if not n:
+    tids = a.filter(sync)["tid"]   # the few sync calls; then, thread by thread, the call just before each
+    if tids.len() == 0:
         return
-    prev = a.with_columns(pl.col("api").shift(1).over("tid").alias("p_api"),
-                          pl.col("corr_id").shift(1).over("tid").alias("p_corr"))
-    after = prev.filter(sync & pl.col("p_api").is_in(sorted(ASYNC_MEM_APIS | SYNC_MEM_APIS))
-                        & pl.col("p_corr").is_in(pageable)).height if pageable else 0
-    fs.put("sync_after_pageable_copy_pct", pct(after, n), src)
-
+    after = 0
+    copy = pl.col("api").is_in(sorted(ASYNC_MEM_APIS | SYNC_MEM_APIS)) & pl.col("corr_id").is_in(pageable)
+    for tid in (tids.unique().to_list() if pageable else []):
+        mine = a if tids.n_unique() == 1 and a["tid"].n_unique() == 1 else a.filter(pl.col("tid") == tid)
+        pos = mine.select(pl.arg_where(sync)).to_series()
+        before = mine[pos.filter(pos > 0) - 1]
+        after += before.filter(copy).height
+    fs.put("sync_after_pageable_copy_pct", pct(after, tids.len()), src)
