@@ -55,6 +55,15 @@ def test_sync_bound(case):
     assert "fp32-gemm-without-tensor-cores" in [f["rule"] for f in doc["findings"]]
 
 
+def test_sync_bound_names_the_time_after_the_sync():
+    """sync_bound: after loss.item() returns the host sleeps 2 ms before the next step: nearly all the idle
+    time after syncs comes after the sync call returned, and the message says so."""
+    f = run("sync_bound_sqlite")["findings"][0]
+    facts = run("sync_bound_sqlite")["facts"]
+    assert facts["gpu_idle_sync_host_after_pct"] > 0.9 * facts["gpu_idle_sync_pct"]
+    assert "after the sync had returned" in f["message"]
+
+
 def test_sync_bound_with_api_trace_is_high_and_attributed():
     doc = run("sync_bound")
     top = doc["findings"][0]

@@ -67,3 +67,14 @@ def test_gap_causes_sleep_and_gil_before_wait_and_load():
             "wait": iv((100, 380), (1000, 1290), (3000, 3290))}    # blocked through gaps 1, 2 and 4
     out = timeline.attribute_gaps(gaps, pl.DataFrame(), host, None)
     assert out["cause"].cast(pl.String).to_list() == ["sleep", "wait", "load", "gil"]
+
+
+def test_after_sync_is_the_gap_after_the_sync_returned():
+    # gap 1 starts inside a sync call that returns 30 ns later; gap 2 is a launch gap (not counted);
+    # gap 3 starts inside a sync that lasts past the gap's end (nothing after it)
+    gaps = pl.DataFrame({"s": [100, 500, 900], "e": [400, 520, 950],
+                         "cause": ["sync", "launch", "sync"]})
+    sync = pl.DataFrame({"s": [50, 880], "e": [130, 1000]})
+    assert timeline.after_sync_ns(gaps, sync) == (400 - 130) + 0
+    assert timeline.after_sync_ns(gaps, sync.clear()) == 0
+

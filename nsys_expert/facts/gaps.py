@@ -20,6 +20,7 @@ def compute(ctx: Context) -> None:
     # per device, added up: a million gaps are reduced where they are made, never concatenated
     count, longest, short, long_ = 0, None, 0, 0
     by = {c: 0 for c in timeline.CAUSES}
+    after_sync = 0
     cnt = {c: 0 for c in timeline.CAUSES}
     ln = pl.col("e") - pl.col("s")
     for d in devs:
@@ -33,8 +34,9 @@ def compute(ctx: Context) -> None:
         count, short, long_ = count + int(n_), short + int(short_ or 0), long_ + int(lng or 0)
         longest = max_ if longest is None else max(longest, max_)
         if host is not None:
-            agg = timeline.attribute_gaps(g, api, host, data).group_by("cause").agg(
-                pl.col("len").sum().alias("t"), pl.len().alias("n"))
+            att = timeline.attribute_gaps(g, api, host, data)
+            agg = att.group_by("cause").agg(pl.col("len").sum().alias("t"), pl.len().alias("n"))
+            after_sync += timeline.after_sync_ns(att, host["sync"])
             for c, t, k in agg.iter_rows():
                 by[c] += t
                 cnt[c] += k
@@ -55,6 +57,8 @@ def compute(ctx: Context) -> None:
                 continue
             fs.put(f"gpu_idle_{c}_pct", pct(by[c] / n, wlen),
                    srcs(both, prof.source_name("osrt_trace")) if c in ("wait", "sleep", "gil") else both)
+        if by["sync"]:
+            fs.put("gpu_idle_sync_host_after_pct", pct(after_sync / n, wlen), both)
         fs.tables["idle_breakdown"] = [
             {"cause": c, "ms": by[c] / n / 1e6, "pct": pct(by[c] / n, wlen), "gaps": cnt[c]}
             for c in sorted(timeline.CAUSES, key=lambda c: -by[c]) if by[c] > 0]

@@ -74,6 +74,7 @@ _RUN = [
     _f("gpu_idle_long_gaps_pct", "%", "idle time in gaps of 1 ms or more, as a share of the window"),
     _f("gpu_idle_launch_pct", "%", "idle time while the host was submitting work (short gaps, launch overhead)", ("api_trace",)),
     _f("gpu_idle_sync_pct", "%", "idle time after a blocking synchronisation call drained the GPU queue", ("api_trace",)),
+    _f("gpu_idle_sync_host_after_pct", "%", "of the idle time after syncs, the part after the sync call had returned, before the host queued more work, as a share of the window", ("api_trace",)),
     _f("gpu_idle_memcpy_pct", "%", "idle time while the host was inside a blocking or pageable copy call", ("api_trace",)),
     _f("gpu_idle_data_pct", "%", "idle time inside NVTX ranges named like input work (data, load, batch, ...)", ("api_trace",)),
     _f("gpu_idle_alloc_pct", "%", "idle time while the host was inside an allocator call (cudaMalloc / cudaFree: cudaFree waits for the device)", ("api_trace",)),

@@ -234,6 +234,18 @@ def data_ranges(nvtx: pl.DataFrame | None, start: int, end: int) -> pl.DataFrame
     return intervals.clip(intervals.merge(d), start, end)
 
 
+def after_sync_ns(gaps: pl.DataFrame, sync: pl.DataFrame) -> int:
+    """Of the gaps a sync caused (``cause`` from :func:`attribute_gaps`), the ns after the sync call that
+    held the gap's start had returned, before the host queued more work."""
+    sg = gaps.filter(pl.col("cause") == "sync").select("s", "e")
+    if sg.height == 0 or sync.height == 0:
+        return 0
+    calls = intervals.flag_sorted(sync.select(pl.col("s").alias("_t"), pl.col("e").alias("_se")), "_t")  # merged: sorted
+    j = intervals.flag_sorted(sg.sort("s"), "s").join_asof(calls, left_on="s", right_on="_t", strategy="backward")
+    after = pl.col("e") - pl.col("_se").clip(pl.col("s"), pl.col("e"))
+    return int(j.select(after.sum()).item() or 0)
+
+
 def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.DataFrame],
                    data: pl.DataFrame | None, launch_gap_ns: int = LAUNCH_GAP_NS) -> pl.DataFrame:
     """Add ``len`` and ``cause`` columns to the gaps (see the module docstring for the order of the checks).
