@@ -340,3 +340,15 @@ def test_waiting_for_the_gil_is_not_data_loading():
     csv_doc = run("gil_contention")   # no per-thread trace: host time, with the caveat
     assert csv_doc["findings"][0]["rule"] == "host-bound" and "gpu_idle_gil_pct" not in csv_doc["facts"]
 
+
+def test_a_thread_fed_queue_gets_the_producer_advice():
+    """fixtures/request_queue: the launching thread waits in sem_wait (queue.Queue.get) for a producer thread."""
+    doc = run("request_queue_sqlite")
+    top = doc["findings"][0]
+    assert (top["rule"], top["severity"]) == ("data-io-bound", "high")
+    assert doc["facts"]["osrt_wait_top_call"] == "sem_wait"
+    assert "in-process queue" in top["advice"][0]
+    # a DataLoader with worker processes (poll on their pipes): no such advice
+    dl = run("dataloader_wait_sqlite")["findings"][0]
+    assert dl["rule"] == "data-io-bound" and not any("in-process queue" in a for a in dl["advice"])
+
