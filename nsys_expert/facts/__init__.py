@@ -75,6 +75,7 @@ GROUPS: list[Group] = [
     Group("nvtx", nvtx.compute, _always),
     Group("osrt", osrt.compute, _always),
     Group("per_iteration", kernels.compute_per_iteration, _timeline, "last"),
+    Group("copy_bursts", memcpy.compute_bursts, _timeline, "last"),   # copies per iteration, after both groups
     Group("summaries", summaries.compute, _always, "last"),   # after the trace facts: it only fills what they could not
     Group("estimates", estimates.compute, _always, "last"),   # the summary tier: per-iteration estimates without a trace
     Group("starved", starved.compute, _always, "last"),       # idle time the cause facts leave unexplained

@@ -64,8 +64,9 @@ def _syncs_after_pageable_copies(fs, api: pl.DataFrame, s: int, e: int, gpu: pl.
         return
     after = 0
     copy = pl.col("api").is_in(sorted(ASYNC_MEM_APIS | SYNC_MEM_APIS)) & pl.col("corr_id").is_in(pageable)
+    one_thread = a["tid"].n_unique() == 1
     for tid in (tids.unique().to_list() if pageable else []):
-        mine = a if tids.n_unique() == 1 and a["tid"].n_unique() == 1 else a.filter(pl.col("tid") == tid)
+        mine = a if one_thread else a.filter(pl.col("tid") == tid)
         pos = mine.select(pl.arg_where(sync)).to_series()
         before = mine[pos.filter(pos > 0) - 1]
         after += before.filter(copy).height

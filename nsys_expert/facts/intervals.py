@@ -97,6 +97,13 @@ def gaps(busy: pl.DataFrame, start: int, end: int, carry: list[str] | None = Non
     return pl.concat([g, tail], rechunk=False).filter(pl.col("e") > pl.col("s"))
 
 
+def common(sets: list[pl.DataFrame], start: int, end: int) -> pl.DataFrame:
+    """The times inside every one of the merged, clipped ``sets`` within [start, end): outside the union
+    of their complements."""
+    outside = pl.concat([gaps(x, start, end).select("s", "e") for x in sets])
+    return gaps(merge(outside), start, end).select("s", "e")
+
+
 def _block_index(starts: pl.Series, t: pl.Series) -> pl.Series:
     """For each time t, the index of the last (sorted, disjoint) interval starting at or before t; -1 if none.
     A binary search per value: no sort of the (possibly million-long) query side."""

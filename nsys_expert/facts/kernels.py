@@ -58,30 +58,9 @@ def kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str = 
     fs.tables["top_kernels_source"] = src
 
 
-BURST_SHARE_OF_ITERS = 0.2   # "the iterations that copy most": this share of them
-
-
 def compute_per_iteration(ctx: Context) -> None:
     """Facts built from two groups' results (kernels and iterations), after both ran."""
     fs = ctx.fs
     if "kernel_count" in fs.run and fs.run.get("iter_count"):
         fs.put("kernels_per_iter", fs.run["kernel_count"] / fs.run["iter_count"], ctx.prof.source_name("gpu_trace"))
-    _copy_bursts(ctx)
 
-
-def _copy_bursts(ctx: Context) -> None:
-    """How much of the host-device copy time the fifth of the iterations that copy most launched: near
-    100 % for a periodic checkpoint or evaluation copy, near 20 % for copies in every step."""
-    fs, win = ctx.fs, ctx.win
-    gpu = ctx.prof.tables["gpu_trace"]
-    n = fs.run.get("iter_count") or 0
-    if "launch_iter" not in gpu.columns or n < 5:
-        return
-    c = (in_window(gpu, win).filter((pl.col("kind") == "memcpy") & pl.col("copy_kind").is_in(["HtoD", "DtoH"])
-                                    & (pl.col("launch_iter") >= win.skipped))
-         .group_by("launch_iter").agg(pl.col("dur_ns").sum().alias("t")).sort("t", descending=True))
-    total = float(c["t"].sum()) if c.height else 0.0
-    if total <= 0:
-        return
-    top = max(1, int(n * BURST_SHARE_OF_ITERS))
-    fs.put("memcpy_top_fifth_iters_share_pct", pct(float(c["t"].head(top).sum()), total), ctx.prof.source_name("gpu_trace"))

@@ -67,3 +67,26 @@ def _exposure(fs, ops: pl.DataFrame, win, src) -> None:
     fs.put("memcpy_exposed_pct", pct((total - hidden) / n, win.length_ns) or 0.0, src)
     if total:
         fs.put("memcpy_hidden_pct", pct(hidden, total), src)
+
+
+BURST_SHARE_OF_ITERS = 0.2   # "the iterations that copy most": this share of them
+
+
+def compute_bursts(ctx: Context) -> None:
+    """How much of the host-device copy time the fifth of the iterations that copy most launched: near
+    100 % for a periodic checkpoint or evaluation copy, near 20 % for copies in every step (after the
+    iterations group: it needs their count)."""
+    fs, win = ctx.fs, ctx.win
+    gpu = ctx.prof.tables["gpu_trace"]
+    n = fs.run.get("iter_count") or 0
+    if "launch_iter" not in gpu.columns or n < 5:
+        return
+    c = (in_window(gpu, win).filter((pl.col("kind") == "memcpy") & pl.col("copy_kind").is_in(["HtoD", "DtoH"])
+                                    & (pl.col("launch_iter") >= win.skipped))
+         .group_by("launch_iter").agg(pl.col("dur_ns").sum().alias("t")).sort("t", descending=True))
+    total = float(c["t"].sum()) if c.height else 0.0
+    if total <= 0:
+        return
+    top = max(1, int(n * BURST_SHARE_OF_ITERS))
+    fs.put("memcpy_top_fifth_iters_share_pct", pct(float(c["t"].head(top).sum()), total), ctx.prof.source_name("gpu_trace"))
+

@@ -69,24 +69,14 @@ def wait_intervals(prof, start: int, end: int) -> tuple[dict[str, pl.DataFrame] 
     if not tids:
         return None, None
     mine = osrt.filter(pl.col("tid").is_in(tids) & (pl.col("end_ns") > start) & (pl.col("start_ns") < end))
-    complement = []
-    for tid in tids:
-        w = mine.filter(pl.col("tid") == tid)
-        complement.append(intervals.gaps(_merged(w, start, end), start, end).select("s", "e"))
-    # all of them blocked = outside the union of the times any one of them is not blocked
-    blocked = intervals.gaps(intervals.merge(pl.concat(complement)), start, end).select("s", "e")
+    # all of them blocked: inside every one's blocked calls
+    blocked = intervals.common([_merged(mine.filter(pl.col("tid") == t), start, end) for t in tids], start, end)
     gil_tids = sorted(gil_waiters(mine))
-    out = {"wait": blocked,
-           "sleep": _both(blocked, _merged(mine.filter(pl.col("name").is_in(sorted(OSRT_SLEEPS))), start, end), start, end),
-           "gil": _both(blocked, _merged(mine.filter((pl.col("name") == GIL_CALL) & pl.col("tid").is_in(gil_tids)),
-                                         start, end), start, end)}
+    asleep = _merged(mine.filter(pl.col("name").is_in(sorted(OSRT_SLEEPS))), start, end)
+    on_gil = _merged(mine.filter((pl.col("name") == GIL_CALL) & pl.col("tid").is_in(gil_tids)), start, end)
+    out = {"wait": blocked, "sleep": intervals.common([blocked, asleep], start, end),
+           "gil": intervals.common([blocked, on_gil], start, end)}
     return out, tids[0]
-
-
-def _both(a: pl.DataFrame, b: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
-    """Inside both merged sets: outside the union of their complements."""
-    outside = pl.concat([intervals.gaps(a, start, end).select("s", "e"), intervals.gaps(b, start, end).select("s", "e")])
-    return intervals.gaps(intervals.merge(outside), start, end).select("s", "e")
 
 
 def _merged(calls: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
@@ -108,18 +98,17 @@ def compute(ctx: Context) -> None:
     idle = intervals.gaps(b, win.start_ns, win.end_ns)
     rows = []
     for name, part in w.partition_by("name", as_dict=True).items():
-        iv = intervals.clip(intervals.merge(part.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
-                            win.start_ns, win.end_ns)
+        iv = _merged(part, win.start_ns, win.end_ns)
         in_idle = int(intervals.coverage(iv, idle).sum()) if idle.height and iv.height else 0
         rows.append({"name": name[0], "calls": part.height, "ms": intervals.total(iv) / 1e6, "idle_ms": in_idle / 1e6})
     rows.sort(key=lambda r: -r["idle_ms"])
     fs.tables["waits"] = rows[:8]
     idle_ns = intervals.total(idle)
-    gil = gil_waiters(w)
-    if gil:
+    gil = gil_waiters(w).get(tid)   # (w: the main launching thread's calls)
+    if gil is not None:
         fs.put("osrt_gil_calls", int(w.filter(pl.col("name") == GIL_CALL).height), src)
-        fs.put("osrt_gil_switch_share_pct", gil[tid] if tid in gil else max(gil.values()), src)
-    waits_ = [r for r in rows if r["name"] not in OSRT_SLEEPS and not (gil and r["name"] == GIL_CALL)]
+        fs.put("osrt_gil_switch_share_pct", gil, src)
+    waits_ = [r for r in rows if r["name"] not in OSRT_SLEEPS and not (gil is not None and r["name"] == GIL_CALL)]
     if waits_ and idle_ns:
         top = waits_[0]
         fs.put("osrt_wait_top_call", top["name"], src)

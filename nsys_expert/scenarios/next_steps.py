@@ -125,24 +125,18 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
     # the per-thread OS runtime trace tells the host's idle time apart (working, waiting for data, asleep,
     # waiting for the GIL): worth asking for only where the GPU is measured idle while the host is outside CUDA
     if "osrt_trace" in needs and (facts or {}).get("gpu_idle_host_pct", 0) >= OSRT_HOST_IDLE_PCT:
-        sqlite = base + ".sqlite"
-        diagnose = Command(("nsys-expert", "diagnose"), (), (sqlite,)).line()
-        if exported:   # an SQLite export without OSRT_API: the profile did not trace the OS runtime
-            steps.append({"need": "the per-thread OS runtime trace", "rules": needs["osrt_trace"],
-                          "why": "the export holds no OS runtime calls: profile again with --trace=osrt and diagnose its "
-                                 "SQLite export, whose OSRT_API table says whether the launching thread was working, "
-                                 "waiting for data, asleep or waiting for Python's GIL while the GPU idled",
-                          "commands": build("quick", Options(app=app, output=stem)).lines()
-                          + [nsys_export_sqlite(stem + ".nsys-rep", stem + ".sqlite").line(),
-                             Command(("nsys-expert", "diagnose"), (), (stem + ".sqlite",)).line()]})   # the new run's
+        tells = ("whose OSRT_API table says whether the launching thread was working, waiting for data, asleep "
+                 "or waiting for Python's GIL while the GPU idled")
+        if exported:   # an SQLite export without OSRT_API: the profile did not trace the OS runtime: a new one
+            why = "the export holds no OS runtime calls: profile again with --trace=osrt and diagnose its SQLite export, " + tells
+            rep, profile = stem, build("quick", Options(app=app, output=stem)).lines()
         else:          # CSVs: nsys stats has no per-thread OS runtime report; the SQLite export has the calls
-            steps.append({"need": "the per-thread OS runtime trace", "rules": needs["osrt_trace"],
-                          "why": "nsys stats has no per-thread OS runtime report: diagnose the SQLite export of the "
-                                 "same report, whose OSRT_API table says whether the launching thread was working, "
-                                 "waiting for data, asleep or waiting for Python's GIL while the GPU idled"
-                                 + ("" if "osrt_sum" in held else " (a profile made without --trace=osrt has none: "
-                                                                  "profile again with it)"),
-                          "commands": [nsys_export_sqlite(base + ".nsys-rep", sqlite).line(), diagnose]})
+            why = ("nsys stats has no per-thread OS runtime report: diagnose the SQLite export of the same report, " + tells
+                   + ("" if "osrt_sum" in held else " (a profile made without --trace=osrt has none: profile again with it)"))
+            rep, profile = base, []
+        steps.append({"need": "the per-thread OS runtime trace", "rules": needs["osrt_trace"], "why": why,
+                      "commands": profile + [nsys_export_sqlite(rep + ".nsys-rep", rep + ".sqlite").line(),
+                                             Command(("nsys-expert", "diagnose"), (), (rep + ".sqlite",)).line()]})
     if "graph-node" in needs:
         steps.append({"need": "CUDA graph kernels in the GPU trace", "rules": needs["graph-node"],
                       "why": "the run launches CUDA graphs and the default --cuda-graph-trace=graph leaves their kernels "
