@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, allocator, api, busy, estimates, gaps, gpu_metrics, graph, intervals, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt,
+from . import (absent, allocator, api, busy, estimates, gaps, gpu_metrics, graph, intervals, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt, overlap,
                starved, summaries, timeline, waits, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
@@ -67,6 +67,7 @@ GROUPS: list[Group] = [
     Group("kernels", kernels.compute, _timeline),
     Group("memcpy", memcpy.compute, _timeline),
     Group("nccl", nccl.compute, _timeline),
+    Group("overlap", overlap.compute, _timeline),       # same-stream overlap (PDL): an info note
     Group("busy_span", busy.compute_span, _span),
     Group("api", api.compute, _has("api_trace")),
     Group("allocator", allocator.compute, _has("api_trace")),

@@ -368,16 +368,8 @@ def _check_consistency(prof: Profile) -> None:
                                  f"kernel facts come from the trace")
             del prof.tables["kern_sum"]
             del prof.sources["kern_sum"]
-    if g is not None:
-        n, ex = sanity.stream_overlaps(g)
-        if n:
-            prof.warnings.append(
-                f"{prof.source_name('gpu_trace')}: {n} GPU operation(s) start before the previous one on the same "
-                f"stream ended (e.g. stream {ex['stream']} at {ex['start_ns']} ns, "
-                f"{(ex['prev_end'] - ex['start_ns']) / 1e6:.3f} ms early), which a CUDA stream cannot do: the durations or start times are damaged, so the GPU "
-                f"trace is ignored and the timeline facts (GPU active %, idle gaps, window) are not computed")
-            del prof.tables["gpu_trace"]
-            del prof.sources["gpu_trace"]
+    # (same-stream overlap is what the profiler recorded, Hopper's PDL, never damage: the trace is
+    # kept and facts/overlap.py measures the overlap for an info note)
     a = prof.tables.get("api_trace")
     s = prof.tables.get("api_sum")
     if a is not None and a.height == 0 and s is not None and s.height > 0:

@@ -113,8 +113,16 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
     if table in ("gpu_trace", "api_trace"):
         bad = frame.filter(pl.col("start_ns").is_null() | pl.col("dur_ns").is_null() | (pl.col("dur_ns") < 0))
         if bad.height:
-            warnings.append(f"{base}: {bad.height} of {frame.height} rows have a missing or negative start or "
-                            f"duration and were left out")
+            ex = bad.row(0, named=True)
+            example = f" (e.g. start {ex['start_ns']}, duration {ex['dur_ns']})"
+            if bad.height * 2 > frame.height:   # most rows impossible: the table, not a few rows, is broken
+                warnings.append(f"{base}: {bad.height} of {frame.height} rows have a missing or negative start or "
+                                f"duration{example}: most of the table cannot be true, so none of it is used; "
+                                f"export the report again from the .nsys-rep")
+                frame = frame.head(0)
+            else:
+                warnings.append(f"{base}: {bad.height} of {frame.height} rows have a missing or negative start or "
+                                f"duration and were left out, row by row{example}")
             frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("dur_ns").is_not_null()
                                  & (pl.col("dur_ns") >= 0))
         long = frame.filter(sanity.too_long(frame))

@@ -5,16 +5,21 @@ left out (never read as if it were true).
   the row is left out (``normalize``).
 - A kernel summary whose kernels are not the trace's (another run's file under this run's prefix):
   it is left out, and the kernel facts come from the trace.
-- Operations that overlap on one CUDA stream: a stream runs its work in order, so an overlap means
-  the durations or start times are wrong; every timeline fact would be built on them, so the GPU
-  trace is left out and only the summary facts are computed (``load._check_consistency``).
+
+Operations that overlap on one CUDA stream are NOT damage: on Hopper and later GPUs kernels launched
+with programmatic dependent launch (PDL: CUDA C++ Programming Guide, "Programmatic Dependent Launch
+and Synchronization"; ``cudaLaunchAttributeProgrammaticStreamSerialization``; cuDNN's, cuBLAS's and
+CUTLASS's sm90 kernels use it) start while their predecessor finishes its tail. The trace is kept;
+:func:`stream_overlaps` measures the overlap for an info note, busy time is the union of intervals,
+and a fact that needs a per-stream sequence reads :func:`sequenced` (an overlapped operation starts
+when its predecessor ends). See ``docs/stream-overlap.md``.
 """
 from __future__ import annotations
 
 import polars as pl
 
 MAX_OP_NS = 86_400 * 10**9          # one day
-# real traces show no overlap on a stream; a few ns of clock rounding are forgiven
+# overlaps shorter than this are clock rounding, not counted
 OVERLAP_SLACK_NS = 1_000
 
 
@@ -22,12 +27,13 @@ def too_long(frame: pl.DataFrame) -> pl.Expr:
     return pl.col("dur_ns") > MAX_OP_NS
 
 
-def stream_overlaps(gpu: pl.DataFrame) -> tuple[int, dict | None]:
-    """(number of operations that start before the previous one on their stream ended, one example)."""
+def _prev_end(gpu: pl.DataFrame) -> tuple[pl.DataFrame, pl.Expr] | None:
+    """The trace's stream columns with times, and the expression of the latest end of the earlier
+    operations of the same stream; None when the trace names no streams."""
     if gpu.height < 2 or "stream" not in gpu.columns or gpu["stream"].null_count() == gpu.height:
-        return 0, None
+        return None
     keys = [c for c in ("device_id", "stream") if c in gpu.columns]
-    g = gpu.select(*keys, "start_ns", "end_ns")   # these columns only: a filter of the whole trace copies it all
+    g = gpu.select(*keys, "start_ns", "end_ns", *(["name"] if "name" in gpu.columns else []))   # these columns only: a filter of the whole trace copies it all
     if "kind" in gpu.columns and (gpu["kind"] == "graph").any():
         # a whole CUDA graph execution spans the kernels it ran: not an overlap
         g = g.filter(gpu["kind"] != "graph")
@@ -41,11 +47,41 @@ def stream_overlaps(gpu: pl.DataFrame) -> tuple[int, dict | None]:
         key = pl.col("device_id").fill_null(0) * (1 << 32) + pl.col("stream").fill_null(-1) \
             if "device_id" in keys else pl.col("stream")
         prev = prev.over(key)
+    return g, prev
+
+
+def stream_overlaps(gpu: pl.DataFrame) -> dict | None:
+    """How many operations start before the previous one on their stream ended (PDL), by how much,
+    and the kernels that do it most; None when none does."""
+    found = _prev_end(gpu)
+    if found is None:
+        return None
+    g, prev = found
     o = (g.with_columns(prev.alias("prev_end"))
-          .filter(pl.col("start_ns") < pl.col("prev_end") - OVERLAP_SLACK_NS))
+          .filter(pl.col("start_ns") < pl.col("prev_end") - OVERLAP_SLACK_NS)
+          .with_columns((pl.col("prev_end") - pl.col("start_ns")).alias("overlap_ns")))
     if o.height == 0:
-        return 0, None
-    return o.height, o.row(0, named=True)
+        return None
+    top = []
+    if "name" in o.columns:
+        top = (o.with_columns(pl.col("name").cast(pl.String)).group_by("name").agg(pl.len().alias("count")).sort(["count", "name"], descending=[True, False])
+                .head(3).rows(named=True))
+    ex = o.row(0, named=True)
+    return {"count": o.height, "ops": g.height, "max_ns": int(o["overlap_ns"].max()),
+            "median_ns": float(o["overlap_ns"].median()), "example": {k: ex[k] for k in ("stream", "start_ns", "overlap_ns")},
+            "top": [{"name": r["name"], "count": int(r["count"])} for r in top]}
+
+
+def sequenced(gpu: pl.DataFrame) -> pl.Series:
+    """Start times as a stream sequences its work: an operation that overlaps its predecessor on the
+    same stream (PDL) starts when the predecessor ends. Same order and length as ``gpu``."""
+    found = _prev_end(gpu)
+    if found is None:
+        return gpu["start_ns"]
+    g, prev = found
+    if g.height != gpu.height or not gpu["start_ns"].is_sorted():   # graph rows left out, or another order
+        return gpu["start_ns"]
+    return g.select(pl.max_horizontal("start_ns", prev.fill_null(pl.col("start_ns"))).alias("start_ns"))["start_ns"]
 
 
 def summary_of_another_run(gpu: pl.DataFrame, kern_sum: pl.DataFrame) -> str | None:

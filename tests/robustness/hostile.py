@@ -76,7 +76,7 @@ CASES: list[Case] = [
     Case("cut-inside-quoted-name", 6, damaged._cut_inside_quote, "report", "cut"),
     Case("negative-durations", 6, damaged._negative_durations, "report", "negative"),
     Case("negative-durations-sqlite", 6, damaged._negative_sqlite, "report", "negative"),
-    Case("overlap-one-stream", 6, build.fixture(damaged.dmg_overlap), "report", "same stream ended"),
+    Case("overlap-one-stream", 6, build.fixture(damaged.dmg_overlap), "report", None),   # kept: PDL overlap is data (tests/test_overlap.py)
     Case("292-year-kernel", 6, build.fixture(damaged.dmg_292_years), "report", "longer than a day"),
     Case("292-year-kernel-sqlite", 6, damaged._292_years_sqlite, "report", "longer than"),
     Case("ncu-details-cut", 6, damaged._ncu_cut, "report", "sync_bound_details.csv: the file was cut at line"),
@@ -108,7 +108,7 @@ CASES: list[Case] = [
       for case in ("healthy", "launch_bound", "memcpy_bound")
       for kind, cls, dmg, text in (("thousands-separators", 6, damaged.dmg_thousands, "thousands separators"),
                                    ("cut-then-newline", 6, damaged.dmg_cut_then_newline, "was cut at line"),
-                                   ("overlap-one-stream", 6, damaged.dmg_overlap, "same stream ended"),
+                                   ("overlap-one-stream", 6, damaged.dmg_overlap, None),
                                    ("292-year-kernel", 6, damaged.dmg_292_years, "longer than a day"),
                                    ("exported-twice-usec", 7, unrelated.dmg_usec_twice, "same run"))],
 ]

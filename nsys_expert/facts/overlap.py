@@ -1,0 +1,29 @@
+"""Same-stream overlap (programmatic dependent launch) over the window: how many operations start
+before their predecessor on the stream ends, by how much, and which kernels.
+
+Not damage: on Hopper and later GPUs cuDNN's, cuBLAS's and CUTLASS's sm90 kernels launch with PDL
+(CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization"), so the next kernel
+of a stream starts while the previous one drains. Busy time is the union of intervals, so nothing is
+counted twice; the facts let the report say once, as info, what the overlap is.
+"""
+from __future__ import annotations
+
+from ..load import sanity
+from .base import Context, in_window, pct
+
+
+def compute(ctx: Context) -> None:
+    fs, prof = ctx.fs, ctx.prof
+    src = prof.source_name("gpu_trace")
+    over = sanity.stream_overlaps(in_window(prof.tables["gpu_trace"], ctx.win))
+    if over is None:
+        fs.put("stream_overlap_count", 0, src)
+        return
+    fs.put("stream_overlap_count", over["count"], src)
+    fs.put("stream_overlap_share_pct", pct(over["count"], over["ops"]), src)
+    fs.put("stream_overlap_median_us", over["median_ns"] / 1e3, src)
+    fs.put("stream_overlap_max_us", over["max_ns"] / 1e3, src)
+    fs.tables["stream_overlap_kernels"] = over["top"]
+    if over["top"]:
+        name = over["top"][0]["name"] or ""
+        fs.put("stream_overlap_top_kernel", name if len(name) <= 160 else name[:157] + "...", src)
