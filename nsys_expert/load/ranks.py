@@ -35,7 +35,7 @@ def _prefix(path: str) -> tuple[str | None, bool]:
     if base.endswith((".sqlite", ".nsys-rep", ".qdrep")):
         return os.path.splitext(base)[0], True
     if base.lower().endswith(".json"):    # a torch.profiler trace: one rank's timeline (rank-3.pt.trace.json)
-        return re.sub(r"(\.pt\.trace)?\.json$", "", base, flags=re.IGNORECASE) + ".kineto", True
+        return re.sub(r"(\.pt\.trace)?\.json$", "", base, flags=re.IGNORECASE), True
     report = schema.report_name_from_filename(base)
     if report:
         m = re.search(r"(?:^|[_.\-])" + re.escape(report) + r"(?:_[^.]*)?\.(?:csv|tsv|txt)$", base, re.IGNORECASE)
