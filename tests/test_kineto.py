@@ -95,9 +95,21 @@ def test_bad_json_is_one_line_and_exit_2(tmp_path):
     r = CliRunner().invoke(main, ["diagnose", str(cut)])
     assert r.exit_code == 2
     assert r.stderr.count("\n") == 1 and "not valid JSON" in r.stderr and "cut.pt.trace.json" in r.stderr
-    other = _write(tmp_path / "x.json", {"hello": 1})
+    other = _write(tmp_path / "x.pt.trace.json", {"hello": 1})
     r = CliRunner().invoke(main, ["diagnose", str(other)])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "no traceEvents" in r.stderr
+
+
+def test_a_json_file_that_is_no_trace_is_left_alone(tmp_path):
+    """A notes or config .json beside a trace is not read as one (nor an error)."""
+    import shutil
+    shutil.copy(NCCL, tmp_path / "nccl_single.pt.trace.json.gz")
+    _write(tmp_path / "config.json", {"lr": 0.1})
+    prof = load_paths([str(tmp_path)])
+    assert prof.tables["gpu_trace"].height == 12
+    assert any("not read" in w and "config.json" in w for w in prof.warnings)
+    doc = pipeline.diagnose(pipeline.Request([str(tmp_path)]))
+    assert not doc.get("ranks") and doc["window"]["source"] == "nvtx:ProfilerStep"
 
 
 def test_a_folder_of_rank_traces_is_a_job_of_ranks():

@@ -46,7 +46,7 @@ _SET = re.compile(r"^Memset\s*(?:\(\s*([^)]*?)\s*\))?")
 
 
 def looks_like(path: str, head: bytes | None = None) -> bool:
-    """A file named like a trace (``*.json``), or whose first bytes open a Chrome-trace object."""
+    """A file named like a trace (``*.pt.trace.json``), or whose first bytes open a Chrome-trace object."""
     name = compressed.logical_name(path).lower()
     if name.endswith(".pt.trace.json"):
         return True
@@ -54,10 +54,10 @@ def looks_like(path: str, head: bytes | None = None) -> bool:
         try:
             head = compressed.head(path, 1 << 16)
         except InputError:
-            return name.endswith(".json")
+            return False
+    # any other JSON (a notes or config file beside the reports) is not a trace: left alone as before
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    return text.startswith(b"{") and (b'"traceEvents"' in head or b'"schemaVersion"' in head
-                                      or name.endswith(".json"))
+    return text.startswith(b"{") and (b'"traceEvents"' in head or b'"schemaVersion"' in head)
 
 
 def _parse(path: str) -> dict:
