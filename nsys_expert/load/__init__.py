@@ -52,7 +52,7 @@ class Part:
 
 # When two inputs hold the same table, the richer source wins: the SQLite export (ground truth,
 # every column) over a CSV report (derived from it) over a table parsed from console text.
-RANK = {"nsys-sqlite": 3, "nsys-rep": 3, "nsys-csv": 2, "nsys-console": 1, "ncu-details": 2, "ncu-raw": 2}
+RANK = {"kineto": 1, "nsys-sqlite": 3, "nsys-rep": 3, "nsys-csv": 2, "nsys-console": 1, "ncu-details": 2, "ncu-raw": 2}
 
 
 @dataclass
@@ -209,6 +209,7 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
                 ignored.append(base)
                 continue
             _add_part(loaded, part, prof)
+    _one_profiler(loaded, prof)
     if pid is not None:
         _keep_process(loaded, pid, prof)
     used = {e.path for e in loaded.values()}
@@ -245,8 +246,9 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
         failed = _failed_run_text(paths)
         if failed:
             raise InputError(failed, where, "run the nsys stats (or ncu) command again and save what it prints when it succeeds")
-        raise InputError("no nsys stats report, SQLite export or Nsight Compute CSV found (looked for CSV reports "
-                         "such as *_cuda_gpu_trace.csv, *_cuda_gpu_kern_sum.csv, *_cuda_api_sum.csv)", where,
+        raise InputError("no nsys stats report, SQLite export, Nsight Compute CSV or torch.profiler trace found "
+                         "(looked for CSV reports such as *_cuda_gpu_trace.csv, *_cuda_gpu_kern_sum.csv, "
+                         "*_cuda_api_sum.csv, and *.pt.trace.json)", where,
                          csv_reports.EXPORT_HINT)
     _check_consistency(prof)
     if ignored:
@@ -273,6 +275,18 @@ def _read_exports(files: list[str], logical: dict[str, str], sniffs: dict) -> tu
               if sn.kind == "csv-report" and sn.report and sn.spec is not None and sn.spec.table in given
               and csv_reports.has_rows(sn)}
     return {f: p for f, p in exports.items() if p is not None}, unread
+
+
+def _one_profiler(loaded: dict, prof: Profile) -> None:
+    """nsys inputs and a torch.profiler trace side by side are two recordings (two runs): the nsys ones
+    are read, the trace is set aside and said so (diagnose it on its own)."""
+    traces = {e.path for e in loaded.values() if e.kind == "kineto"}
+    if traces and any(e.kind != "kineto" and e.table in ("gpu_trace", "kern_sum", "api_trace", "api_sum")
+                      for e in loaded.values()):
+        for table in [t for t, e in loaded.items() if e.kind == "kineto"]:
+            del loaded[table]
+        prof.warnings.append("not read (a torch.profiler trace beside nsys reports is another recording; pass it "
+                             "as its own PATH to diagnose it): " + ", ".join(sorted(os.path.basename(p) for p in traces)))
 
 
 def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:

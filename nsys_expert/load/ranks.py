@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from . import compressed, schema
+from . import compressed, kineto, schema
 
 TIMELINE_REPORTS = {"cuda_gpu_trace", "gputrace"}
 
@@ -34,6 +34,8 @@ def _prefix(path: str) -> tuple[str | None, bool]:
     base = compressed.logical_name(path)      # 'rank0.sqlite.gz' is rank0's export
     if base.endswith((".sqlite", ".nsys-rep", ".qdrep")):
         return os.path.splitext(base)[0], True
+    if base.lower().endswith(".json") and kineto.looks_like(path):   # a torch.profiler trace: one rank's timeline
+        return re.sub(r"(\.pt\.trace)?\.json$", "", base, flags=re.IGNORECASE), True
     report = schema.report_name_from_filename(base)
     if report:
         m = re.search(r"(?:^|[_.\-])" + re.escape(report) + r"(?:_[^.]*)?\.(?:csv|tsv|txt)$", base, re.IGNORECASE)

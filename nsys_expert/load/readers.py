@@ -12,6 +12,10 @@ from . import compressed
 def read(path: str, sn):
     """-> Part or None. ``sn`` is the CSV sniff of the file (kind sqlite / binary / text / ...)."""
     base = compressed.logical_name(path)       # what the file is: its name without .gz
+    if sn.kind != "sqlite" and (base.lower().endswith(".json") or sn.kind == "text"):
+        from . import kineto
+        if kineto.looks_like(path):            # a torch.profiler (Kineto) Chrome trace
+            return kineto.read_kineto(path)
     if sn.kind == "sqlite":
         try:
             from . import sqlite

@@ -30,7 +30,7 @@ MAX_START_APART_NS = 5 * 60 * 10**9
 
 def fingerprint(tables: dict[str, pl.DataFrame], meta: dict) -> dict:
     """What identifies a run: kernel count, total kernel time, first start, the kernel-time mix."""
-    fp: dict = {"session_start_ns": meta.get("session_start_utc_ns")}
+    fp: dict = {"session_start_ns": meta.get("session_start_utc_ns"), "rank": meta.get("dist_rank")}
     g = tables.get("gpu_trace")
     if g is not None and g.height:
         k = g.filter(pl.col("kind") == "kernel") if "kind" in g.columns else g
@@ -60,6 +60,8 @@ def same_run(a: dict, b: dict) -> bool:
         return False
     if a.get("first_start_ns") is None or b.get("first_start_ns") is None:
         return False
+    if a.get("rank") is not None and b.get("rank") is not None and a["rank"] != b["rank"]:
+        return False     # traces that say they are two ranks (torch.profiler's distributedInfo) are two
     slack = 1_000 * max(1, a["count"])          # up to 1 us of rounding per kernel (usec exports)
     if abs(a["first_start_ns"] - b["first_start_ns"]) > 1_000 or abs(a["total_ns"] - b["total_ns"]) > slack:
         return False
@@ -114,5 +116,6 @@ def relate(labels: list[str], fps: list[dict], where: list[str]) -> tuple[list[i
 
 def describe(files: list[str]) -> str:
     """A rank's name for the messages: its timeline file (or its folder)."""
-    tl = [f for f in files if f.endswith((".sqlite", ".sqlite.gz", "_cuda_gpu_trace.csv", "_gputrace.csv"))]
+    tl = [f for f in files if f.endswith((".sqlite", ".sqlite.gz", "_cuda_gpu_trace.csv", "_gputrace.csv", ".json",
+                                          ".json.gz"))]
     return os.path.basename(tl[0]) if tl else (os.path.dirname(files[0]) if files else "?")
