@@ -6,7 +6,7 @@ import polars as pl
 from ..load.normalize import copy_kind_expr
 from .base import SMALL_KERNEL_NS, Context, pct
 from .kernels import kernel_table
-from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
+from .names import COPY_KERNEL, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
 
 
 def compute(ctx: Context) -> None:
@@ -64,6 +64,12 @@ def _compute(fs, prof, win) -> None:
                 pct(float(ck.filter(pl.col("ck").is_in(["HtoD", "DtoH", "HtoH"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
             put("memcpy_dtod_share_of_busy_pct",
                 pct(float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
+            copyk = float(ks.filter(pl.col("name").cast(pl.String).str.contains(COPY_KERNEL))["total_ns"].sum())
+            dtod = float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum())
+            put("copy_kernel_share_of_busy_pct", pct(copyk, allm) or 0.0, "kern_sum")
+            if kt:
+                put("copy_kernel_share_of_kernel_pct", pct(copyk, kt), "kern_sum")
+            put("device_copy_share_of_busy_pct", pct(copyk + dtod, allm) or 0.0, "mem_time_sum")
         sz = prof.tables.get("mem_size_sum")
         for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
             t = ms.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
