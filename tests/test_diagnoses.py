@@ -352,3 +352,40 @@ def test_a_thread_fed_queue_gets_the_producer_advice():
     dl = run("dataloader_wait_sqlite")["findings"][0]
     assert dl["rule"] == "data-io-bound" and not any("in-process queue" in a for a in dl["advice"])
 
+
+
+@pytest.mark.parametrize("case", ["contiguous_copies", "contiguous_copies_sqlite"])
+def test_copy_kernels_count_as_copies(case):
+    """fixtures/contiguous_copies: .contiguous() of transposes and clone()s; the copies run as PyTorch's
+    direct_copy_kernel (86 % of busy time) beside DtoD memcpy (13 %): copies, not elementwise work."""
+    doc = run(case)
+    f = doc["facts"]
+    top = doc["findings"][0]
+    assert (top["rule"], top["severity"]) == ("dtod-copies", "high")
+    assert f["copy_kernel_share_of_busy_pct"] == pytest.approx(86.3, abs=0.5)
+    assert f["memcpy_dtod_share_of_busy_pct"] == pytest.approx(13.1, abs=0.5)
+    assert f["device_copy_share_of_busy_pct"] > 99
+    assert any(".contiguous()" in a for a in top["advice"]) and any("in-place" in a for a in top["advice"])
+    assert "memory-bound" not in {x["rule"] for x in doc["findings"]}     # folded: it is the same copies
+    assert "memory-bound" in {s["rule"] for s in top["supporting"]}
+    # real elementwise work (memory_bound: no copy kernels) stays memory-bound
+    mb = run("memory_bound")
+    assert mb["findings"][0]["rule"] == "memory-bound" and mb["facts"]["copy_kernel_share_of_kernel_pct"] < 5
+
+
+@pytest.mark.parametrize("case", ["recompile_shapes", "recompile_shapes_sqlite"])
+def test_recompiles_in_every_step_are_not_plain_host_work(case):
+    """fixtures/recompile_shapes: torch.compile meets a new sequence length every step; each of the 11
+    steady steps loads kernel code (33 cuModuleLoad in all) while the GPU idles 97.7 %."""
+    doc = run(case)
+    f = doc["facts"]
+    top = doc["findings"][0]
+    assert (top["rule"], top["severity"]) == ("jit-recompilation", "high")
+    assert f["module_loads_steady"] == 33 and f["module_load_iters_pct"] == 100
+    assert any("mark_dynamic" in a and "dynamic=True" in a for a in top["advice"])
+    rules = {x["rule"] for x in doc["findings"]}
+    assert "host-bound" not in rules and "data-io-bound" not in rules   # the wait is the compiler's, not a loader's
+    # lazy loading at start-up only (a warm-up cost) is no recompilation
+    lazy = run("launch_bound")
+    assert lazy["facts"]["module_load_iters_pct"] < 50
+    assert "jit-recompilation" not in {x["rule"] for x in lazy["findings"]}

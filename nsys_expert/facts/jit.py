@@ -15,8 +15,10 @@ from .names import MODULE_LOAD_APIS, api_base
 def compute(ctx: Context) -> None:
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
     it = win.iterations
-    if it is None or it.height - win.skipped < 2:
-        return                          # no steady iterations to tell a one-time load from recurring ones
+    if it is None or it.height - win.skipped < 2:   # no steady iterations to tell a one-time load from recurring ones
+        for k in ("module_loads_steady", "module_loads_per_iter", "module_load_iters_pct", "module_load_ms_per_iter"):
+            fs.absent[k] = "needs NVTX step ranges (profile with --trace=nvtx and mark each step with an NVTX range)"
+        return
     api = prof.tables["api_trace"]
     src = prof.source_name("api_trace")
     steady = it.slice(win.skipped)
