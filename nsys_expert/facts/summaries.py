@@ -6,7 +6,7 @@ import polars as pl
 from ..load.normalize import copy_kind_expr
 from .base import SMALL_KERNEL_NS, Context, pct
 from .kernels import kernel_table
-from .names import COPY_KERNEL, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
+from .names import COPY_KERNEL, KERNEL_LAUNCH_APIS, NCCL_KERNEL, SYNC_APIS, SYNC_MEM_APIS, base_expr
 
 
 def compute(ctx: Context) -> None:
@@ -47,7 +47,7 @@ def _compute(fs, prof, win) -> None:
                     {"name": r["name"], "total_ms": r["total_ns"] / 1e6, "count": r["count"], "avg_us": (r["avg_ns"] or 0) / 1e3}
                     for r in per.sort("total_ns", descending=True).head(10).iter_rows(named=True)]
         kernel_table(fs, per, prof.source_name("kern_sum"), suffix="_span")
-        nccl = ks.filter(pl.col("name").str.contains(r"(?i)^(void\s+)?nccl"))
+        nccl = ks.filter(pl.col("name").cast(pl.String).str.contains(NCCL_KERNEL))   # the trace's class (names.py)
         put("nccl_kernel_count", int(nccl["count"].sum()), "kern_sum")
         ms = prof.tables.get("mem_time_sum")
         busy_sum = float(ks["total_ns"].sum()) + (float(ms["total_ns"].sum()) if ms is not None else 0.0)
