@@ -389,3 +389,22 @@ def test_recompiles_in_every_step_are_not_plain_host_work(case):
     lazy = run("launch_bound")
     assert lazy["facts"]["module_load_iters_pct"] < 50
     assert "jit-recompilation" not in {x["rule"] for x in lazy["findings"]}
+
+
+def test_host_time_by_elimination_without_the_api_trace():
+    """fixtures/host_bound_no_api_trace (host_bound's CSVs less the API and NVTX traces): idle gaps of
+    100 us or more minus every CUDA API call of the profile leave 73.7 % of the window to host work."""
+    doc = run("host_bound_no_api_trace")
+    f = doc["facts"]
+    top = doc["findings"][0]
+    assert (top["rule"], top["severity"], top["confidence"]) == ("host-bound", "high", "likely")
+    assert "gpu_idle_host_pct" not in f and f["gpu_idle_host_elim_pct"] == pytest.approx(73.7, abs=0.2)
+    assert f["cuda_api_total_ms"] == pytest.approx(142.4, abs=0.1)
+    assert "By elimination" in top["message"] and "gpu-starved" not in {x["rule"] for x in doc["findings"]}
+    # idle gaps that all CUDA API calls could fill (lazy loading in busy_no_nvtx) are no host time
+    assert run("busy_no_nvtx")["facts"]["gpu_idle_host_elim_pct"] == 0
+    # launch gaps (under 100 us) stay launch-bound's
+    lb = run("launch_bound_no_api_trace")
+    assert lb["findings"][0]["rule"] == "launch-bound" and "host-bound" not in {x["rule"] for x in lb["findings"]}
+    # a blocking sync every step: the host work after each sync is sync-bound's
+    assert run("sync_bound_nsys2022")["findings"][0]["rule"] == "sync-bound"

@@ -91,6 +91,8 @@ _RUN = [
     _f("gpu_idle_gil_pct", "%", "idle time while the launching threads were blocked and one waited for Python's GIL (pthread_cond_timedwait calls of the 5 ms switch interval)", ("osrt_trace",)),
     _f("osrt_gil_calls", "", "pthread_cond_timedwait calls of the launching thread in the window, when they are GIL waits", ("osrt_trace",)),
     _f("osrt_gil_switch_share_pct", "%", "share of the launching thread's pthread_cond_timedwait time in calls of the GIL switch interval (4.5-5.6 ms)", ("osrt_trace",)),
+    _f("gpu_idle_host_elim_pct", "%", "without an API trace, host time by elimination: idle share of the window in gaps of 100 us or more minus every CUDA API call of the profile (api_sum, all threads) as a share of it; a lower bound of the idle time the host spent outside CUDA (with the cuda_api_sum report)", ("gpu_trace",)),
+    _f("cuda_api_total_ms", "ms", "time in CUDA API calls over the whole profile, all threads (cuda_api_sum)", ("api_sum",)),
     _f("gpu_idle_load_pct", "%", "idle time while the host loaded kernel code (cuLibraryLoadData, cuModuleLoad: CUDA lazy loading on first use)", ("api_trace",)),
     _f("module_loads_steady", "", "kernel-code loads (cuModuleLoad*, cuLibraryLoad*) inside the steady iterations, after the warm-up ones", ("api_trace",)),
     _f("module_loads_per_iter", "", "kernel-code loads per steady iteration", ("api_trace",)),

@@ -94,6 +94,7 @@ def _compute(fs, prof, win) -> None:
             # no API trace: whole-profile sync calls over all iterations (warm-up included), an approximation
             fs.put("sync_calls_per_iter", int(sync["count"].sum()) / it.height,
                    f"{prof.source_name('api_sum')} (whole profile) / {prof.source_name('nvtx_trace')} iterations")
+        _host_by_elimination(fs, prof, win, float(s["total_ns"].sum()))
         if "api" not in fs.tables:
             tot = float(s["total_ns"].sum()) or 1.0
             fs.tables["api"] = [{"name": r["base_name"], "ms": r["total_ns"] / 1e6, "count": r["count"],
@@ -103,3 +104,18 @@ def _compute(fs, prof, win) -> None:
     if "top_kernels" not in fs.tables and "top_kernels_span" in fs.tables:
         fs.tables["top_kernels"] = fs.tables.pop("top_kernels_span")
         fs.tables["top_kernels_source"] = f"{prof.source_name('kern_sum')} (whole profile)"
+
+
+def _host_by_elimination(fs, prof, win, api_ns: float) -> None:
+    """No API trace, but the GPU trace and the API summary: the window's idle time in gaps of 100 us or
+    more minus every CUDA API
+    call of the whole profile (all threads, start-up included: as if all of them fell into the idle
+    gaps) is idle time the host certainly spent outside CUDA, with nothing queued: a lower bound."""
+    if "api_trace" in prof.tables or "gpu_idle_pct" not in fs.run or not win.length_ns:
+        return
+    # gaps under 100 us are launch gaps (launch-bound's), whatever the host did: left out
+    idle = fs.run["gpu_idle_pct"] - (fs.run.get("gpu_idle_short_gaps_pct") or 0.0)
+    api_pct = min(100.0, pct(api_ns, win.length_ns))
+    src = f"{prof.source_name('gpu_trace')} + {prof.source_name('api_sum')}"
+    fs.put("cuda_api_total_ms", api_ns / 1e6, prof.source_name("api_sum"))
+    fs.put("gpu_idle_host_elim_pct", max(0.0, idle - api_pct), src)
