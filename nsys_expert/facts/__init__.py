@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, allocator, api, busy, estimates, gaps, gpu_metrics, graph, intervals, iterations, kernels, memcpy, ncu, nccl, nvtx, osrt, overlap,
-               starved, summaries, timeline, waits, window as window_mod)
+from . import (absent, allocator, api, busy, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit, kernels, memcpy, ncu, nccl, nvtx, osrt,
+               overlap, starved, summaries, timeline, waits, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
 
@@ -71,6 +71,7 @@ GROUPS: list[Group] = [
     Group("busy_span", busy.compute_span, _span),
     Group("api", api.compute, _has("api_trace")),
     Group("allocator", allocator.compute, _has("api_trace")),
+    Group("jit", jit.compute, _has("api_trace")),             # kernel code loaded step after step (recompiles)
     Group("waits", waits.compute, _timeline, "last"),        # what the launching thread waited in during the gaps
     Group("iterations", iterations.compute, _always),
     Group("nvtx", nvtx.compute, _always),

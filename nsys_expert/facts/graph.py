@@ -53,4 +53,4 @@ def check(ctx: Context) -> bool:
 TIMELINE_FACTS = ("gpu_active_pct", "gpu_idle_pct", "kernel_active_pct", "memcpy_active_pct", "gpu_idle_gap_count",
                    "gpu_longest_gap_ms", "gpu_idle_short_gaps_pct", "gpu_idle_long_gaps_pct", "kernel_count",
                    "kernel_median_us", "kernel_small_share_pct", "memcpy_share_of_busy_pct", "nccl_share_of_busy_pct",
-                   *(f"gpu_idle_{c}_pct" for c in timeline.CAUSES))
+                   "gpu_idle_host_elim_pct", *(f"gpu_idle_{c}_pct" for c in timeline.CAUSES))

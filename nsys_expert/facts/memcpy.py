@@ -5,6 +5,7 @@ import polars as pl
 
 from . import intervals, timeline
 from .base import Context, in_window, pct
+from .names import COPY_KERNEL
 
 
 def compute(ctx: Context) -> None:
@@ -21,6 +22,7 @@ def compute(ctx: Context) -> None:
         sel = ops.filter(pl.col("copy_kind").is_in(kinds))
         part = sum(intervals.total(b) for b in timeline.busy_by_device(sel, win.start_ns, win.end_ns).values())
         fs.put(fact, pct(part, tot_busy) if tot_busy else 0.0, src)
+    _copy_kernels(fs, gpu, ops.filter(pl.col("copy_kind").is_in(["DtoD", "PtoP"])), win, tot_busy, src)
     _exposure(fs, ops, win, src)
     m = in_window(copies, win)
     rows = []
@@ -48,6 +50,24 @@ def compute(ctx: Context) -> None:
             rows.append({"direction": r["copy_kind"], "count": r["count"], "mb": r["bytes"] / 1e6, "ms": r["ns"] / 1e6,
                          "gbps": (r["bytes"] / r["ns"]) if r["ns"] else None, "memory": r["kinds"]})
     fs.tables["memcpy"] = rows
+
+
+def _copy_kernels(fs, gpu: pl.DataFrame, dtod: pl.DataFrame, win, tot_busy: float, src) -> None:
+    """Kernels that only copy (``.contiguous()``, ``.clone()``, ``torch.cat``: copy_kernels.yaml) count
+    as copies: their share of busy and of kernel time, and the device's copies in all (copy kernels and
+    device-to-device memcpy, one union)."""
+    if not tot_busy:
+        return
+    ck = gpu.filter(pl.col("kind").is_in(list(timeline.KERNEL_WORK)) & pl.col("name").cast(pl.String).str.contains(COPY_KERNEL))
+    kops = timeline.ops_intervals(ck)
+    part = sum(intervals.total(b) for b in timeline.busy_by_device(kops, win.start_ns, win.end_ns).values()) if ck.height else 0
+    kern = sum(intervals.total(b) for b in (fs.tables.get("_kern_busy") or {}).values())
+    fs.put("copy_kernel_share_of_busy_pct", pct(part, tot_busy), src)
+    if kern:
+        fs.put("copy_kernel_share_of_kernel_pct", pct(part, kern), src)
+    both = pl.concat([kops, dtod], how="diagonal_relaxed") if ck.height else dtod
+    dev = sum(intervals.total(b) for b in timeline.busy_by_device(both, win.start_ns, win.end_ns).values()) if both.height else 0
+    fs.put("device_copy_share_of_busy_pct", pct(dev, tot_busy), src)
 
 
 def _exposure(fs, ops: pl.DataFrame, win, src) -> None:

@@ -78,6 +78,20 @@ ELEMENTWISE_KERNEL = (r"(?i)elementwise|vectorized|unrolled|reduce_kernel|reduct
                       r"index|scatter|gather|softmax|norm|dropout|triton_poi|triton_red|triton_per|adam|sgd|"
                       r"multi_tensor_apply|transpose|permute|cast|where|clamp|relu|gelu|silu|mul|add|sum|mean")
 SIMT_GEMM = r"(?i)simt|sgemm|dgemm"
+
+
+def _copy_kernel_regex() -> str:
+    """The copy-kernel name table (copy_kernels.yaml, beside this module) as one regex."""
+    import pathlib
+
+    import yaml
+
+    table = yaml.safe_load((pathlib.Path(__file__).with_name("copy_kernels.yaml")).read_text(encoding="utf-8"))
+    return "(?i)" + "|".join(f"(?:{p['re']})" for p in table["patterns"])
+
+
+# kernels that only copy on the device (.contiguous(), .clone(), torch.cat): copies, not computation
+COPY_KERNEL = _copy_kernel_regex()
 TENSOR_CORE_HINT = r"(?i)tf32|1688|16816|884|xmma|tensorop|wgmma|hmma|nvjet|bf16|f16|fp16|fp8|e4m3|e5m2"
 
 # NVTX ranges that mark host-side input work (design.md: data / load / batch / dataloader / input)

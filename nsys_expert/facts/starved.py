@@ -4,7 +4,7 @@ what is left unexplained.
 With the GPU and API traces every idle gap gets one cause (``gaps``); the causes a rule can name
 (launch, sync, memcpy, data, host) are *attributed*; the rest (``other``: the next operation was
 already queued, and gaps whose cause could not be found) is *unexplained*. With the GPU trace and no
-API trace nothing is attributed. With summaries only, the idle share is the estimate of the summary
+API trace, only the host time found by elimination (idle minus all CUDA API time) is attributed. With summaries only, the idle share is the estimate of the summary
 tier and nothing is attributed either (the summaries cannot say which gap had which cause).
 """
 from __future__ import annotations
@@ -25,6 +25,8 @@ def compute(ctx: Context) -> None:
     else:
         return
     causes = [f"gpu_idle_{c}_pct" for c in ATTRIBUTED]
+    if "gpu_idle_host_pct" not in run:   # no API trace: the host time found by elimination (summaries.py)
+        causes.append("gpu_idle_host_elim_pct")
     attributed = sum(run[c] for c in causes if c in run) if any(c in run for c in causes) else 0.0
     srcs = " + ".join(dict.fromkeys(s for s in [src] + [fs.sources.get(c) for c in causes if c in run] if s))
     fs.put("gpu_idle_attributed_pct", min(idle, attributed), srcs, tier)

@@ -6,7 +6,7 @@ import polars as pl
 from ..load.normalize import copy_kind_expr
 from .base import SMALL_KERNEL_NS, Context, pct
 from .kernels import kernel_table
-from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
+from .names import COPY_KERNEL, KERNEL_LAUNCH_APIS, NCCL_KERNEL, SYNC_APIS, SYNC_MEM_APIS, base_expr
 
 
 def compute(ctx: Context) -> None:
@@ -47,7 +47,7 @@ def _compute(fs, prof, win) -> None:
                     {"name": r["name"], "total_ms": r["total_ns"] / 1e6, "count": r["count"], "avg_us": (r["avg_ns"] or 0) / 1e3}
                     for r in per.sort("total_ns", descending=True).head(10).iter_rows(named=True)]
         kernel_table(fs, per, prof.source_name("kern_sum"), suffix="_span")
-        nccl = ks.filter(pl.col("name").str.contains(r"(?i)^(void\s+)?nccl"))
+        nccl = ks.filter(pl.col("name").cast(pl.String).str.contains(NCCL_KERNEL))   # the trace's class (names.py)
         put("nccl_kernel_count", int(nccl["count"].sum()), "kern_sum")
         ms = prof.tables.get("mem_time_sum")
         busy_sum = float(ks["total_ns"].sum()) + (float(ms["total_ns"].sum()) if ms is not None else 0.0)
@@ -64,6 +64,12 @@ def _compute(fs, prof, win) -> None:
                 pct(float(ck.filter(pl.col("ck").is_in(["HtoD", "DtoH", "HtoH"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
             put("memcpy_dtod_share_of_busy_pct",
                 pct(float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
+            copyk = float(ks.filter(pl.col("name").cast(pl.String).str.contains(COPY_KERNEL))["total_ns"].sum())
+            dtod = float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum())
+            put("copy_kernel_share_of_busy_pct", pct(copyk, allm) or 0.0, "kern_sum")
+            if kt:
+                put("copy_kernel_share_of_kernel_pct", pct(copyk, kt), "kern_sum")
+            put("device_copy_share_of_busy_pct", pct(copyk + dtod, allm) or 0.0, "mem_time_sum")
         sz = prof.tables.get("mem_size_sum")
         for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
             t = ms.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
@@ -88,6 +94,7 @@ def _compute(fs, prof, win) -> None:
             # no API trace: whole-profile sync calls over all iterations (warm-up included), an approximation
             fs.put("sync_calls_per_iter", int(sync["count"].sum()) / it.height,
                    f"{prof.source_name('api_sum')} (whole profile) / {prof.source_name('nvtx_trace')} iterations")
+        _host_by_elimination(fs, prof, win, float(s["total_ns"].sum()))
         if "api" not in fs.tables:
             tot = float(s["total_ns"].sum()) or 1.0
             fs.tables["api"] = [{"name": r["base_name"], "ms": r["total_ns"] / 1e6, "count": r["count"],
@@ -97,3 +104,18 @@ def _compute(fs, prof, win) -> None:
     if "top_kernels" not in fs.tables and "top_kernels_span" in fs.tables:
         fs.tables["top_kernels"] = fs.tables.pop("top_kernels_span")
         fs.tables["top_kernels_source"] = f"{prof.source_name('kern_sum')} (whole profile)"
+
+
+def _host_by_elimination(fs, prof, win, api_ns: float) -> None:
+    """No API trace, but the GPU trace and the API summary: the window's idle time in gaps of 100 us or
+    more minus every CUDA API
+    call of the whole profile (all threads, start-up included: as if all of them fell into the idle
+    gaps) is idle time the host certainly spent outside CUDA, with nothing queued: a lower bound."""
+    if "api_trace" in prof.tables or "gpu_idle_pct" not in fs.run or not win.length_ns:
+        return
+    # gaps under 100 us are launch gaps (launch-bound's), whatever the host did: left out
+    idle = fs.run["gpu_idle_pct"] - (fs.run.get("gpu_idle_short_gaps_pct") or 0.0)
+    api_pct = min(100.0, pct(api_ns, win.length_ns))
+    src = f"{prof.source_name('gpu_trace')} + {prof.source_name('api_sum')}"
+    fs.put("cuda_api_total_ms", api_ns / 1e6, prof.source_name("api_sum"))
+    fs.put("gpu_idle_host_elim_pct", max(0.0, idle - api_pct), src)

@@ -1,0 +1,39 @@
+"""Kernel code loaded in the steady state: module loads (``cuModuleLoad*``, ``cuLibraryLoad*``) inside
+the iterations after the warm-up ones. CUDA's lazy loading loads each library's kernels once, on first
+use: loads that recur step after step are new code being made, a JIT compiler at work (torch.compile
+recompiling for a new input shape: Dynamo, Inductor and Triton write and load a new module per graph;
+nvrtc; CuPy / Numba kernels built on the fly)."""
+from __future__ import annotations
+
+import polars as pl
+
+from . import timeline
+from .base import Context, pct
+from .names import MODULE_LOAD_APIS, api_base
+
+
+def compute(ctx: Context) -> None:
+    fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    it = win.iterations
+    if it is None or it.height - win.skipped < 2:   # no steady iterations to tell a one-time load from recurring ones
+        for k in ("module_loads_steady", "module_loads_per_iter", "module_load_iters_pct", "module_load_ms_per_iter"):
+            fs.absent[k] = "needs NVTX step ranges (profile with --trace=nvtx and mark each step with an NVTX range)"
+        return
+    api = prof.tables["api_trace"]
+    src = prof.source_name("api_trace")
+    steady = it.slice(win.skipped)
+    s0, e0 = int(steady["s"].min()), int(steady["e"].max())
+    loads = (timeline.starting_in(api, s0, e0).select("start_ns", "dur_ns", api_base(api).alias("api"))
+             .filter(pl.col("api").is_in(sorted(MODULE_LOAD_APIS))))
+    n_iter = steady.height
+    if loads.height:
+        starts = steady["s"].sort()
+        idx = timeline.iteration_of(loads["start_ns"], starts)
+        ends = steady.sort("s")["e"]
+        inside = [(i >= 0 and t < ends[int(i)]) for i, t in zip(idx.to_list(), loads["start_ns"].to_list())]
+        loads = loads.with_columns(pl.Series("i", idx)).filter(pl.Series(inside))
+    iters_with = int(loads["i"].n_unique()) if loads.height else 0
+    fs.put("module_loads_steady", int(loads.height), src)
+    fs.put("module_loads_per_iter", loads.height / n_iter, src)
+    fs.put("module_load_iters_pct", pct(iters_with, n_iter), src)
+    fs.put("module_load_ms_per_iter", float(loads["dur_ns"].sum()) / 1e6 / n_iter if loads.height else 0.0, src)
