@@ -14,6 +14,8 @@ time):
   - `nsys-expert diagnose CASE -o report.md`, and the ratios of every side to the typed scan.
 Sizes of 5 million operations and more run --repeat-big rounds (default 2): at ten million rows each
 process holds gigabytes, and the machine is shared. --stages adds in-process stage times.
+Then the targets of issue 34 (an allowance over the scan, measured side by side in the same run):
+diagnose <= typed scan + 0.25 s + 0.08 s per million rows, and at 10 million rows peak RSS <= 1.5 GB.
 Numbers are printed, never asserted: speed is not a unit test.
 """
 from __future__ import annotations
@@ -83,6 +85,16 @@ def main() -> None:
             res = _measure.alternate(cmds, repeat)
             print(_measure.HEADER.format(n=repeat))
             print("\n".join(_measure.table(res, "typed scan of the 9 columns (reference)")))
+            scan = _measure.median([t for t, _, _ in res["typed scan of the 9 columns (reference)"]])
+            diag = res["nsys-expert diagnose (Markdown)"]
+            dt, rss = _measure.median([t for t, _, _ in diag]), _measure.median([x for _, x, _ in diag])
+            cpu_s = _measure.median([c for _, _, c in res["typed scan of the 9 columns (reference)"]])
+            cpu_d = _measure.median([c for _, _, c in diag])
+            allow = scan + 0.25 + 0.08 * rows / 1e6
+            print(f"  target (issue 34): diagnose <= scan {scan:.2f} s + 0.25 s + 0.08 s x {rows / 1e6:.2f} M rows = "
+                  f"{allow:.2f} s: {dt:.2f} s, {'met' if dt <= allow else 'not met'} ({dt / allow:.2f}x of it)"
+                  + f"; on CPU time {cpu_d:.2f} s against {cpu_s + 0.25 + 0.08 * rows / 1e6:.2f} s"
+                  + (f"; peak RSS {rss:.0f} MB <= 1536 MB: {'met' if rss <= 1536 else 'not met'}" if rows >= 9.5e6 else ""))
             if a.stages:
                 print(_measure.stages(big))
             print(f"  after: {_measure.load()}")

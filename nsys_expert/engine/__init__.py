@@ -220,6 +220,7 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
     bases: dict[str, dict] = {}
     params_of: dict[str, dict] = {}      # a rule's params, worked out once (read only from here on)
     bases_used: set[str] = set()        # rules that have a finding already: memoise their texts from now on
+    tries: dict[str, list[int]] = {}    # rule -> [memoised findings, of them rendered anew]: see _memo_pays
     kernels_by_id = {f"kernel:{i + 1}": k for i, k in enumerate(fs.kernels)}
     for rid, fact_id in order:
         rule = by_id[rid]
@@ -244,7 +245,12 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         matched, ev_shape, positive = shape
         evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": d.unit if d else "",
                      "source": fs.sources.get(f)} for f, thr, op, d in ev_shape if f in bound]
-        title, message, estimate = _finding_texts(rule, lang, ctx, memo if rid in bases_used else None)
+        use = memo if rid in bases_used and _memo_pays(tries.setdefault(rid, [0, 0])) else None
+        before = len(memo)
+        title, message, estimate = _finding_texts(rule, lang, ctx, use)
+        if use is not None:
+            tries[rid][0] += 1
+            tries[rid][1] += len(memo) > before
         bases_used.add(rid)
         finding = {
             "rule": rid, "category": rule.category, "severity": hits[(rid, fact_id)],
@@ -267,8 +273,18 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         per_rule[f["rule"]] = per_rule.get(f["rule"], 0) + 1
     for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
         rule, ctx, params = pending[id(f)]
-        f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 else None)
+        pays = _memo_pays(tries.get(f["rule"], [0, 0]))
+        f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 and pays else None)
     return ev
+
+
+def _memo_pays(tried: list[int]) -> bool:
+    """Whether a rule's texts are still worth memoising: the key of the values a text reads costs about
+    as much as rendering it, so a rule whose findings all read other values (distinct kernel figures, as
+    in a real profile) stops memoising after 64 tries with fewer than a quarter served from the memo.
+    The texts are the same either way (a memoised text is the one its values render)."""
+    done, anew = tried
+    return done < 64 or anew * 4 <= done * 3
 
 
 def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: dict | None = None) -> list[str]:

@@ -57,7 +57,7 @@ def _leaf(op: str, have, val) -> bool:
     if op in ("lt", "lte", "gt", "gte"):
         if not _num(have) or not _num(val) or not math.isfinite(float(have)):
             return False
-        return {"lt": have < val, "lte": have <= val, "gt": have > val, "gte": have >= val}[op]
+        return have < val if op == "lt" else have <= val if op == "lte" else have > val if op == "gt" else have >= val
     if op == "eq":
         return _same(have, val)
     if op == "neq":
@@ -89,7 +89,8 @@ def holds(cond: dict | None, facts: dict, params: dict | None = None, inputs=fro
         return True
     params = params or {}
     if "all" in cond or "any" in cond:
-        parts = [holds(c, facts, params, inputs, named, negate) for c in cond.get("all", cond.get("any"))]
+        # short-circuit: a condition has no effects, and the packs' validation leaves no branch that raises
+        parts = (holds(c, facts, params, inputs, named, negate) for c in cond.get("all", cond.get("any")))
         conj = ("all" in cond) != negate
         return all(parts) if conj else any(parts)
     if "not" in cond:

@@ -92,11 +92,19 @@ def overlap(s: float, gains: list[float]) -> float:
 
 
 class _Alive:
-    """The findings still standing, in order; membership and removal by identity in O(1) (two findings
-    may be equal dicts, and comparing dicts of evidence costs more than the whole resolution)."""
+    """The findings still standing, in their order, indexed by rule and by (rule, subject): membership and
+    removal by identity in O(1) (two findings may be equal dicts, and comparing dicts of evidence costs
+    more than the whole resolution); the findings of a rule about subjects overlapping a subject without
+    looking at the other findings (resolution is linear in the findings, not quadratic)."""
 
     def __init__(self, items):
         self._d = {id(f): f for f in items}
+        self._pos = {id(f): i for i, f in enumerate(items)}
+        self._by_rule: dict[str, dict[int, dict]] = {}
+        self._by_subject: dict[str, dict[str, dict[int, dict]]] = {}   # rule -> subject -> findings
+        for f in items:
+            self._by_rule.setdefault(f["rule"], {})[id(f)] = f
+            self._by_subject.setdefault(f["rule"], {}).setdefault(f["subject"], {})[id(f)] = f
 
     def __iter__(self):
         return iter(list(self._d.values()))
@@ -109,6 +117,42 @@ class _Alive:
 
     def remove(self, f) -> None:
         del self._d[id(f)]
+        del self._by_rule[f["rule"]][id(f)]
+        self._unfile(f)
+
+    def _unfile(self, f) -> None:
+        bucket = self._by_subject[f["rule"]][f["subject"]]
+        del bucket[id(f)]
+        if not bucket:
+            del self._by_subject[f["rule"]][f["subject"]]
+
+    def set_subject(self, f, subject: str) -> None:
+        self._unfile(f)
+        f["subject"] = subject
+        self._by_subject[f["rule"]].setdefault(subject, {})[id(f)] = f
+
+    def of_rule(self, rid: str) -> list[dict]:
+        """The live findings of rule ``rid``, in order."""
+        return list(self._by_rule.get(rid, {}).values())
+
+    def overlapping(self, rid: str, subject: str) -> list[dict]:
+        """The live findings of rule ``rid`` whose subject is ``subject``, a part of it or a whole it is part
+        of, in order: the subject's ancestors are looked up; its parts are found among the rule's subjects
+        (a kernel has no parts, so a kernel finding looks at a handful of buckets)."""
+        subjects = self._by_subject.get(rid)
+        if not subjects:
+            return []
+        found: list[dict] = []
+        s: str | None = subject
+        while s is not None:                       # the subject and the wholes it is part of
+            found += subjects.get(s, {}).values()
+            s = _parent(s)
+        if not subject.startswith("kernel:"):      # its parts (a kernel subject has none)
+            for t, bucket in subjects.items():
+                if t != subject and within(t, subject):
+                    found += bucket.values()
+        pos = self._pos
+        return sorted(found, key=lambda f: pos[id(f)])
 
 
 def _brief(f: dict, relation: str, because: str | None) -> dict:
@@ -151,11 +195,6 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
             p = params_of[r.id] = r.param_values(overrides.get(r.id))
         return p
 
-    def ctx(f):
-        r = rules[f["rule"]]
-        k = kernels.get(f["scope"].get("kernel")) or {} if r.scope == "kernel" else {}
-        return {**run, **params(r), **k}
-
     for f in findings:
         r = rules[f["rule"]]
         f["subject"] = "kernel:" + str(f["scope"].get("kernel")) if r.subject == "kernel" else r.subject
@@ -163,11 +202,21 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         f.setdefault("supporting", [])
     alive = _Alive(findings)
 
+    ctx_of: dict[int, dict] = {}      # a finding's names for relation conditions, made once (read only)
+
+    def ctx(f):
+        c = ctx_of.get(id(f))
+        if c is None:
+            r = rules[f["rule"]]
+            k = kernels.get(f["scope"].get("kernel")) or {} if r.scope == "kernel" else {}
+            c = ctx_of[id(f)] = {**run, **params(r), **k}
+        return c
+
     def related(a: dict, rel: dict):
         """The live findings of the related rule about an overlapping subject (one within the other)."""
         r = rules[a["rule"]]
-        for f in alive:
-            if f is a or f["rule"] != rel["rule"] or not (within(f["subject"], a["subject"]) or within(a["subject"], f["subject"])):
+        for f in alive.overlapping(rel["rule"], a["subject"]):
+            if f is a:
                 continue
             if conditions.holds(rel["when"], ctx(f), params(r), inputs, r.pack_conditions):
                 yield f
@@ -182,7 +231,7 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
                 a["supporting"] += [_brief(f, "refuted", _text(rel["because"], lang))] + f["supporting"]
     # 2. one finding for the kernels a `combine: kernels` rule fired on (their gains add: different kernels)
     for rid in dict.fromkeys(f["rule"] for f in alive):
-        group = sorted((f for f in alive if f["rule"] == rid), key=lambda f: -(f["estimated_gain_pct"] or 0.0))
+        group = sorted(alive.of_rule(rid), key=lambda f: -(f["estimated_gain_pct"] or 0.0))
         if rules[rid].combine != "kernels" or len(group) < 2:
             continue
         head = group[0]
@@ -192,7 +241,7 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
             if f["estimated_gain_pct"] is not None:
                 head["estimated_gain_pct"] = (head["estimated_gain_pct"] or 0.0) + f["estimated_gain_pct"]
             head["severity"] = _max_sev(head["severity"], f["severity"])
-        head["subject"] = "kernels"
+        alive.set_subject(head, "kernels")
     # 3. supersessions, deepest rules first (a folded finding has folded its own)
     depth = supersede_depth(rules)
     for a in sorted(alive, key=lambda f: (depth.get(f["rule"], 0), -(f["estimated_gain_pct"] or 0.0))):
@@ -203,7 +252,7 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
                 alive.remove(f)
                 a["supporting"] += [_brief(f, "folded", _text(rel["because"], lang))] + f["supporting"]
                 if within(a["subject"], f["subject"]):
-                    a["subject"] = f["subject"]            # the broader subject: a kernel finding that folds a run one
+                    alive.set_subject(a, f["subject"])     # the broader subject: a kernel finding that folds a run one
                 if f["estimated_gain_pct"] is not None and rules[a["rule"]].actionable:
                     a["estimated_gain_pct"] = max(a["estimated_gain_pct"] or 0.0, f["estimated_gain_pct"])
                 a["severity"] = _max_sev(a["severity"], f["severity"])
