@@ -88,7 +88,8 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     several processes).
 
     \b
-    -o FILE writes the report to FILE (never one of the inputs) and says so on stderr;
+    -o FILE writes the report to FILE (never an input, a config or a report of another run
+    without --force) and says so on stderr;
     --format md|json|html picks what is written (html: use -o); --scheduler picks where a
     multi-rank job's per-rank work runs.
     Exit codes: 0 ran, 1 --fail-on tripped (stderr names the findings), 2 bad input or usage,
@@ -125,7 +126,10 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     if show_facts and fmt == "md":
         text += report.render_facts(doc)
     if output:
-        write_output(output, text, paths)
+        import os
+
+        this_run = {os.path.basename(str(i.get("path", ""))) for i in doc.get("inputs") or []}
+        write_output(output, text, [*paths, *packs, *([config_path] if config_path else [])], this_run)
     elif not show_facts and terminal.wants_summary(
             output, click.get_current_context().get_parameter_source("fmt").name != "DEFAULT"):
         terminal.summary(doc, req.lang)   # a person at a terminal who asked for nothing: the short version

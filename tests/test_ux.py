@@ -1,0 +1,52 @@
+"""What a new user trips over (issue 35), each on the real fixtures: ``-o`` never replaces a file
+nsys-expert did not write, HTML carries the Markdown's sections, printed commands run as printed,
+verdicts agree with their findings, readable diffs, one-line errors."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from nsys_expert.cli import main
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def one_line_error(r, *words):
+    lines = r.stderr.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1, r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+# 1. -o overwrite guard ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,body", [("pack.yaml", "rules: []\n"), ("pyproject.toml", "[tool.nsys-expert]\n"),
+                                       ("notes.md", "my notes\n")])
+def test_o_refuses_a_file_nsys_expert_did_not_write(tmp_path, name, body):
+    target = tmp_path / name
+    target.write_text(body)
+    r = run("diagnose", FIXTURES / "launch_bound" / "input", "-o", target)
+    one_line_error(r, name, "refusing to overwrite", "--force")
+    assert target.read_text() == body
+    r = run("diagnose", FIXTURES / "launch_bound" / "input", "-o", target, "--force")
+    assert r.exit_code == 0 and target.read_text().startswith("# nsys-expert")
+
+
+@pytest.mark.parametrize("fmt", ["md", "json", "html"])
+def test_o_refuses_the_report_of_another_run_and_replaces_its_own(tmp_path, fmt):
+    target = tmp_path / f"report.{fmt}"
+    assert run("diagnose", FIXTURES / "launch_bound" / "input", "--format", fmt, "-o", target).exit_code == 0
+    first = target.read_text()
+    assert run("diagnose", FIXTURES / "launch_bound" / "input", "--format", fmt, "-o", target).exit_code == 0
+    r = run("diagnose", FIXTURES / "sync_bound" / "input", "--format", fmt, "-o", target)
+    one_line_error(r, "another run")
+    assert target.read_text() == first
+
+
+def test_o_rewrites_its_own_listing(tmp_path):
+    target = tmp_path / "rules.txt"
+    assert run("rules", "-o", target).exit_code == 0
+    assert run("rules", "-o", target).exit_code == 0
