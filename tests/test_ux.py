@@ -50,3 +50,32 @@ def test_o_rewrites_its_own_listing(tmp_path):
     target = tmp_path / "rules.txt"
     assert run("rules", "-o", target).exit_code == 0
     assert run("rules", "-o", target).exit_code == 0
+
+
+# 2. HTML carries what the Markdown has ---------------------------------------------------------
+
+def _sections(fixture):
+    import re
+
+    from nsys_expert import pipeline, report
+    from nsys_expert.report import html
+
+    req = pipeline.Request([str(FIXTURES / fixture / "input")])
+    doc, series, zoom = pipeline.diagnose_with_series(req)
+    md = report.render_markdown(doc)
+    page = html.render_html(doc, series, "en", zoom)
+    md_heads = [re.sub(r"\s+", " ", h).strip() for h in re.findall(r"^## (.+)$", md, re.M)]
+    html_heads = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<h2[^>]*>(.*?)</h2>", page, re.S)]
+    return doc, md, page, md_heads, html_heads
+
+
+@pytest.mark.parametrize("fixture", ["launch_bound", "dataloader_bound", "compute_bound_ncu", "launch_bound_summaries"])
+def test_html_and_markdown_carry_the_same_sections(fixture):
+    import html as _html
+
+    doc, md, page, md_heads, html_heads = _sections(fixture)
+    assert md_heads == [_html.unescape(h) for h in html_heads]
+    for words in ("Total recoverable time", "Supporting evidence"):
+        assert (words in md) == (words in page), words
+    n = len({p["path"].replace("\\", "/").rsplit("/", 1)[-1] for p in doc["inputs"]})
+    assert f"Inputs: {n}</footer>" in page
