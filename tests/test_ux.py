@@ -79,3 +79,34 @@ def test_html_and_markdown_carry_the_same_sections(fixture):
         assert (words in md) == (words in page), words
     n = len({p["path"].replace("\\", "/").rsplit("/", 1)[-1] for p in doc["inputs"]})
     assert f"Inputs: {n}</footer>" in page
+
+
+# 2 and 5. diff: HTML that is HTML; changed rows first, counts as counts, whole kernel names ----
+
+def _diff(fmt, a="compute_bound_ncu", b="memory_bound_ncu"):
+    r = run("diff", FIXTURES / a / "input", FIXTURES / b / "input", "--format", fmt)
+    assert r.exit_code == 0, r.stderr
+    return r.stdout
+
+
+def test_diff_html_is_html_not_markdown_in_pre():
+    page = _diff("html")
+    assert "<pre" not in page and "<table>" in page and "<h2>Facts</h2>" in page and "|---" not in page
+
+
+def test_diff_shows_changed_facts_and_counts_the_unchanged_in_one_line():
+    import re
+
+    md = _diff("md", "launch_bound", "launch_bound_graphed")
+    rows = [r for r in md.splitlines() if r.startswith("| `")]
+    assert rows and all(not re.search(r"\| (0\.00|0) \| (0\.00|0) \|", r) for r in rows), rows
+    assert re.search(r"^\d+ facts unchanged: `", md, re.M)
+    assert "| `graph_launch_count` | 0 | 199 | +199 |" in md          # a count has no decimals
+    assert "| fact | before | after | change | verdict |" in md        # every column has a header
+    assert "**Resolved** (0)" not in md
+
+
+def test_diff_cut_kernel_names_are_given_whole():
+    md = _diff("md")
+    assert "…`" in md and "## Kernel names in full" in md
+    assert "`void at::native::vectorized_elementwise_kernel<(int)4, at::native::" in md
