@@ -110,3 +110,52 @@ def test_diff_cut_kernel_names_are_given_whole():
     md = _diff("md")
     assert "…`" in md and "## Kernel names in full" in md
     assert "`void at::native::vectorized_elementwise_kernel<(int)4, at::native::" in md
+
+
+# 3. printed commands run as printed -------------------------------------------------------------
+
+def _torchrun_parser():
+    """torchrun's own rules for these options (torch.distributed.run): several nodes need a
+    rendezvous endpoint (c10d) or a node rank with the master address."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="torchrun")
+    for o in ("--nnodes", "--nproc-per-node", "--rdzv-id", "--rdzv-backend", "--rdzv-endpoint", "--node-rank",
+              "--master-addr", "--master-port"):
+        p.add_argument(o)
+    p.add_argument("script")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    return p
+
+
+@pytest.mark.parametrize("nnodes", [1, 2])
+def test_torchrun_launch_parses_and_can_meet_across_nodes(nnodes):
+    import os
+    import shlex
+
+    from nsys_expert import scenarios as sc
+
+    plan = sc.build("torchrun", sc.Options(app=("train.py",), nnodes=nnodes))
+    line = plan.commands[0].line()
+    words = shlex.split(os.path.expandvars(line.replace("${MASTER_ADDR}", "node0")))
+    a = _torchrun_parser().parse_args(words[1:])
+    assert a.script == "run_nsys.py" and int(a.nnodes) == nnodes
+    if nnodes > 1:
+        assert (a.rdzv_backend == "c10d" and a.rdzv_endpoint == "node0:29500") or a.node_rank is not None, line
+    assert "osrt" in plan.files[0].content.split('"-t", "')[1].split('"')[0]
+
+
+def test_ncu_kernel_without_kernel_does_not_filter_on_a_made_up_name():
+    from nsys_expert import scenarios as sc
+
+    for name in ("ncu-kernel", "ncu-roofline"):
+        plan = sc.build(name, sc.Options())
+        assert "--kernel-name" not in plan.commands[0].argv and "--kernel" in plan.notes[0]
+        assert "--kernel-name" in sc.build(name, sc.Options(kernel="gemm")).commands[0].argv
+
+
+def test_command_stats_diagnoses_what_keeps_the_os_runtime_trace():
+    from nsys_expert import scenarios as sc
+
+    last = sc.build("stats", sc.Options()).commands[-1].argv
+    assert last[:2] == ["nsys-expert", "diagnose"] and last[2].endswith(".sqlite")
