@@ -159,3 +159,23 @@ def test_command_stats_diagnoses_what_keeps_the_os_runtime_trace():
 
     last = sc.build("stats", sc.Options()).commands[-1].argv
     assert last[:2] == ["nsys-expert", "diagnose"] and last[2].endswith(".sqlite")
+
+
+# 4. verdicts agree with their findings ----------------------------------------------------------
+
+def _verdict_line(fixture):
+    from nsys_expert import pipeline, report
+
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / fixture / "input")])))
+    return next(line for line in md.splitlines() if line.startswith("**Verdict"))
+
+
+def test_a_measured_trace_is_never_called_summary_reports():
+    line = _verdict_line("nccl_single")
+    assert "measured on the GPU trace" in line and "from summary reports" not in line
+
+
+@pytest.mark.parametrize("fixture", ["compute_bound", "healthy"])
+def test_compute_bound_is_not_no_bottleneck(fixture):
+    line = _verdict_line(fixture)
+    assert "No system-level bottleneck" not in line and "Compute-bound" in line and "kernels or the algorithm" in line
