@@ -179,3 +179,34 @@ def test_a_measured_trace_is_never_called_summary_reports():
 def test_compute_bound_is_not_no_bottleneck(fixture):
     line = _verdict_line(fixture)
     assert "No system-level bottleneck" not in line and "Compute-bound" in line and "kernels or the algorithm" in line
+
+
+# 6. words that read right -----------------------------------------------------------------------
+
+def test_one_block_on_132_sms_is_not_zero_percent_of_a_wave():
+    import yaml
+
+    from nsys_expert.engine.rules import ENV
+
+    rule = yaml.safe_load((FIXTURES.parent / "rules" / "kernel" / "tail-effect.yaml").read_text())
+    text = ENV.from_string(rule["message"]["en"]).render(waves_per_sm=1 / 132 / 16, grid_size=1, sm_count=132,
+                                                          tail_idle_pct=99.9, time_share_pct=3.0)
+    assert "0.0 %" not in text and "131 SMs get no block" in text and "1 block on" in text
+
+
+def test_no_doubled_parentheses_when_the_gpu_trace_is_missing():
+    from nsys_expert import pipeline, report
+
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "console_deep_dive" / "input")])))
+    active = next(line for line in md.splitlines() if line.startswith("- GPU active"))
+    assert "))" not in active and "cuda_gpu_trace" in active
+
+
+def test_markdown_at_a_terminal_shows_no_raw_details_html():
+    from nsys_expert import pipeline, report
+    from nsys_expert.report import terminal
+
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "gil_contention_sqlite" / "input")])))
+    assert "<details>" in md
+    shown = terminal.plain_details(md)
+    assert "<details>" not in shown and "<summary>" not in shown and "notes on the inputs" in shown.lower()

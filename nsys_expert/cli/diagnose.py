@@ -134,6 +134,8 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
             output, click.get_current_context().get_parameter_source("fmt").name != "DEFAULT"):
         terminal.summary(doc, req.lang)   # a person at a terminal who asked for nothing: the short version
     else:
+        if fmt == "md" and _isatty(sys.stdout):   # a terminal draws no HTML: the folded notes unfolded
+            text = terminal.plain_details(text)
         click.echo(text, nl=False)
     tripped = [f for f in doc["findings"] if fail_on and SEVERITIES.index(f["severity"]) >= SEVERITIES.index(fail_on)]
     if tripped:

@@ -305,7 +305,17 @@ def localized(doc: dict, lang: str) -> dict:
     return {"w": dict(doc["window"], reason=tr(doc["window"].get("reason"))),
             "not_evaluated_groups": groups, "warnings": ([tr(x) for x in important], [tr(x) for x in notes]),
             "next_steps": [dict(st, need=tr(st["need"]), why=tr(st["why"])) for st in doc.get("next_steps") or []],
-            "absent_active": tr(doc.get("facts_absent", {}).get("gpu_active_pct") or "not computed")}
+            "absent_active": _unnest(tr(doc.get("facts_absent", {}).get("gpu_active_pct") or "not computed"))}
+
+
+def _unnest(text: str) -> str:
+    """A reason shown in parentheses keeps no parentheses of its own at its end: "needs X (cmd)" is
+    "needs X: cmd" (no doubled "))")."""
+    for o, c in (("(", ")"), ("（", "）")):
+        if text.endswith(c) and o in text:
+            i = text.rindex(o)
+            return text[:i].rstrip() + ": " + text[i + 1:-1]
+    return text
 
 
 def render_markdown(doc: dict, lang: str = "en") -> str:
