@@ -210,3 +210,24 @@ def test_markdown_at_a_terminal_shows_no_raw_details_html():
     assert "<details>" in md
     shown = terminal.plain_details(md)
     assert "<details>" not in shown and "<summary>" not in shown and "note(s) on the inputs (" in shown
+
+
+# 7. errors: one line that says what to do -------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["diagnose", "x", "--formt", "md"], ["diagnoze", "x"], ["diagnose", "x", "--format", "mdd"]])
+def test_a_usage_error_is_one_line_with_the_help_hint(args):
+    r = run(*args)
+    one_line_error(r, "nsys-expert: error:", "--help")
+
+
+def test_an_unknown_iteration_range_is_an_error_naming_the_ranges():
+    r = run("diagnose", FIXTURES / "launch_bound" / "input", "--iteration-range", "stp")
+    one_line_error(r, "--iteration-range stp", "step")
+
+
+@pytest.mark.parametrize("name,body,kind", [("shot.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "PNG image"),
+                                            ("notes.txt", b"just some notes\n", "text file")])
+def test_a_file_that_is_no_profile_says_what_it_is(tmp_path, name, body, kind):
+    p = tmp_path / name
+    p.write_bytes(body)
+    one_line_error(run("diagnose", p), name, kind, "not a profile")

@@ -242,6 +242,12 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
         if said_empty:   # a file with nsys sections whose tables could not be read: say which and why
             more = f" (and {len(said_empty) - 1} more)" if len(said_empty) > 1 else ""
             raise InputError(f"no table could be read; {said_empty[0]}{more}", where, csv_reports.EXPORT_HINT)
+        if len(paths) == 1 and os.path.isfile(paths[0]):   # one file that is no profile: not the folder message
+            from .files import file_kind
+
+            raise InputError(f"is {file_kind(paths[0])}, not a profile nsys-expert reads", where,
+                             "give a folder of nsys stats CSVs, an nsys export .sqlite, a .nsys-rep or a log with "
+                             "nsys stats tables; nsys-expert command stats prints the commands")
         raise InputError("no nsys stats report, SQLite export or Nsight Compute CSV found (looked for CSV reports "
                          "such as *_cuda_gpu_trace.csv, *_cuda_gpu_kern_sum.csv, *_cuda_api_sum.csv)", where,
                          csv_reports.EXPORT_HINT)
