@@ -231,3 +231,15 @@ def test_a_file_that_is_no_profile_says_what_it_is(tmp_path, name, body, kind):
     p = tmp_path / name
     p.write_bytes(body)
     one_line_error(run("diagnose", p), name, kind, "not a profile")
+
+
+# 8. two case folders, each with its own ncu/ ----------------------------------------------------
+
+def test_two_case_folders_with_ncu_name_the_runs(tmp_path):
+    import shutil
+
+    for name, case in (("a", "compute_bound_ncu"), ("b", "memory_bound_ncu")):
+        shutil.copytree(FIXTURES / case / "input", tmp_path / name)
+    r = run("diagnose", tmp_path / "a", tmp_path / "b")
+    one_line_error(r, "compute_bound", "memory_bound", "different runs")
+    assert "two different ncu reports" not in r.stderr
