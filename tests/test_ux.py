@@ -243,3 +243,22 @@ def test_two_case_folders_with_ncu_name_the_runs(tmp_path):
     r = run("diagnose", tmp_path / "a", tmp_path / "b")
     one_line_error(r, "compute_bound", "memory_bound", "different runs")
     assert "two different ncu reports" not in r.stderr
+
+
+# 10. README's test counts are the suite's -------------------------------------------------------
+
+@pytest.mark.slow
+def test_readme_test_counts_are_the_collected_counts():
+    import re
+    import subprocess
+    import sys
+
+    root = FIXTURES.parent
+    m = re.search(r"([\d,]+) of ([\d,]+) tests", (root / "README.md").read_text(encoding="utf-8"))
+    assert m, "README names the fast set's size"
+    fast, total = (int(x.replace(",", "")) for x in m.groups())
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not slow"], cwd=root,
+                         capture_output=True, text=True, timeout=300).stdout
+    got = re.search(r"(\d+)/(\d+) tests collected", out)
+    assert got and (int(got.group(1)), int(got.group(2))) == (fast, total), \
+        f"README says {fast} of {total}; pytest collects {got.groups() if got else out[-300:]}"
