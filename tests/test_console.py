@@ -95,7 +95,7 @@ def test_shared_stats_column_matches_the_csv_reports(case):
 def test_failed_nsys_stats_output_is_not_a_report(case):
     """These three files hold only nsys's usage message (the stats command failed): nothing to read."""
     assert read(SHARED / "cases" / case / "stats_column.txt") is None
-    with pytest.raises(InputError, match="no nsys stats report"):
+    with pytest.raises(InputError, match="text file without nsys stats tables, not a profile"):
         load_paths([str(SHARED / "cases" / case / "stats_column.txt")])
 
 

@@ -262,3 +262,16 @@ def test_readme_test_counts_are_the_collected_counts():
     got = re.search(r"(\d+)/(\d+) tests collected", out)
     assert got and (int(got.group(1)), int(got.group(2))) == (fast, total), \
         f"README says {fast} of {total}; pytest collects {got.groups() if got else out[-300:]}"
+
+
+def test_window_takes_the_reports_own_seconds_and_says_so():
+    import json
+
+    def window(spec):
+        r = run("diagnose", FIXTURES / "launch_bound" / "input", "--window", spec, "--format", "json")
+        assert r.exit_code == 0, r.stderr
+        return json.loads(r.stdout)
+
+    absolute, relative = window("4.279s:5.005s"), window("0.212s:0.938s")
+    assert abs(absolute["facts"]["window_ms"] - relative["facts"]["window_ms"]) < 1.0
+    assert "first event" in relative["window"]["reason"] and "nsys timeline" in relative["window"]["reason"]

@@ -67,7 +67,7 @@ def _no_progress(paths, lang):
 @click.option("--select", multiple=True, help="only these rules or categories (repeatable)")
 @click.option("--ignore", multiple=True, help="leave out these rules or categories (repeatable)")
 @click.option("--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE", help="override a rule parameter")
-@click.option("--window", callback=_parse_window, help="analysis window START:END (s, ms, us or ns)")
+@click.option("--window", callback=_parse_window, help="analysis window START:END (s, ms, us or ns): times on the nsys timeline, or the report's seconds from the profile's first event (the report says which it read)")
 @click.option("--skip-iterations", type=click.IntRange(min=0), help="warm-up iterations to leave out (default 1)")
 @click.option("--iteration-range", metavar="NAME",
               help="the NVTX range that marks iterations (default: the outermost repeated non-library range)")
