@@ -564,7 +564,7 @@ def test_cli_html_output(tmp_path):
     page = out.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and 'data-chart="timeline"' in page and 'data-chart="timeline_zoom"' in page
     r = CliRunner().invoke(main, ["diagnose", str(FIXTURES / "sync_bound" / "input"), "--format", "html", "--lang", "zh",
-                                  "-o", str(out)])
+                                  "-o", str(out), "--force"])   # another run's report (issue 35)
     assert r.exit_code == 0 and '<html lang="zh-CN">' in out.read_text(encoding="utf-8")
 
 

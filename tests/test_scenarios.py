@@ -36,13 +36,13 @@ EXPECTED = {
     "stats": ["nsys export --type=sqlite --force-overwrite=true --output=report.sqlite report.nsys-rep",
               "mkdir -p report_csv",
               f"nsys stats --report {ALL_REPORTS} --format csv --output report_csv/report report.sqlite",
-              "nsys-expert diagnose report_csv"],
+              "nsys-expert diagnose report.sqlite"],
     "mpi": ["mpirun -np 8 ./nsys_mpi.sh python train.py"],
-    "ncu-kernel": ['ncu --set full --target-processes all --kernel-name "regex:.*my_kernel.*" --launch-count 5 '
+    "ncu-kernel": ['ncu --set full --target-processes all --launch-count 5 '
                    "-o ncu_kernel -f python train.py",
                    "ncu -i ncu_kernel.ncu-rep --csv --page details > ncu_kernel_details.csv",
                    "ncu -i ncu_kernel.ncu-rep --csv --page raw > ncu_kernel_raw.csv"],
-    "ncu-roofline": ['ncu --set roofline --kernel-name "regex:.*matmul.*" --launch-count 3 -o roofline_report -f '
+    "ncu-roofline": ['ncu --set roofline --launch-count 3 -o roofline_report -f '
                      "python train.py",
                      "ncu -i roofline_report.ncu-rep --csv --page details > roofline_report_details.csv",
                      "ncu -i roofline_report.ncu-rep --csv --page raw > roofline_report_raw.csv"],
@@ -96,7 +96,7 @@ def test_app_and_output():
         "nsys export --type=sqlite --force-overwrite=true --output=runs/exp1.sqlite runs/exp1.nsys-rep",
         "mkdir -p runs/exp1_csv",
         f"nsys stats --report {ALL_REPORTS} --format csv --output runs/exp1_csv/exp1 runs/exp1.sqlite",
-        "nsys-expert diagnose runs/exp1_csv"]
+        "nsys-expert diagnose runs/exp1.sqlite"]
     assert lines("ncu-compare", before=("python", "a.py"), after=("python", "b.py"))[:2] == [
         "ncu --set full -o before -f python a.py", "ncu --set full -o after -f python b.py"]
     assert lines("deepspeed", nproc_per_node=4) == ["deepspeed --no_python --num_gpus=4 ./nsys_profile.sh train.py"]
@@ -137,7 +137,7 @@ import subprocess
 import sys
 
 PROFILE_RANKS = {0, 3}
-NSYS = ["nsys", "profile", "-t", "cuda,nvtx,cudnn"]
+NSYS = ["nsys", "profile", "-t", "cuda,nvtx,osrt,cudnn"]
 
 rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
 app = [sys.executable] + sys.argv[1:]
@@ -155,7 +155,7 @@ DEEPSPEED_WRAPPER = '''#!/bin/bash
 # Written by: nsys-expert command deepspeed
 # Launch:     deepspeed --no_python ./nsys_profile.sh train.py
 exec nsys profile \\
-  -t cuda,mpi,nvtx,cudnn \\
+  -t cuda,mpi,nvtx,osrt,cudnn \\
   -o deepspeed_profile.%p \\
   python "$@"
 '''
@@ -182,7 +182,7 @@ def test_wrapper_contents():
     assert sc.build("deepspeed").files[0].content == DEEPSPEED_WRAPPER
     assert sc.build("mpi").files[0].content == MPI_WRAPPER
     d = sc.build("deepspeed", sc.Options(cuda_graph_trace="node")).files[0].content
-    assert "  -t cuda,mpi,nvtx,cudnn \\\n  --cuda-graph-trace=node \\\n  -o deepspeed_profile.%p \\\n" in d
+    assert "  -t cuda,mpi,nvtx,osrt,cudnn \\\n  --cuda-graph-trace=node \\\n  -o deepspeed_profile.%p \\\n" in d
 
 
 @pytest.fixture
@@ -212,9 +212,9 @@ def test_torchrun_wrapper_runs(tmp_path, argv_recorder):
         r = subprocess.run([sys.executable, str(wrapper), "train.py", "--epochs", rank], cwd=tmp_path,
                            env=dict(env, RANK=rank, LOCAL_RANK=rank), capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-    assert calls() == [["profile", "-t", "cuda,nvtx,cudnn", "-o", "rank0_profile", "-f", "true", sys.executable,
+    assert calls() == [["profile", "-t", "cuda,nvtx,osrt,cudnn", "-o", "rank0_profile", "-f", "true", sys.executable,
                         "train.py", "--epochs", "0"],
-                       ["profile", "-t", "cuda,nvtx,cudnn", "-o", "rank3_profile", "-f", "true", sys.executable,
+                       ["profile", "-t", "cuda,nvtx,osrt,cudnn", "-o", "rank3_profile", "-f", "true", sys.executable,
                         "train.py", "--epochs", "3"]]
     assert (tmp_path / "ran_1").exists()     # rank 1 ran without nsys
 
@@ -233,7 +233,7 @@ def test_shell_wrappers_run(tmp_path, argv_recorder):
                    check=True)
     common = ["profile", "--trace=cuda,nvtx,osrt,mpi", "--output=mpi_profile.%h.%p", "--force-overwrite=true"]
     assert calls() == [
-        ["profile", "-t", "cuda,mpi,nvtx,cudnn", "-o", "deepspeed_profile.%p", "python", "train.py", "--deepspeed"],
+        ["profile", "-t", "cuda,mpi,nvtx,osrt,cudnn", "-o", "deepspeed_profile.%p", "python", "train.py", "--deepspeed"],
         common + ["--nic-metrics=true", "--gpu-metrics-devices=all", "python", "train.py"],
         common + ["python", "train.py"],
         common + ["python", "train.py"]]

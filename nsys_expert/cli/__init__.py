@@ -59,7 +59,7 @@ class _LazyGroup(click.Group):
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
             hint = difflib.get_close_matches(name, self.list_commands(ctx), 1, 0.5)
             ctx.fail(f"No such command '{name}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                     + "; nsys-expert --help lists them")
+                    )
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
@@ -76,6 +76,18 @@ class _LazyGroup(click.Group):
             raise
 
 
+def _show_usage_error(self, file=None):
+    """A usage error is one line, as every other error: what is wrong and where the help is (click's
+    default is four: the usage, "Try ... --help", a blank line, the error)."""
+    from ..textsafe import one_line
+
+    where = f" (see {self.ctx.command_path} --help)" if getattr(self, "ctx", None) else ""
+    click.echo(f"nsys-expert: error: {one_line(self.format_message())}{where}", err=True, file=file)
+
+
+click.exceptions.UsageError.show = _show_usage_error
+
+
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nsys-expert")
 def main():
@@ -83,7 +95,8 @@ def main():
 
     \b
     Every subcommand: -o/--output FILE writes what it would print to FILE
-    (stderr says "wrote FILE"); --format picks the format where there is
+    (stderr says "wrote FILE"; it replaces only its own earlier output of
+    the same run, else --force); --format picks the format where there is
     more than one. Exit codes: 0 ran, 1 a gate tripped (--fail-on,
     --fail-on-regression, a failing rule case; stderr says which),
     2 bad input or usage, 3 internal error.

@@ -67,7 +67,7 @@ def _no_progress(paths, lang):
 @click.option("--select", multiple=True, help="only these rules or categories (repeatable)")
 @click.option("--ignore", multiple=True, help="leave out these rules or categories (repeatable)")
 @click.option("--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE", help="override a rule parameter")
-@click.option("--window", callback=_parse_window, help="analysis window START:END (s, ms, us or ns)")
+@click.option("--window", callback=_parse_window, help="analysis window START:END (s, ms, us or ns): times on the nsys timeline, or the report's seconds from the profile's first event (the report says which it read)")
 @click.option("--skip-iterations", type=click.IntRange(min=0), help="warm-up iterations to leave out (default 1)")
 @click.option("--iteration-range", metavar="NAME",
               help="the NVTX range that marks iterations (default: the outermost repeated non-library range)")
@@ -88,7 +88,8 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     several processes).
 
     \b
-    -o FILE writes the report to FILE (never one of the inputs) and says so on stderr;
+    -o FILE writes the report to FILE (never an input, a config or a report of another run
+    without --force) and says so on stderr;
     --format md|json|html picks what is written (html: use -o); --scheduler picks where a
     multi-rank job's per-rank work runs.
     Exit codes: 0 ran, 1 --fail-on tripped (stderr names the findings), 2 bad input or usage,
@@ -125,11 +126,16 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     if show_facts and fmt == "md":
         text += report.render_facts(doc)
     if output:
-        write_output(output, text, paths)
+        import os
+
+        this_run = {os.path.basename(str(i.get("path", ""))) for i in doc.get("inputs") or []}
+        write_output(output, text, [*paths, *packs, *([config_path] if config_path else [])], this_run)
     elif not show_facts and terminal.wants_summary(
             output, click.get_current_context().get_parameter_source("fmt").name != "DEFAULT"):
         terminal.summary(doc, req.lang)   # a person at a terminal who asked for nothing: the short version
     else:
+        if fmt == "md" and _isatty(sys.stdout):   # a terminal draws no HTML: the folded notes unfolded
+            text = terminal.plain_details(text)
         click.echo(text, nl=False)
     tripped = [f for f in doc["findings"] if fail_on and SEVERITIES.index(f["severity"]) >= SEVERITIES.index(fail_on)]
     if tripped:

@@ -30,10 +30,7 @@ def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides):
     if fmt == "json":
         text = json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
     elif fmt == "html":
-        import html as _html
-        text = ("<!doctype html><meta charset='utf-8'><title>nsys-expert diff</title>"
-                "<pre style='font:13px/1.4 monospace;white-space:pre-wrap'>"
-                + _html.escape(diff.render_markdown(d)) + "</pre>\n")
+        text = diff.render_html(d)
     else:
         text = diff.render_markdown(d)
     emit(text, output, [before, after])

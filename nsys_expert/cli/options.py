@@ -88,10 +88,77 @@ def format_option(choices: list[str], default: str, help: str | None = None):
                         help=help or "output format: " + ", ".join(choices))
 
 
+def _set_force(ctx, _param, value):
+    if value:
+        ctx.meta["nsx_force"] = True
+    return value
+
+
 def output_option(help: str = "write the output to FILE instead of stdout"):
     """``-o`` / ``--output FILE``: the one meaning of ``-o`` in every subcommand (a file written
-    instead of stdout; never one of the inputs)."""
-    return click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE", help=help)
+    instead of stdout; never one of the inputs), and ``--force``: replace a FILE that nsys-expert did
+    not write (a rule pack, a config, a report of another run)."""
+    out = click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE", help=help)
+    force = click.option("--force", is_flag=True, expose_value=False, callback=_set_force,
+                         help="let -o replace an existing file that is not this command's earlier output")
+    return lambda fn: out(force(fn))
+
+
+# files -o never replaces without --force: what nsys-expert or a build reads, not what it writes
+PRECIOUS_SUFFIXES = (".yaml", ".yml", ".toml", ".py", ".cfg", ".ini", ".sqlite", ".nsys-rep", ".qdrep",
+                     ".ncu-rep", ".csv", ".gz")
+
+
+def _report_inputs(head: str) -> set[str] | None:
+    """The input file names an nsys-expert report lists (its JSON ``inputs``, the Markdown or HTML
+    "Inputs" line), or None when ``head`` is no diagnosis report."""
+    import json
+    import re
+
+    if head.lstrip().startswith("{"):
+        try:
+            doc = json.loads(head)
+        except ValueError:
+            return None
+        if isinstance(doc, dict) and (doc.get("tool") or {}).get("name") == "nsys-expert" and "inputs" in doc:
+            return {os.path.basename(str(i.get("path", ""))) for i in doc.get("inputs") or [] if isinstance(i, dict)}
+        return None
+    if head.startswith("# nsys-expert diagnosis") or 'name="generator" content="nsys-expert' in head[:2000]:
+        m = re.search(r"(?:Inputs|输入)[^:：\n]*[:：]\s*(.*)", head)
+        names = re.findall(r"(?:`|<code>)([^`<]+)(?:`|</code>)", m.group(1)) if m else []
+        return set(names) or None
+    return None
+
+
+def _written_by_us(head: str, text: str) -> bool:
+    """Earlier output of nsys-expert: it names the tool, or starts as this output does."""
+    first = text.split("\n", 1)[0].strip()
+    return "nsys-expert" in head[:4000] or bool(first) and head.split("\n", 1)[0].strip() == first
+
+
+def overwrite_refusal(target: str, inputs=(), this_run: set[str] | None = None, text: str = "") -> str | None:
+    """Why ``-o`` must not replace ``target`` (None: it may): an input; a file of a kind nsys-expert
+    reads rather than writes (a rule pack, a config, a profile); a file nsys-expert did not write; the
+    diagnosis report of another run (its inputs are not this run's)."""
+    if target in input_files(inputs):
+        return "is one of the inputs; refusing to overwrite it"
+    if not os.path.isfile(target) or os.path.getsize(target) == 0:
+        return None
+    if click.get_current_context(silent=True) and click.get_current_context().meta.get("nsx_force"):
+        return None
+    if target.lower().endswith(PRECIOUS_SUFFIXES):
+        return "exists and is not a report (a config, rule pack or profile); refusing to overwrite it"
+    try:
+        with open(target, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(1 << 20)
+    except OSError:
+        return None
+    if not _written_by_us(head, text):
+        return "exists and was not written by nsys-expert; refusing to overwrite it"
+    theirs = _report_inputs(head)
+    if this_run and theirs and not theirs & this_run:
+        return "holds the report of another run; refusing to overwrite it"
+    return None
 
 
 def input_files(paths) -> set[str]:
@@ -108,17 +175,18 @@ def input_files(paths) -> set[str]:
     return out
 
 
-def write_output(output: str, text: str, inputs=()) -> None:
+def write_output(output: str, text: str, inputs=(), this_run: set[str] | None = None) -> None:
     """Write a report to ``-o FILE``: refused when FILE resolves to one of the inputs (a symlink to
-    one included); written atomically (a temporary file in FILE's folder, then renamed over it), so
+    one included) or to a file it must not replace without ``--force`` (:func:`overwrite_refusal`;
+    ``this_run``: the input file names of this diagnosis); written atomically (a temporary file in FILE's folder, then renamed over it), so
     an interrupted run leaves the old file whole; then "wrote FILE" on stderr. A write error is the
     user's: one line, exit 2."""
     import tempfile
 
     target = os.path.realpath(output)
-    if target in input_files(inputs):
-        raise InputError("is one of the inputs; refusing to overwrite it", output,
-                         "give -o a new file name")
+    why = overwrite_refusal(target, inputs, this_run, text)
+    if why:
+        raise InputError(why, output, "give -o a new file name" + ("" if "inputs" in why else ", or --force"))
     folder = os.path.dirname(target) or "."
     tmp = None
     try:

@@ -102,6 +102,14 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
     found = (window_mod.find_iterations(nvtx_t, opts.iteration_range, passed_over) if nvtx_t is not None
              else (None, None))
     if opts.iteration_range and found[1] is None:
+        if nvtx_t is not None and nvtx_t.height and "name" in nvtx_t.columns:   # a mistyped name: say which exist
+            from ..errors import InputError
+
+            counts = nvtx_t["name"].cast(str).value_counts(sort=True)
+            names = [n for n, c in counts.iter_rows() if n and c >= 2][:8]
+            raise InputError(f"--iteration-range {opts.iteration_range}: no NVTX range of that name repeats in the "
+                             f"trace; the repeated ranges are {', '.join(names) if names else 'none'}",
+                             hint="give one of them, or leave --iteration-range out")
         fs.warnings.append(f"--iteration-range {opts.iteration_range}: no NVTX range of that name repeats in the "
                            f"trace; the window is chosen as without it")
         found = window_mod.find_iterations(nvtx_t, None, passed_over) if nvtx_t is not None else (None, None)

@@ -227,13 +227,19 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
         iters = iters.with_columns(pl.col("s").alias("host_s"), pl.col("e").alias("host_e"))
     if user_window is not None:
         s, e = user_window
+        how = f"--window {s}:{e} (ns) given on the command line"
+        if span_s is not None and e <= span_s and s + span_s < span_e:
+            # before the profile's first event: the report's own seconds (counted from that event)
+            how = (f"--window {s / 1e9:.9g}s:{e / 1e9:.9g}s read as seconds from the profile's first event, as the "
+                   f"report counts them ({(s + span_s) / 1e9:.9g}s to {(e + span_s) / 1e9:.9g}s on the nsys timeline)")
+            s, e = s + span_s, e + span_s
         if span_s is not None and (e <= span_s or s >= span_e):
             # a window with no profile in it has nothing to diagnose: not an idle GPU, a wrong window
             from ..errors import InputError
             raise InputError(f"--window {s / 1e9:.9g}s:{e / 1e9:.9g}s lies outside the profile, which spans "
                              f"{span_s / 1e9:.9g}s to {span_e / 1e9:.9g}s: there is nothing to diagnose in it",
                              None, "choose START:END inside the profile (times as in the trace's Start column)")
-        w = Window(s, e, "user", f"--window {s}:{e} (ns) given on the command line", iters, 0, span_s, span_e)
+        w = Window(s, e, "user", how, iters, 0, span_s, span_e)
         if iters is not None:
             w.skipped = int((iters["s"] < s).sum())
         return w

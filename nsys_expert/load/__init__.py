@@ -246,6 +246,12 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
         failed = _failed_run_text(paths)
         if failed:
             raise InputError(failed, where, "run the nsys stats (or ncu) command again and save what it prints when it succeeds")
+        if len(paths) == 1 and os.path.isfile(paths[0]):   # one file that is no profile: not the folder message
+            from .files import file_kind
+
+            raise InputError(f"is {file_kind(paths[0])}, not a profile nsys-expert reads", where,
+                             "give a folder of nsys stats CSVs, an nsys export .sqlite, a .nsys-rep, a torch.profiler "
+                             "trace (.pt.trace.json) or a log with nsys stats tables; nsys-expert command stats prints the commands")
         raise InputError("no nsys stats report, SQLite export, Nsight Compute CSV or torch.profiler trace found "
                          "(looked for CSV reports such as *_cuda_gpu_trace.csv, *_cuda_gpu_kern_sum.csv, "
                          "*_cuda_api_sum.csv, and *.pt.trace.json)", where,

@@ -49,3 +49,25 @@ def list_folder(path: str) -> list[str]:
         return sorted(os.listdir(path))
     except OSError as e:
         raise InputError(f"cannot list this folder ({e.strerror})", path) from None
+
+
+_MAGIC = {b"\x89PNG": "a PNG image", b"\xff\xd8\xff": "a JPEG image", b"GIF8": "a GIF image", b"%PDF": "a PDF document",
+          b"PK\x03\x04": "a zip archive", b"\x7fELF": "a program (ELF)"}
+
+
+def file_kind(path: str) -> str:
+    """What a file that holds no profile is, in a few words (from its first bytes)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return "an unreadable file"
+    for magic, kind in _MAGIC.items():
+        if head.startswith(magic):
+            return kind
+    if not head:
+        return "an empty file"
+    if b"\0" in head:
+        return "a binary file"
+    return "a text file without nsys stats tables"
+

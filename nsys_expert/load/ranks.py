@@ -66,12 +66,14 @@ def discover(folder_files: list[list[str]]) -> tuple[list[RankInput], list[str]]
     groups: dict[str, list[str]] = {}
     timeline: dict[str, str] = {}
     loose: list[str] = []
+    owner: dict[str, int] = {}   # a file of no rank -> the index of the path it came from
     multi_paths = len(folder_files) > 1
     for i, files in enumerate(folder_files):
         for f in files:
             prefix, has_tl = _prefix(f)
             if prefix is None:
                 loose.append(f)
+                owner[f] = i
                 continue
             key = f"{i}:{prefix}" if multi_paths else prefix
             groups.setdefault(key, []).append(f)
@@ -105,12 +107,16 @@ def discover(folder_files: list[list[str]]) -> tuple[list[RankInput], list[str]]
         for r, key in zip(ranks, ranks_keys):
             folder = os.path.basename(os.path.dirname(os.path.abspath(timeline[key])))
             r.label = f"{folder}/{r.label}" if r.label else folder
-    # files without a rank of their own go with every rank
+    # files without a rank of their own go with every rank; with several paths, those of a path that
+    # holds ranks (its ncu/ folder, its summaries) go with that path's ranks only
     for key, files in groups.items():
         if key not in timeline:
             loose += files
-    for r in ranks:
-        r.files += loose
+            owner.update((f, int(key.split(":", 1)[0])) for f in files if multi_paths)
+    paths_with_ranks = {int(k.split(":", 1)[0]) for k in ranks_keys} if multi_paths else set()
+    for r, key in zip(ranks, ranks_keys):
+        mine = int(key.split(":", 1)[0]) if multi_paths else None
+        r.files += [f for f in loose if owner.get(f) not in paths_with_ranks or owner.get(f) == mine]
     return ranks, notes
 
 

@@ -142,7 +142,9 @@ LABELS = {
         "direction": "Direction", "memory": "Memory", "facts_from": "Numbers from", "no_findings_advice": "Nothing to do at the system level.",
         "whole": "whole profile", "ranks_title": "Ranks", "representative": "facts above from",
         "iter_ms": "iteration (ms)", "unknown_gpu": "GPU model not recorded", "compute_per_iter": "compute / iteration (ms)", "last_arrival": "last arrival",
-        "verdict_likely": "Verdict (likely, from summary reports)", "verdict_undetermined": "Verdict (undetermined)", "found_so_far": "Found so far", "also_noted": "Also noted",
+        "verdict_likely": "Verdict (likely, from summary reports)", "verdict_partial": "Verdict (likely: not every system-level rule could run)",
+        "compute_ok": "Compute-bound: the GPU is doing useful work; gains now come from the kernels or the algorithm.",
+        "verdict_undetermined": "Verdict (undetermined)", "found_so_far": "Found so far", "also_noted": "Also noted",
         "confirm": "To confirm", "export_next": "To decide", "likely": "likely, from summary reports",
         "reason_utilization_unknown": "The GPU utilization is unknown: there is no GPU trace, and no NVTX step ranges in the summary reports to estimate it from",
         "reason_idle_unexplained": "The GPU is active only {active} % of the window and no rule names a cause",
@@ -177,7 +179,9 @@ LABELS = {
         "direction": "方向", "memory": "内存", "facts_from": "数据来源", "no_findings_advice": "系统层面无需优化。",
         "whole": "整个采集", "ranks_title": "各 rank", "representative": "上文数据来自",
         "iter_ms": "迭代 (ms)", "unknown_gpu": "未记录 GPU 型号", "compute_per_iter": "每次迭代计算 (ms)", "last_arrival": "最后到达",
-        "verdict_likely": "结论（可能，基于汇总报告）", "verdict_undetermined": "结论（无法判定）", "found_so_far": "目前已发现", "also_noted": "另见",
+        "verdict_likely": "结论（可能，基于汇总报告）", "verdict_partial": "结论（可能：部分系统级规则无法运行）",
+        "compute_ok": "计算受限：GPU 在做有用的工作；进一步的收益来自 kernel 或算法本身。",
+        "verdict_undetermined": "结论（无法判定）", "found_so_far": "目前已发现", "also_noted": "另见",
         "confirm": "确认方法", "export_next": "判定所需", "likely": "可能，基于汇总报告",
         "reason_utilization_unknown": "GPU 利用率未知：没有 GPU trace，汇总报告中也没有可用于估计的 NVTX 步骤区间",
         "reason_idle_unexplained": "GPU 仅 {active} % 的时间活跃，且没有规则指出原因",
@@ -301,7 +305,17 @@ def localized(doc: dict, lang: str) -> dict:
     return {"w": dict(doc["window"], reason=tr(doc["window"].get("reason"))),
             "not_evaluated_groups": groups, "warnings": ([tr(x) for x in important], [tr(x) for x in notes]),
             "next_steps": [dict(st, need=tr(st["need"]), why=tr(st["why"])) for st in doc.get("next_steps") or []],
-            "absent_active": tr(doc.get("facts_absent", {}).get("gpu_active_pct") or "not computed")}
+            "absent_active": _unnest(tr(doc.get("facts_absent", {}).get("gpu_active_pct") or "not computed"))}
+
+
+def _unnest(text: str) -> str:
+    """A reason shown in parentheses keeps no parentheses of its own at its end: "needs X (cmd)" is
+    "needs X: cmd" (no doubled "))")."""
+    for o, c in (("(", ")"), ("（", "）")):
+        if text.endswith(c) and o in text:
+            i = text.rindex(o)
+            return text[:i].rstrip() + ": " + text[i + 1:-1]
+    return text
 
 
 def render_markdown(doc: dict, lang: str = "en") -> str:

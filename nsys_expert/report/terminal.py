@@ -209,3 +209,11 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     if tail:
         console.print(Text(" · ".join(tail), style="yellow"))
     console.print(Text(W["more"], style="dim"))
+
+
+def plain_details(md: str) -> str:
+    """Markdown for a terminal, where HTML is not drawn: a folded ``<details><summary>S</summary>
+    X</details>`` becomes ``S: X``."""
+    import re
+
+    return re.sub(r"<details><summary>(.*?)</summary>\s*(.*?)</details>", r"\1: \2", md, flags=re.S)

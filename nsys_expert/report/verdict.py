@@ -88,7 +88,8 @@ def words(doc: dict, L: dict, sev) -> dict:
     if state == "diagnosed":
         # no bottleneck, but a minor finding (low: a warm-up cost in the window, a small share) is named
         minor = [f for f in findings if f["severity"] == "low"]
-        text = L["none_found"] + (f" {L['also_noted']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in minor)
+        busy = any(f["category"] == "compute-bound" for f in findings)   # at the roof: a finding, not "nothing"
+        text = (L["compute_ok"] if busy else L["none_found"]) + (f" {L['also_noted']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in minor)
                                   + "." if minor else "")
         out.update(text=text, ok=True)
         return out
@@ -101,6 +102,8 @@ def words(doc: dict, L: dict, sev) -> dict:
     if v.get("system_rules_not_evaluated"):
         text += f" {L['not_checked']}: " + ", ".join(v["system_rules_not_evaluated"]) + "."
     out["text"] = text
-    out["label"] = L["verdict_likely"] if state == "likely" else L["verdict_undetermined"]
+    # likely because rules could not run, on a measured trace: not "from summary reports"
+    partial = state == "likely" and v.get("gpu_active_basis") == "measured"
+    out["label"] = (L["verdict_partial"] if partial else L["verdict_likely"]) if state == "likely" else L["verdict_undetermined"]
     out["command_label"] = L["confirm"] if state == "likely" else L["export_next"]
     return out

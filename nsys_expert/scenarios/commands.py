@@ -79,8 +79,13 @@ class Command:
         return " \\\n".join(parts)
 
 
+class ShellWord(str):
+    """A word the shell must expand (``--rdzv-endpoint=${MASTER_ADDR}:29500``): printed in double
+    quotes, so the variable is read when the line runs."""
+
+
 def opt(*words) -> Opt:
-    return Opt(tuple(str(w) for w in words))
+    return Opt(tuple(w if isinstance(w, ShellWord) else str(w) for w in words))
 
 
 # ------------------------------------------------------------------------------------ quoting
@@ -92,6 +97,8 @@ def quote(arg: str) -> str:
     special inside them, else ``shlex.quote``. Either way ``shlex.split`` gives the word back."""
     if arg and _SAFE.match(arg):
         return arg
+    if isinstance(arg, ShellWord):
+        return f'"{arg}"'
     if not re.search(r'["\\$`!]', arg):
         return f'"{arg}"'
     return shlex.quote(arg)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field, replace
 
-from .commands import (Command, Opt, kernel_option, ncu_exports, ncu_profile, nsys_export_sqlite, nsys_profile,
+from .commands import (Command, Opt, ShellWord, kernel_option, ncu_exports, ncu_profile, nsys_export_sqlite, nsys_profile,
                        nsys_stats, opt, playbook, quote)
 
 _P = playbook()
@@ -160,7 +160,7 @@ def stats_commands(rep: str) -> tuple[list[Command], str, str]:
     stem = base.rsplit("/", 1)[-1]
     csv_dir = base + "_csv"
     cmds = [nsys_export_sqlite(base + ".nsys-rep", sqlite), Command(("mkdir", "-p", csv_dir)),
-            nsys_stats(STATS_REPORTS, sqlite, f"{csv_dir}/{stem}"), Command(("nsys-expert", "diagnose", csv_dir))]
+            nsys_stats(STATS_REPORTS, sqlite, f"{csv_dir}/{stem}"), Command(("nsys-expert", "diagnose", sqlite))]
     return cmds, sqlite, csv_dir
 
 
@@ -205,8 +205,10 @@ def torchrun(opts: Options) -> Plan:
         output += "_rank{rank}"
     trace = opts.trace or t["trace"]
     extra = "".join(f', "{w}"' for o in _nsys_common(opts) for w in o.words)
-    launch = Command(("torchrun",), (opt(f"--nnodes={opts.nnodes}"), opt(f"--nproc-per-node={opts.nproc_per_node}")),
-                     (_wrapper_path(opts, "run_nsys.py"), *_script_args(opts.app)))
+    nodes = (opt(f"--nnodes={opts.nnodes}"), opt(f"--nproc-per-node={opts.nproc_per_node}"))
+    if opts.nnodes > 1:   # several nodes meet at a rendezvous: the same line runs on every node
+        nodes += (opt("--rdzv-id=nsys_profile"), opt("--rdzv-backend=c10d"), opt(ShellWord("--rdzv-endpoint=${MASTER_ADDR}:29500")))
+    launch = Command(("torchrun",), nodes, (_wrapper_path(opts, "run_nsys.py"), *_script_args(opts.app)))
     args = f" --ranks {','.join(map(str, ranks))} --nproc-per-node {opts.nproc_per_node}" + \
         (f" --nnodes {opts.nnodes}" if opts.nnodes != 1 else "")
     content = _P["wrappers"]["torchrun"].format(args=args, launch=launch.line(),
@@ -219,6 +221,9 @@ def torchrun(opts: Options) -> Plan:
     p.explain.append(("run_nsys.py: -o " + output,
                       "one report per profiled rank ({rank} = its global rank)" if opts.lang != "zh"
                       else "每个被采集的 rank 一个报告（{rank} 为全局 rank）"))
+    if opts.nnodes > 1:
+        p.notes.append(f"run the launch line on each of the {opts.nnodes} nodes, with MASTER_ADDR set to the host name of "
+                       "one of them (the rendezvous; port 29500 open between the nodes)")
     p.notes.append("then export what nsys-expert reads: nsys-expert command stats --input "
                    f"{output.replace('{rank}', str(ranks[0]))}.nsys-rep")
     return p
@@ -284,14 +289,29 @@ def _ncu_plan(name: str, opts: Options, extra: list[Opt], **more) -> Plan:
 def ncu_kernel(opts: Options) -> Plan:
     t = _t("ncu-kernel")
     skip = [] if opts.launch_skip is None else [opt("--launch-skip", opts.launch_skip)]
-    return _ncu_plan("ncu-kernel", opts, [kernel_option(opts.kernel or t["kernel"]), *skip,
-                                           opt("--launch-count", opts.launch_count or t["launch_count"])])
+    p = _ncu_plan("ncu-kernel", opts, [*_kernel_filter(opts), *skip,
+                                        opt("--launch-count", opts.launch_count or t["launch_count"])])
+    return _no_kernel_note(p, opts)
+
+
+def _kernel_filter(opts: Options) -> list[Opt]:
+    """``--kernel-name`` for the kernel the user named; none without ``--kernel`` (a made-up name
+    would match nothing, and ncu says nothing about it)."""
+    return [kernel_option(opts.kernel)] if opts.kernel else []
+
+
+def _no_kernel_note(p: Plan, opts: Options) -> Plan:
+    if not opts.kernel:
+        p.notes.insert(0, "no --kernel given: ncu profiles the first launches of any kernel; add --kernel NAME "
+                          "(a name from diagnose's top-kernel table) to profile the hot one")
+    return p
 
 
 def ncu_roofline(opts: Options) -> Plan:
     t = _t("ncu-roofline")
-    return _ncu_plan("ncu-roofline", opts, [kernel_option(opts.kernel or t["kernel"]),
-                                             opt("--launch-count", opts.launch_count or t["launch_count"])])
+    p = _ncu_plan("ncu-roofline", opts, [*_kernel_filter(opts),
+                                          opt("--launch-count", opts.launch_count or t["launch_count"])])
+    return _no_kernel_note(p, opts)
 
 
 def ncu_training_step(opts: Options) -> Plan:

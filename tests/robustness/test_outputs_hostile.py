@@ -86,7 +86,7 @@ def test_diff_o_refuses_either_side(csv_case, tmp_path):
 def test_o_writes_atomically_and_says_so(csv_case, tmp_path):
     out = tmp_path / "out" / "report.md"
     out.parent.mkdir()
-    out.write_text("old report\n")
+    out.write_text("# nsys-expert diagnosis\n\nold report\n")   # an earlier report (issue 35: only those are replaced)
     p = run("diagnose", csv_case, "-o", out)
     assert p.returncode == 0 and p.stdout == ""
     assert p.stderr.strip() == f"nsys-expert: wrote {out}"
@@ -98,10 +98,10 @@ def test_an_interrupted_write_leaves_the_old_file_whole(tmp_path):
     from nsys_expert.cli.options import write_output
 
     out = tmp_path / "report.md"
-    out.write_text("old report\n")
+    out.write_text("# nsys-expert diagnosis, old report\n")
     with pytest.raises(UnicodeEncodeError):      # fails half-way through writing the temporary file
         write_output(str(out), "# new\n" + "x" * 100_000 + "\udc80")
-    assert out.read_text() == "old report\n" and os.listdir(tmp_path) == ["report.md"]
+    assert out.read_text() == "# nsys-expert diagnosis, old report\n" and os.listdir(tmp_path) == ["report.md"]
 
 
 def test_escape_sequences_in_a_file_name_are_shown_not_obeyed(csv_case, tmp_path):
