@@ -242,12 +242,12 @@ def template_env(autoescape: bool) -> jinja2.Environment:
     """The Jinja2 environment of the report templates, made once per process. Compiled templates are
     kept beside the validated rule packs (``nsys_expert.cache``, off with ``NSX_NO_CACHE=1``):
     compiling the report template costs more than rendering it."""
-    folder = cache.folder("templates")
+    bcc = cache.bytecode_cache("templates")     # entries verified before use (cache.py)
     kw = {} if autoescape else {"keep_trailing_newline": True}
     return jinja2.Environment(loader=jinja2.PackageLoader("nsys_expert.report", "templates"),
                               autoescape=autoescape, trim_blocks=True, lstrip_blocks=True,
                               undefined=jinja2.Undefined,
-                              bytecode_cache=jinja2.FileSystemBytecodeCache(folder) if folder else None, **kw)
+                              bytecode_cache=bcc, **kw)
 
 
 @functools.lru_cache(maxsize=None)
