@@ -180,3 +180,22 @@ def test_planted_bytecode_in_the_template_cache_is_rebuilt(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "internal error" not in p.stderr
     assert (tmp_path / "out.md").read_text(encoding="utf-8") == first
+
+
+def test_ncu_values_in_units_it_does_not_know_are_not_read(tmp_path):
+    """The details page alone, its SpeedOfLight durations in 'jiffy' and SM throughput in 'permille':
+    never read as bare numbers; the facts are not evaluated and the unit is named."""
+    d = _copy(tmp_path, "compute_bound_ncu")
+    (d / "ncu" / "compute_bound_raw.csv").unlink()
+    f = d / "ncu" / "compute_bound_details.csv"
+    text = f.read_text(encoding="utf-8")
+    text = re.sub(r'"Duration","(?:us|ms)"', '"Duration","jiffy"', text)
+    text = text.replace('"Compute (SM) Throughput","%"', '"Compute (SM) Throughput","permille"')
+    f.write_text(text, encoding="utf-8")
+    code, doc, err = _diagnose(d)
+    assert code == 0, err
+    assert any("'jiffy'" in w and "'permille'" in w for w in doc["warnings"]), doc["warnings"]
+    assert "'jiffy'" in doc["facts_absent"]["duration_us"]
+    missing = {n["rule"]: " ".join(n["missing"]) for n in doc["not_evaluated"]}
+    assert "'permille'" in missing.get("kernel-compute-bound", ""), missing
+    assert "kernel-compute-bound" not in {f["rule"] for f in doc["findings"]}
