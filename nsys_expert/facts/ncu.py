@@ -26,6 +26,7 @@ from collections import Counter
 import polars as pl
 
 from ..load import Profile
+from . import ncu_units
 from .names import kernel_class_expr, simt_gemm_expr
 
 # fact -> candidate metrics in order of preference: "Section|Label" (details page, section identifier)
@@ -187,7 +188,7 @@ def _launch_facts(long: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
                         schema={"fact": pl.String, "key": pl.String, "prio": pl.Int64, "scale": pl.Float64},
                         orient="row")
     found = long.drop_nulls("value").join(plan, on="key", how="inner").with_columns(pl.col("unit").fill_null(""))
-    wrong = _wrong_units(found)
+    wrong = ncu_units.wrong_units(found)
     hits = (found.join(wrong.select("fact", "unit"), on=["fact", "unit"], how="anti")
                 .sort("prio").group_by(["launch_id", "kernel_name", "fact"], maintain_order=True)
                 .agg((pl.col("value").first() * pl.col("scale").first()).alias("v"), pl.col("src").first()))
@@ -209,29 +210,6 @@ def _launch_facts(long: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
         sources["top_stall_reason"] = sources["top_stall_pct"] = stalls["src"][0]
     sources["_wrong_units"] = wrong
     return launches, sources
-
-
-# the unit (canonical, load/ncu.py) a fact's metric must be in: a value in any other unit is not read
-# as a bare number; the fact is "not evaluated" with the unit named (counts may also be unit-less)
-_UNIT_OF = {"duration_us": {"ns"}, "dram_bandwidth_gbps": {"byte/s"}, "_smem_static": {"byte/block", "byte"},
-            "_smem_dynamic": {"byte/block", "byte"}, "registers_per_thread": {"register/thread", ""},
-            "warp_cycles_per_issue": {"cycle", ""}}
-
-
-def _expected_units(fact: str) -> set[str] | None:
-    if fact.endswith("_pct"):
-        return {"%"}
-    if fact.startswith("block_limit_"):
-        return {"block", ""}
-    return _UNIT_OF.get(fact)
-
-
-def _wrong_units(found: pl.DataFrame) -> pl.DataFrame:
-    """(fact, metric, unit) of the metric rows whose unit is not the one their fact is in."""
-    pairs = found.select("fact", "metric", "unit").unique(maintain_order=True)
-    bad = [r for r in pairs.iter_rows(named=True)
-           if _expected_units(r["fact"]) is not None and r["unit"] not in _expected_units(r["fact"])]
-    return pl.DataFrame(bad, schema={"fact": pl.String, "metric": pl.String, "unit": pl.String})
 
 
 # ------------------------------------------------------------------------------------- per kernel
