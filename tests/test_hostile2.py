@@ -199,3 +199,33 @@ def test_ncu_values_in_units_it_does_not_know_are_not_read(tmp_path):
     missing = {n["rule"]: " ".join(n["missing"]) for n in doc["not_evaluated"]}
     assert "'permille'" in missing.get("kernel-compute-bound", ""), missing
     assert "kernel-compute-bound" not in {f["rule"] for f in doc["findings"]}
+
+
+@pytest.mark.slow   # about 40 s on a small machine (a megabyte of name through every stage)
+def test_a_1mb_kernel_name_is_kept_once(tmp_path):
+    """The GEMM of the sync_bound trace and summaries renamed to a 1 MB name: the JSON holds it whole once,
+    the HTML shows it cut to a bound (no tooltip copies of a megabyte)."""
+    import csv
+
+    from nsys_expert.cli import main
+    from nsys_expert.report import MAX_SHOWN_NAME
+
+    d = _copy(tmp_path, "sync_bound")
+    long = "void big_kernel<" + "x" * (1 << 20) + ">(T1::Params)"
+    for f in d.glob("*_cuda_gpu_*.csv"):
+        rows = list(csv.reader(io.StringIO(f.read_text(encoding="utf-8"))))
+        cols = [i for i, c in enumerate(rows[0]) if c in ("Name", "Kernel Name")]
+        for r in rows[1:]:
+            for i in cols:
+                if i < len(r) and "sgemm" in r[i]:
+                    r[i] = long
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(rows)
+        f.write_text(buf.getvalue(), encoding="utf-8")
+    for fmt in ("json", "html"):
+        r = CliRunner().invoke(main, ["diagnose", str(d), "--format", fmt, "-o", str(tmp_path / f"o.{fmt}")])
+        assert r.exit_code == 0, r.stderr
+    text = (tmp_path / "o.json").read_text(encoding="utf-8")
+    assert text.count(long) == 1 and len(text) < len(long) + 500_000
+    html = (tmp_path / "o.html").read_text(encoding="utf-8")
+    assert long not in html and len(html) < 300_000 and "x" * MAX_SHOWN_NAME not in html
