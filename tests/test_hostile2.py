@@ -229,3 +229,26 @@ def test_a_1mb_kernel_name_is_kept_once(tmp_path):
     assert text.count(long) == 1 and len(text) < len(long) + 500_000
     html = (tmp_path / "o.html").read_text(encoding="utf-8")
     assert long not in html and len(html) < 300_000 and "x" * MAX_SHOWN_NAME not in html
+
+
+_ENGINE = """
+from nsys_expert.engine import durable_adapter
+n = {n}
+d = {{f"r{{i}}": {{"all": [{{"m": {{"$and": [{{"kind": "run"}}, {{"$gte": {{"a": i / n}}}}]}}}}], "run": f"r{{i}}", "cap": 100}}
+     for i in range(n)}}
+d["__sink"] = {{"pri": 1_000_000, "all": [{{"m": {{"$ex": {{"kind": 1}}}}}}], "run": "__sink", "cap": 100}}
+fired = durable_adapter.Engine(d).run([("run", {{"a": 1.5}})])
+assert {{x for x, _ in fired}} == {{f"r{{i}}" for i in range(n)}}, len(fired)
+print("ok", len(fired))
+"""
+
+
+@pytest.mark.parametrize("n", [70, 10_000])
+def test_rules_on_one_fact_with_many_conditions(n):
+    """10,000 rules testing one fact against 10,000 thresholds (a generated pack): durable's C engine
+    aborted the process (exit 134) past ~64 different conditions on one fact in one ruleset; the rules
+    are now chunked by conditions per fact, and every rule fires."""
+    p = subprocess.run([sys.executable, "-c", _ENGINE.format(n=n)], capture_output=True, text=True, timeout=120,
+                       cwd=str(ROOT))
+    assert p.returncode == 0, (p.returncode, p.stderr[-500:])
+    assert p.stdout.strip() == f"ok {n}"
