@@ -52,7 +52,7 @@ def sniff(path: str) -> Sniff:
         return Sniff(path, "empty", report, spec=schema.SPEC_BY_NAME.get(report or ""))
     if b"\x00" in head or _mostly_binary(head):
         # a small report with junk after its rows: the clean lines before the junk are sniffed
-        head = repair.clean_prefix(head)
+        head = repair.clean_prefix(head) if len(head) < SNIFF_BYTES else b""
         if not head.strip() or _mostly_binary(head):
             return Sniff(path, "binary", report)
     text = head.decode("utf-8", errors="replace").removeprefix("\ufeff")   # a byte-order mark: load/repair.py

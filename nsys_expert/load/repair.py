@@ -54,12 +54,15 @@ def junk_start(data: bytes, ncols: int, delim: str) -> int | None:
 
 
 def clean_prefix(head: bytes) -> bytes:
-    """The complete lines of ``head`` before the first line that is not text (for the sniff of a small
-    file whose first bytes already reach the junk)."""
+    """The complete lines of ``head`` before the first line that is not text, when nothing like a row
+    comes after it (for the sniff of a small file whose first bytes already reach the junk at its end);
+    else b"" (binary data inside the table is not junk after it: the file is binary)."""
     out = 0
-    for line in head.split(b"\n")[:-1]:
+    lines = head.split(b"\n")
+    for k, line in enumerate(lines[:-1]):
         if _junk_line(line):
-            break
+            rows_after = any(not _junk_line(x) and x.count(b",") + x.count(b"\t") >= 3 for x in lines[k + 1:])
+            return b"" if rows_after else head[:out]
         out += len(line) + 1
     return head[:out]
 
