@@ -71,3 +71,83 @@ def private_file(path: str) -> bool:
         return _private(path, uid, is_dir=False) is None
     except OSError:
         return False
+
+
+# ----------------------------------------------------------------------- compiled templates (Jinja2)
+# Jinja2's own file cache reads an entry with pickle and marshal: a file planted in the folder would be
+# run (or, short of that, crash the report with an internal KeyError). Every entry here carries an
+# HMAC-SHA256 of its bytes under a random key kept in the cache folder (mode 0600); an entry that is not
+# this user's private file, or whose tag does not verify, is never parsed: it is compiled again.
+_TAG = 32
+
+
+def _key(folder_path: str) -> bytes | None:
+    path = os.path.join(folder_path, "key")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(32))
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    if not private_file(path):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            key = fh.read(64)
+    except OSError:
+        return None
+    return key if len(key) == 32 else None
+
+
+def bytecode_cache(*sub: str):
+    """A Jinja2 bytecode cache in ``folder(*sub)`` whose entries are verified before use; None without
+    a cache folder."""
+    import hashlib
+    import hmac
+    import io
+
+    import jinja2
+
+    path = folder(*sub)
+    key = _key(path) if path else None
+    if key is None:
+        return None
+
+    class Signed(jinja2.FileSystemBytecodeCache):
+        def load_bytecode(self, bucket) -> None:
+            name = self._get_cache_filename(bucket)
+            if not os.path.exists(name) or not private_file(name):
+                return
+            try:
+                with open(name, "rb") as fh:
+                    blob = fh.read(16 << 20)
+            except OSError:
+                return
+            tag, payload = blob[:_TAG], blob[_TAG:]
+            if len(blob) <= _TAG or not hmac.compare_digest(tag, hmac.new(key, payload, hashlib.sha256).digest()):
+                return                       # not ours: compiled again (and overwritten)
+            try:
+                bucket.load_bytecode(io.BytesIO(payload))
+            except Exception:                # noqa: BLE001 - a damaged entry only costs a compile
+                bucket.reset()
+
+        def dump_bytecode(self, bucket) -> None:
+            buf = io.BytesIO()
+            bucket.write_bytecode(buf)
+            payload = buf.getvalue()
+            name = self._get_cache_filename(bucket)
+            tmp = f"{name}.{os.getpid()}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(hmac.new(key, payload, hashlib.sha256).digest() + payload)
+                os.replace(tmp, name)
+            except OSError:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+    return Signed(path)

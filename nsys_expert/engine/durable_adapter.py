@@ -38,7 +38,45 @@ RULESET = "nsx"
 # "Could not create ruleset"): 258 rules on the same condition fail. Rules are split over several rulesets
 # of at most CHUNK rules each (one host; the facts are asserted into each), which lifts the limit.
 CHUNK = 200
+# ... and it aborts the process (free(): invalid pointer, exit 134) when one ruleset tests one fact
+# against more than about 64 different conditions (65 rules `a >= i/n` pass, 70 abort): a chunk also
+# holds at most PER_FACT different conditions on any one fact (_chunks), so 10,000 rules on one fact run
+PER_FACT = 48
 BATCH = 1000          # facts asserted per session (see Engine.run)
+
+
+def _leaves(d, out: set) -> set:
+    """The (fact, condition) leaves of a pattern: ``{"$gte": {"a0": 0.5}}`` -> ("a0", '$gte 0.5')."""
+    if isinstance(d, dict):
+        for k, v in d.items():
+            if k in ("$and", "$or"):
+                for x in v if isinstance(v, list) else []:
+                    _leaves(x, out)
+            elif k in _CMP and isinstance(v, dict):
+                for f, x in v.items():
+                    out.add((f, f"{k} {x!r}"))
+            elif not k.startswith("$"):
+                out.add((k, f"= {v!r}"))
+    return out
+
+
+def _chunks(names: list[str], definition: dict) -> list[list[str]]:
+    """The rules in order, split into rulesets of at most CHUNK rules and PER_FACT different conditions
+    on any one fact (see PER_FACT)."""
+    chunks: list[list[str]] = [[]]
+    seen: dict[str, set] = {}
+    for n in names:
+        leaves: set = set()
+        for c in definition[n].get("all", []) if isinstance(definition[n], dict) else []:
+            _leaves(c.get("m") if isinstance(c, dict) else None, leaves)
+        grow = {f: seen.get(f, set()) | {cond for g, cond in leaves if g == f} for f, _ in leaves}
+        if chunks[-1] and (len(chunks[-1]) >= CHUNK or any(len(v) > PER_FACT for v in grow.values())):
+            chunks.append([])
+            seen = {}
+            grow = {f: {cond for g, cond in leaves if g == f} for f, _ in leaves}
+        chunks[-1].append(n)
+        seen.update(grow)
+    return chunks
 
 
 class _SyncHost(engine.Host):
@@ -178,7 +216,7 @@ class Engine:
             definition = {name: {**rule, "all": [{"m": _rename(c["m"], self._alias)} for c in rule["all"]]}
                           for name, rule in definition.items()}
         names = [n for n in definition if n != SINK]
-        chunks = [names[i:i + CHUNK] for i in range(0, len(names), CHUNK)] or [[]]
+        chunks = _chunks(names, definition)
         self._rulesets = [f"{RULESET}{i}" for i in range(len(chunks))]
         rulesets = {rs: {**{n: definition[n] for n in chunk}, **({SINK: definition[SINK]} if SINK in definition else {})}
                     for rs, chunk in zip(self._rulesets, chunks)}

@@ -45,7 +45,10 @@ def _template(source: str) -> jinja2.Template:
                 bcc[0].set_bucket(bucket)
             except OSError:
                 pass
-    return ENV.template_class.from_code(ENV, code, ENV.make_globals(None))
+    try:
+        return ENV.template_class.from_code(ENV, code, ENV.make_globals(None))
+    except Exception:   # noqa: BLE001 - code that does not define a template: compiled again, never trusted
+        return ENV.template_class.from_code(ENV, ENV.compile(source), ENV.make_globals(None))
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,8 +60,8 @@ def _text_cache():
 
     from .. import cache
 
-    folder = cache.folder("rule-texts")
-    if not folder:
+    bcc = cache.bytecode_cache("rule-texts")     # entries verified before use (cache.py)
+    if bcc is None:
         return None
     h = hashlib.sha256(jinja2.__version__.encode())
     here = os.path.dirname(os.path.abspath(__file__))
@@ -68,7 +71,7 @@ def _text_cache():
                 h.update(fh.read())
     except OSError:
         return None
-    return jinja2.FileSystemBytecodeCache(folder), h.hexdigest()[:32]
+    return bcc, h.hexdigest()[:32]
 
 
 @functools.lru_cache(maxsize=1024)

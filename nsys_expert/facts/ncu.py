@@ -26,6 +26,7 @@ from collections import Counter
 import polars as pl
 
 from ..load import Profile
+from . import ncu_units
 from .names import kernel_class_expr, simt_gemm_expr
 
 # fact -> candidate metrics in order of preference: "Section|Label" (details page, section identifier)
@@ -166,7 +167,7 @@ def _long(prof: Profile) -> pl.DataFrame | None:
         raw_name = pl.col("metric").str.contains("__")
         key = (pl.when(pl.col("section").is_null() | raw_name).then(pl.col("metric"))
                .otherwise(pl.col("section") + pl.lit("|") + pl.col("metric")))
-        parts.append(f.select("launch_id", "kernel_name", "block_size", "grid_size", "metric", "value",
+        parts.append(f.select("launch_id", "kernel_name", "block_size", "grid_size", "metric", "value", "unit",
                               key.alias("key"), pl.lit(prof.source_name(table)).alias("src")))
     if not parts:
         return None
@@ -186,7 +187,9 @@ def _launch_facts(long: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
     plan = pl.DataFrame([(f, k, i, s) for f, keys, s in _M for i, k in enumerate(keys)],
                         schema={"fact": pl.String, "key": pl.String, "prio": pl.Int64, "scale": pl.Float64},
                         orient="row")
-    hits = (long.drop_nulls("value").join(plan, on="key", how="inner")
+    found = long.drop_nulls("value").join(plan, on="key", how="inner").with_columns(pl.col("unit").fill_null(""))
+    wrong = ncu_units.wrong_units(found)
+    hits = (found.join(wrong.select("fact", "unit"), on=["fact", "unit"], how="anti")
                 .sort("prio").group_by(["launch_id", "kernel_name", "fact"], maintain_order=True)
                 .agg((pl.col("value").first() * pl.col("scale").first()).alias("v"), pl.col("src").first()))
     sources = {f: s for f, s in hits.group_by("fact").agg(pl.col("src").first()).iter_rows()}
@@ -205,6 +208,7 @@ def _launch_facts(long: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
                           pl.col("value").sum().alias("_stall_sum")))
         launches = launches.join(top, on=["launch_id", "kernel_name"], how="left")
         sources["top_stall_reason"] = sources["top_stall_pct"] = stalls["src"][0]
+    sources["_wrong_units"] = wrong
     return launches, sources
 
 
@@ -452,7 +456,17 @@ def attach(fs, prof: Profile) -> None:
     for k in fs.kernels:
         k.pop("_extra", None)
     fs.tables["ncu_kernels"] = table
+    wrong = sources.pop("_wrong_units")
     _sources(fs, prof, sources)
+    have = set().union(*(set(k) for k in fs.kernels)) if fs.kernels else set()
+    for fact, metric, unit in wrong.unique("fact", maintain_order=True).iter_rows():
+        if fact not in have:
+            fs.absent.setdefault(fact, f"Nsight Compute gives '{metric}' in '{unit}', a unit nsys-expert does not "
+                                       f"know for it: not read as a number")
+    if wrong.height:
+        fs.warnings.append("Nsight Compute values in units nsys-expert does not know were not read: "
+                           + ", ".join(f"'{m}' in '{u}'" for _, m, u in wrong.head(3).iter_rows())
+                           + (f" and {wrong.height - 3} more" if wrong.height > 3 else ""))
     if nsys and unmatched:
         fs.warnings.append(f"{len(unmatched)} ncu kernel(s) not found in the nsys data: "
                            + ", ".join(short(n) for n in unmatched)

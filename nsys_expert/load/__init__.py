@@ -263,7 +263,29 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
         prof.warnings.append("subfolders not read (pass one as its own PATH to diagnose it): "
                              + ", ".join(os.path.basename(d) for d in skipped_dirs))
     prof.meta.update(_meta(prof))
+    prof.warnings = _grouped(prof.warnings)
     return prof
+
+
+def _grouped(warnings: list[str]) -> list[str]:
+    """'a.csv: X' and 'b.csv: X' (the same words about several files: a BOM, CR line ends, units) as one
+    line, 'a.csv, b.csv and 11 more: X', at the place of the first."""
+    by_text: dict[str, list[str]] = {}
+    for w in warnings:
+        name, sep, text = w.partition(": ")
+        if sep and name.endswith((".csv", ".tsv", ".txt", ".gz")) and " " not in name:
+            by_text.setdefault(text, []).append(name)
+    out, said = [], set()
+    for w in warnings:
+        name, sep, text = w.partition(": ")
+        names = by_text.get(text) if sep else None
+        if not names or len(names) < 2:
+            out.append(w)
+        elif text not in said:
+            said.add(text)
+            more = f" and {len(names) - 2} more" if len(names) > 2 else ""
+            out.append(f"{', '.join(names[:2])}{more}: {text}")
+    return out
 
 
 # Stands for a CSV report that was not parsed because an SQLite export beside it gives the same

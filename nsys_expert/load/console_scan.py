@@ -234,6 +234,12 @@ def _table_at(lines: list[str], i: int):
     is_csv = ("," in line or "\t" in line) and _CSV_START.match(line) is not None
     if not (is_csv or nxt.lstrip().startswith("-") or line.lstrip().startswith("+") or "|" in line):
         return None
+    # column format padded with tabs (re-saved by an editor or `unexpand`): cells between tabs when the
+    # header and the dashes have as many; else the tabs expanded to 8-column stops (_tabbed)
+    if "\t" in line and "\t" in nxt and line.strip() and _DASHES.match(nxt.replace("\t", " ")):
+        hit = _tabbed(lines, i, line, nxt)
+        if hit is not None:
+            return hit
     # column format: header, then dashes whose groups give the column boundaries
     if line.strip() and _DASHES.match(nxt) and len(re.findall(r"-+", nxt)) >= 2:
         spans = [(m.start(), m.end()) for m in re.finditer(r"-+", nxt)]
@@ -275,6 +281,25 @@ def _table_at(lines: list[str], i: int):
                 if len(cells) >= 3 and _header_matches(cells):
                     return _rows(lines, i, i + 1, lambda s, d=delim: _csv_cells(s, d), cells, "csv",
                                  cut_all=lambda block, d=delim: list(csv.reader(block, delimiter=d)))
+    return None
+
+
+def _tab_cells(line: str, width: int) -> list[str]:
+    return [c.strip() for c in re.split(r"\t+", line.strip(), maxsplit=width - 1)]
+
+
+def _tabbed(lines: list[str], i: int, line: str, nxt: str):
+    """A column-format table whose padding is tabs: (Table, index after it), or None."""
+    groups = [g for g in re.split(r"\t+", nxt.strip()) if g.strip()]
+    cells = _tab_cells(line, len(groups))
+    if len(groups) >= 2 and len(cells) == len(groups) and all(set(g.strip()) == {"-"} for g in groups) \
+            and _header_matches(cells):
+        return _rows(lines, i, i + 2, lambda s, w=len(cells): _tab_cells(s, w), cells, "column-tabs")
+    wide = nxt.expandtabs(8)
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", wide)]
+    cells = _cut(line.expandtabs(8), spans)
+    if len(spans) >= 2 and _header_matches(cells):
+        return _rows(lines, i, i + 2, lambda s: _cut(s.expandtabs(8), spans), cells, "column")
     return None
 
 

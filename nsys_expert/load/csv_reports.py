@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..errors import InputError
-from . import chunks, compressed, numbers, schema
+from . import chunks, compressed, numbers, repair, schema
 
 SNIFF_BYTES = 256 * 1024
 # time columns kept as integer ns (the others, averages and deviations, are floats)
@@ -51,8 +51,11 @@ def sniff(path: str) -> Sniff:
     if not head.strip():
         return Sniff(path, "empty", report, spec=schema.SPEC_BY_NAME.get(report or ""))
     if b"\x00" in head or _mostly_binary(head):
-        return Sniff(path, "binary", report)
-    text = head.decode("utf-8", errors="replace")
+        # a small report with junk after its rows: the clean lines before the junk are sniffed
+        head = repair.clean_prefix(head) if len(head) < SNIFF_BYTES else b""
+        if not head.strip() or _mostly_binary(head):
+            return Sniff(path, "binary", report)
+    text = head.decode("utf-8", errors="replace").removeprefix("\ufeff")   # a byte-order mark: load/repair.py
     lines = text.splitlines()
     if any(line.lstrip("\ufeff").startswith(NCU_HEADER) for line in lines[:MAX_PREAMBLE_LINES]):
         # an Nsight Compute table (load/ncu.py): never an nsys report; its raw page's header has 9,000
@@ -208,8 +211,10 @@ def read_report(sn: Sniff) -> Loaded:
     warnings: list[str] = []
     source: object = path
     gz = compressed.is_gzip(path)
-    if gz:          # decompressed in memory, never beside the input
-        data = compressed.read_all(path)
+    fixed, warnings = (None, []) if gz else repair.plan(path, compressed.head(path, SNIFF_BYTES), len(sn.cells),
+                                                         sn.delimiter, sn.header_line)
+    if gz or fixed is not None:   # decompressed or repaired in memory, never beside the input
+        data = fixed if fixed is not None else compressed.read_all(path)
         if _more_after_blank(data, _line_offset(data, sn.header_line)):
             return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
         ends_with_newline = data[-1:] in (b"\n", b"\r", b"")
@@ -271,7 +276,7 @@ def read_report(sn: Sniff) -> Loaded:
                 pl.exceptions.SchemaError, pl.exceptions.InvalidOperationError):
             if isinstance(source, io.BytesIO):
                 source.seek(0)
-    if not gz and _sections(path, sn, frame):
+    if not gz and fixed is None and _sections(path, sn, frame):
         return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
     if frame is None:
         try:

@@ -21,6 +21,8 @@ SCIENTIFIC = r"^[+-]?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+$"
 EXTRA_TIME = {"µs": 1e3, "μs": 1e3}
 EXTRA_SIZE = {"kib": 1024.0, "mib": float(1 << 20), "gib": float(1 << 30)}
 _NUMERIC = {"dur", "ts", "bytes", "bps"}
+# the units nsys stats writes in its CSV reports (every real export of ours: ns, MB, MB/s, MBps, %)
+_WRITTEN = {"ns", "mb", "mb/s", "mbps", "%"}
 
 
 def parse(cell: str, dtype) -> pl.Expr:
@@ -58,17 +60,18 @@ def notes(raw: pl.DataFrame, plan, path: str) -> list[str]:
 
 
 def check_units(cells: list[str], path: str) -> list[str]:
-    """Warnings for units nsys does not write but that are unambiguous; an InputError for a unit
-    that no one can convert in a time or size column."""
-    out = []
+    """One warning naming the columns in units nsys does not write in CSV reports but whose meaning is
+    unambiguous (µs, us, ms, s, KiB, MiB, ...: converted); an InputError for a unit no one can convert in
+    a time or size column."""
+    odd = []
     for cell in cells:
         label, unit = schema.split_header_cell(cell)
         if unit is None or label not in schema.ALIASES:
             continue
         cls = schema.ALIASES[label][1]
-        if unit in EXTRA_TIME or unit in EXTRA_SIZE:
-            out.append(f"{os.path.basename(path)}: column '{cell.strip()}' uses a unit nsys does not write "
-                       f"({unit}); converted as {'1000 ns' if unit in EXTRA_TIME else 'powers of 1024 bytes'}")
+        if unit in EXTRA_TIME or unit in EXTRA_SIZE or unit not in _WRITTEN and (
+                unit in schema.TIME_UNITS and cls in _NUMERIC or unit in schema.SIZE_UNITS):
+            odd.append((cell.strip(), unit))
             continue
         known = (unit in schema.TIME_UNITS or unit in schema.SIZE_UNITS or unit in schema.RATE_UNITS
                  or unit == "%")
@@ -76,4 +79,17 @@ def check_units(cells: list[str], path: str) -> list[str]:
             raise InputError(f"column '{cell.strip()}' is in a unit nsys-expert does not know ({unit}); its numbers "
                              f"cannot be converted", path,
                              "re-export it with nsys stats --format csv (times in ns, sizes in MB)")
-    return out
+    if not odd:
+        return []
+    units = sorted({u for _, u in odd})
+    how = ", ".join(f"{u} as {'1000 ns' if u in EXTRA_TIME else _factor(u)}" for u in units)
+    cols = ", ".join(f"'{c}'" for c, _ in odd[:3]) + (f" and {len(odd) - 3} more" if len(odd) > 3 else "")
+    return [f"{os.path.basename(path)}: column(s) {cols} are not in nsys's default units (ns, MB: "
+            f"exported with --timeunit, or re-saved by another program?): read as written ({how})"]
+
+
+def _factor(unit: str) -> str:
+    if unit in schema.TIME_UNITS:
+        return f"{schema.TIME_UNITS[unit]:g} ns"
+    f = schema.SIZE_UNITS[unit]
+    return "powers of 1024 bytes" if unit in EXTRA_SIZE else f"{f:g} bytes"

@@ -56,6 +56,31 @@ def _digest(path: str) -> str:
     return h.hexdigest()
 
 
+def _one_run_only(groups: dict[str, list[str]], timelines: list[str]) -> None:
+    """One GPU timeline (or none) but reports under two name prefixes in one folder: two runs whose
+    files would be combined into one diagnosis (one run's trace with the other's summaries). An error
+    naming both, not a silent mix (with two timelines they are ranks, and load/runs.py tells them apart)."""
+    by_path: dict[str, list[str]] = {}
+    for key, files in groups.items():
+        by_path.setdefault(os.path.dirname(os.path.abspath(files[0])), []).append(key)
+    for where, keys in by_path.items():
+        if len(keys) < 2:
+            continue
+        keys.sort(key=lambda k: (k not in timelines, natural_key(k)))
+
+        def run(k):
+            reports = sorted({schema.report_name_from_filename(compressed.logical_name(f)) or
+                              os.path.splitext(compressed.logical_name(f))[1].lstrip(".") for f in groups[k]})
+            name = (k.split(":", 1)[1] if ":" in k else k) or "(no prefix)"
+            return f"'{name}' ({', '.join(reports[:3])}{f' and {len(reports) - 3} more' if len(reports) > 3 else ''})"
+        from ..errors import InputError
+        raise InputError(f"this folder holds the files of {len(keys)} different runs, by their names: "
+                         f"{' and '.join(run(k) for k in keys[:3])}{' and more' if len(keys) > 3 else ''}; "
+                         f"reading them as one run would mix one run's trace with another's summaries", where,
+                         "put each run's files in a folder of their own and diagnose one at a time (or compare "
+                         "two with nsys-expert diff)")
+
+
 def natural_key(s: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
@@ -94,6 +119,7 @@ def discover(folder_files: list[list[str]]) -> tuple[list[RankInput], list[str]]
             seen[d] = key
     ranks_keys = sorted(timeline, key=natural_key)
     if len(ranks_keys) <= 1:
+        _one_run_only(groups, ranks_keys)
         every = [f for fs in folder_files for f in fs]
         return [RankInput("run", every)], notes
     ranks = []

@@ -241,17 +241,30 @@ def _fmt(v, nd: int = 1) -> str:
     return str(v)
 
 
+# A name shown in full (an HTML tooltip) is cut to this many characters: a 1 MB kernel name is kept once,
+# whole, in the JSON report (tables.top_kernels), not copied into every tooltip.
+MAX_SHOWN_NAME = 1000
+
+
+def shown_name(name) -> str:
+    """``name`` as a tooltip shows it: whole up to MAX_SHOWN_NAME characters, else cut with its length said."""
+    s = str(name)
+    if len(s) <= MAX_SHOWN_NAME:
+        return s
+    return s[:MAX_SHOWN_NAME - 1] + f"… ({len(s):,} characters; the whole name is in the JSON report)"
+
+
 @functools.lru_cache(maxsize=None)
 def template_env(autoescape: bool) -> jinja2.Environment:
     """The Jinja2 environment of the report templates, made once per process. Compiled templates are
     kept beside the validated rule packs (``nsys_expert.cache``, off with ``NSX_NO_CACHE=1``):
     compiling the report template costs more than rendering it."""
-    folder = cache.folder("templates")
+    bcc = cache.bytecode_cache("templates")     # entries verified before use (cache.py)
     kw = {} if autoescape else {"keep_trailing_newline": True}
     return jinja2.Environment(loader=jinja2.PackageLoader("nsys_expert.report", "templates"),
                               autoescape=autoescape, trim_blocks=True, lstrip_blocks=True,
                               undefined=jinja2.Undefined,
-                              bytecode_cache=jinja2.FileSystemBytecodeCache(folder) if folder else None, **kw)
+                              bytecode_cache=bcc, **kw)
 
 
 @functools.lru_cache(maxsize=None)
