@@ -97,6 +97,9 @@ def compute(ctx: Context) -> None:
     if kern_ns is not None and not graphs:
         work = kern_ns + (copy_ns or 0.0) + (memset_ns or 0.0)
         per = work / n
+        # not capped: past 100 the profile holds more GPU work than iteration time (work outside the
+        # iterations, or concurrent streams), and the capped shares below are bounds, not estimates
+        put("gpu_work_to_iter_pct", pct(per, iter_ns), table, *gpu_tabs)
         if proj_med is not None:
             per = min(per, proj_med)
         put("gpu_work_per_iter_ms", per / 1e6, table, *gpu_tabs)
@@ -106,17 +109,28 @@ def compute(ctx: Context) -> None:
         kper = kern_ns / n if proj_med is None else min(kern_ns / n, proj_med)
         put("kernel_active_est_pct", min(100.0, pct(kper, iter_ns) or 0.0), table, *gpu_tabs)
     if copy_ns is not None:
-        put("memcpy_active_est_pct", min(100.0, pct(copy_ns, total_iter) or 0.0), table, *gpu_tabs)
+        _share(fs, put, "memcpy_active_est_pct", copy_ns, total_iter, table, *gpu_tabs)
     if ks is not None and ks.height:
         put("kernels_per_iter_est", float(ks["count"].sum()) / n, table, "kern_sum")
     if counts:
         n_sync, t_sync = counts["sync"]
         put("sync_calls_per_iter_est", n_sync / n, table, "api_sum")
-        put("sync_wait_share_est_pct", min(100.0, pct(t_sync, total_iter) or 0.0), table, "api_sum")
-        put("launch_api_share_est_pct", min(100.0, pct(counts["launch"][1], total_iter) or 0.0), table, "api_sum")
         put("alloc_calls_per_iter_est", counts["alloc"][0] / n, table, "api_sum")
-        put("alloc_api_share_est_pct", min(100.0, pct(counts["alloc"][1], total_iter) or 0.0), table, "api_sum")
+        for fact, ns in (("sync_wait_share_est_pct", t_sync), ("launch_api_share_est_pct", counts["launch"][1]),
+                         ("alloc_api_share_est_pct", counts["alloc"][1])):
+            _share(fs, put, fact, ns, total_iter, table, "api_sum")
     _data_ranges(ctx, name, total_iter, put)
+
+
+def _share(fs, put, fact: str, ns: float, total_iter: float, *tables) -> None:
+    """A summed time as a share of the iterations' time; never clipped: a sum longer than all the
+    iterations (calls of several threads, or outside the iterations) is no share of them."""
+    share = pct(ns, total_iter) or 0.0
+    if share > 100.0:
+        fs.absent[fact] = (f"the summed time ({ns / 1e6:,.1f} ms) is longer than all the iterations together "
+                           f"({total_iter / 1e6:,.1f} ms): calls of several threads or outside the iterations, no share of them")
+        return
+    put(fact, share, *tables)
 
 
 def _iteration(prof) -> tuple[str, int, float, str, float | None] | None:
@@ -159,5 +173,5 @@ def _data_ranges(ctx: Context, iter_name: str, total_iter: float, put) -> None:
             continue
         col = "total_range_ns" if table == "nvtx_gpu_proj_sum" else "total_ns"
         d = df.filter(pl.col("name").str.contains(DATA_RANGE) & (pl.col("name") != iter_name))
-        put("data_range_share_est_pct", min(100.0, pct(float(d[col].sum()), total_iter) or 0.0), table)
+        _share(ctx.fs, put, "data_range_share_est_pct", float(d[col].sum()), total_iter, table)
         return

@@ -155,6 +155,7 @@ _RUN += [
     _f("iter_est_count", "", "instances of the iteration range in the NVTX summary (whole profile)", _NV),
     _f("iter_est_median_ms", "ms", "time per iteration: the larger of the step range's median and its GPU projection's median", _NV),
     _f("gpu_work_per_iter_ms", "ms", "kernel + copy + memset time over the iterations (capped by the projection median): an upper bound", _NV),
+    _f("gpu_work_to_iter_pct", "%", "GPU work of the whole profile per iteration / time per iteration, not capped: above 100 the summaries hold more GPU work than iteration time (work outside the iterations or on concurrent streams) and the busy share is a bound, not an estimate", _NV),
     _f("gpu_active_est_pct", "%", "GPU work per iteration / time per iteration, from the summaries (an upper bound)", _NV),
     _f("gpu_idle_est_pct", "%", "100 - gpu_active_est_pct: the GPU is idle at least this share of each iteration", _NV),
     _f("kernel_active_est_pct", "%", "kernel time per iteration / time per iteration, from the summaries", _NV),

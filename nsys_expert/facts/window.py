@@ -56,6 +56,7 @@ class Window:
 
 MAX_CANDIDATES = 20    # repeated ranges compared for nesting (an app may repeat thousands of names)
 NESTED_SHARE = 0.9     # a candidate whose instances lie this much inside another's is nested in it
+COVER_SHARE = 0.5     # summaries: an iteration candidate covers at least this share of the outermost repeating range
 
 
 def _strip_domain(name: pl.Expr) -> pl.Expr:
@@ -142,7 +143,7 @@ def _instances(top: pl.DataFrame, row: dict, tid: str | None) -> pl.DataFrame:
 def iteration_from_summary(df: pl.DataFrame) -> tuple[str, int, float, float | None] | None:
     """The iteration range of a summary report (``nvtx_sum``, ``nvtx_pushpop_sum``,
     ``nvtx_gpu_proj_sum``: one row per range name, no timestamps), chosen as for the trace: the most
-    frequent repeated range (3 or more instances), top level when the report gives levels, library
+    frequent repeated range (3 or more instances) among those that cover most of the time, top level when the report gives levels, library
     domains and operator ranges left out. Returns (name, instances, total ns, median ns or None)."""
     if df is None or df.height == 0:
         return None
@@ -155,7 +156,11 @@ def iteration_from_summary(df: pl.DataFrame) -> tuple[str, int, float, float | N
     if top.height == 0:
         return None
     med = pl.col("med_ns") if "med_ns" in top.columns else pl.lit(None, pl.Float64)
-    best = top.select("name", "count", "total_ns", med.alias("med")).sort(["count", "total_ns"], descending=True).row(0)
+    # the iteration must span what it claims: a range that repeats most but covers little of the time
+    # (770 instances of 25 us inside each step) is a piece of an iteration. Of the ranges that cover at
+    # least COVER_SHARE of the longest-covering one (the outermost repeating range), the most frequent.
+    cover = top.filter(pl.col("total_ns") >= COVER_SHARE * top["total_ns"].max())
+    best = cover.select("name", "count", "total_ns", med.alias("med")).sort(["count", "total_ns"], descending=True).row(0)
     name, n, total, m = best
     return name, int(n), float(total), (float(m) if m is not None else None)
 

@@ -43,6 +43,8 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
         active, basis = facts["gpu_active_pct"], "measured"
     elif "gpu_active_est_pct" in facts:
         active, basis = facts["gpu_active_est_pct"], "estimated"
+        if (facts.get("gpu_work_to_iter_pct") or 0) >= 100:   # the estimate hit its bound: not shown as a value
+            basis = "bound"
     else:
         active, basis = None, None
     # without the GPU utilization, only a system-level cause can be the verdict: a kernel, precision or
@@ -51,6 +53,8 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
     out = {"state": None, "category": None, "rule": None, "severity": None, "confidence": None,
            "gpu_active_pct": active, "gpu_active_basis": basis, "reason": None,
            "system_rules_not_evaluated": sys_missing, "next_command": None}
+    if basis == "bound":   # what the bound rests on (docs/json-contract.md)
+        out["gpu_work_to_iter_pct"] = facts["gpu_work_to_iter_pct"]
     if primary:
         conf = primary.get("confidence", "measured")
         out.update(state="likely" if conf == "likely" else "diagnosed", category=primary["category"],
@@ -62,6 +66,8 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
         out.update(state="undetermined", reason="utilization_unknown")
     elif active < MIN_ACTIVE_PCT:
         out.update(state="undetermined", reason="idle_unexplained")
+    elif basis == "bound":
+        out.update(state="likely", reason="no_finding_bound")
     elif basis == "estimated" or sys_missing:
         out.update(state="likely", reason="no_finding_partial")
     else:
@@ -94,16 +100,17 @@ def words(doc: dict, L: dict, sev) -> dict:
         out.update(text=text, ok=True)
         return out
     active = v.get("gpu_active_pct")
-    basis = L["basis_" + v["gpu_active_basis"]] if v.get("gpu_active_basis") else ""
+    basis = L.get("basis_" + str(v.get("gpu_active_basis")), "")
+    work = v.get("gpu_work_to_iter_pct")
     text = (L["reason_" + v["reason"]].replace("{active}", f"{active:,.1f}" if active is not None else "–")
-            .replace("{basis}", basis)) + "."
+            .replace("{basis}", basis).replace("{work}", f"{work:,.0f}" if work is not None else "–")) + "."
     if state == "undetermined" and findings:
         text += f" {L['found_so_far']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in findings) + "."
     if v.get("system_rules_not_evaluated"):
         text += f" {L['not_checked']}: " + ", ".join(v["system_rules_not_evaluated"]) + "."
     out["text"] = text
     # likely because rules could not run, on a measured trace: not "from summary reports"
-    partial = state == "likely" and v.get("gpu_active_basis") == "measured"
+    partial = state == "likely" and v.get("gpu_active_basis") == "measured"   # "bound" is from summaries too
     out["label"] = (L["verdict_partial"] if partial else L["verdict_likely"]) if state == "likely" else L["verdict_undetermined"]
     out["command_label"] = L["confirm"] if state == "likely" else L["export_next"]
     return out
