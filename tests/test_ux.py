@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FIXTURES, needs_shared
 from nsys_expert.cli import main
 
 
@@ -248,6 +248,7 @@ def test_two_case_folders_with_ncu_name_the_runs(tmp_path):
 # 10. README's test counts are the suite's -------------------------------------------------------
 
 @pytest.mark.slow
+@needs_shared   # the cases of ../shared parametrize tests: without it fewer are collected
 def test_readme_test_counts_are_the_collected_counts():
     import re
     import subprocess

@@ -96,6 +96,10 @@ def _window_before(dst):
     return diagnose(copy_case(dst), "--window=1ns:2ns")
 
 
+def _window_after(dst):
+    return diagnose(copy_case(dst), "--window=1000s:1001s")
+
+
 def _starved(dst):
     """A GPU idle ~95 % of the time with no cause in the data: the real trace's gaps stretched 20x, and
     no API trace, NVTX ranges or OS runtime summary to explain them."""
