@@ -77,7 +77,9 @@ MATMUL_KERNEL = (r"(?i)gemm|gemv|nvjet|cutlass|xmma|cublas|matmul|wgmma|hmma|imm
 ELEMENTWISE_KERNEL = (r"(?i)elementwise|vectorized|unrolled|reduce_kernel|reduction|reduce|fill|copy|cat_|catarray|"
                       r"index|scatter|gather|softmax|norm|dropout|triton_poi|triton_red|triton_per|adam|sgd|"
                       r"multi_tensor_apply|transpose|permute|cast|where|clamp|relu|gelu|silu|mul|add|sum|mean")
-SIMT_GEMM = r"(?i)simt|sgemm|dgemm"
+# SIMT GEMMs: named so, or built on the FP32 / FP64 FMA pipes (cuBLAS's xmma kernels without TF32:
+# sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_...), which xmma alone does not rule out
+SIMT_GEMM = r"(?i)simt|sgemm|dgemm|_ffma|_dfma"
 
 
 def _copy_kernel_regex() -> str:
@@ -92,7 +94,7 @@ def _copy_kernel_regex() -> str:
 
 # kernels that only copy on the device (.contiguous(), .clone(), torch.cat): copies, not computation
 COPY_KERNEL = _copy_kernel_regex()
-TENSOR_CORE_HINT = r"(?i)tf32|1688|16816|884|xmma|tensorop|wgmma|hmma|nvjet|bf16|f16|fp16|fp8|e4m3|e5m2"
+TENSOR_CORE_HINT = r"(?i)tf32|1688|16816|884|tensorop|wgmma|gmma|hmma|imma|dmma|nvjet|bf16|f16|fp16|fp8|e4m3|e5m2"
 
 # NVTX ranges that mark host-side input work (design.md: data / load / batch / dataloader / input)
 DATA_RANGE = r"(?i)(^|[^a-z])(data|dataload|dataloader|load|loading|batch|input|inputs|prefetch|fetch|collate|read|preprocess)([^a-z]|$)|dataloader|data_?load"
