@@ -25,10 +25,13 @@ SCHEMA_VERSION = 1
 
 
 def rank_findings(findings: list[dict]) -> list[dict]:
-    """Fix first what wins back the most time; then by severity; then by rule id (stable)."""
+    """Fix first what wins back the most time; then by severity; then the system-level cause before other
+    ways to win the same time (sync_bound: removing the syncs and TF32 GEMMs both give back the host's
+    wait); then by rule id (stable)."""
     def key(f):
         gain = f.get("estimated_gain_pct")
-        return (-(gain if gain is not None else -1.0), -SEVERITIES.index(f["severity"]), f["rule"],
+        return (-(round(gain, 1) if gain is not None else -1.0), -SEVERITIES.index(f["severity"]),
+                f.get("category") not in verdict.SYSTEM_CATEGORIES, f["rule"],
                 str(f.get("scope", {}).get("kernel") or ""))
     out = sorted(findings, key=key)
     for i, f in enumerate(out):
