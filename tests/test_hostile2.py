@@ -252,3 +252,16 @@ def test_rules_on_one_fact_with_many_conditions(n):
                        cwd=str(ROOT))
     assert p.returncode == 0, (p.returncode, p.stderr[-500:])
     assert p.stdout.strip() == f"ok {n}"
+
+
+@pytest.mark.parametrize("copy_name", ["{stem} (1).csv", "{stem}.crlf.csv"])
+def test_one_report_exported_twice_is_read_once(tmp_path, base, copy_name):
+    """The same report twice in a folder, the copy with CRLF line ends (a Windows download, "x (1).csv"):
+    read once with a warning, whatever the line ends; the verdict is the untouched folder's."""
+    d = _copy(tmp_path, "sync_bound")
+    for f in sorted(d.glob("*_cuda_gpu_trace.csv")) + sorted(d.glob("*_cuda_api_sum.csv")):
+        (d / copy_name.format(stem=f.stem)).write_bytes(f.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    code, doc, err = _diagnose(d)
+    assert code == 0, err
+    assert _verdict(doc) == base["sync_bound"]
+    assert sum("is a copy of" in w for w in doc["warnings"]) >= 1
