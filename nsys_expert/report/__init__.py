@@ -88,6 +88,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
     if doc["too_little_work"]:     # engine/resolve.py's minimum-work guard: no finding decides the run
         doc["verdict"].update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
                               confidence=None)
+        doc["verdict"].pop("gpu_idle_attributed_pct", None)
     return doc
 
 
@@ -151,6 +152,7 @@ LABELS = {
         "confirm": "To confirm", "export_next": "To decide", "likely": "likely, from summary reports",
         "reason_utilization_unknown": "The GPU utilization is unknown: there is no GPU trace, and no NVTX step ranges in the summary reports to estimate it from",
         "reason_idle_unexplained": "The GPU is active only {active} % of the window and no rule names a cause",
+        "reason_idle_explained": "The GPU is active only {active} % of the window; the idle-gap causes account for {attributed} % of the window, but no fix the rules know wins much of it back: the time is the host's work between GPU submissions (shorten it or move it off the critical path)",
         "reason_no_finding_partial": "No system-level bottleneck found by the rules that could run; the GPU is busy {active} % of the time ({basis})",
         "basis_measured": "measured on the GPU trace", "basis_estimated": "estimated from the summary reports",
         "reason_no_finding_bound": "No system-level bottleneck found by the rules that could run; the summary reports hold more GPU work than iteration time ({work} % of it: work outside the iterations or on concurrent streams), so they cannot tell how busy the GPU is inside an iteration",
@@ -189,6 +191,7 @@ LABELS = {
         "confirm": "确认方法", "export_next": "判定所需", "likely": "可能，基于汇总报告",
         "reason_utilization_unknown": "GPU 利用率未知：没有 GPU trace，汇总报告中也没有可用于估计的 NVTX 步骤区间",
         "reason_idle_unexplained": "GPU 仅 {active} % 的时间活跃，且没有规则指出原因",
+        "reason_idle_explained": "GPU 仅 {active} % 的时间活跃；空闲间隙的原因解释了窗口的 {attributed} %，但规则所知的修改都收回不了多少：这段时间是两次 GPU 提交之间主机自身的工作（缩短它，或把它移出关键路径）",
         "reason_no_finding_partial": "可运行的规则未发现系统级瓶颈；GPU 忙碌 {active} %（{basis}）",
         "basis_measured": "由 GPU trace 测得", "basis_estimated": "由汇总报告估计",
         "reason_no_finding_bound": "可运行的规则未发现系统级瓶颈；汇总报告中的 GPU 工作量多于迭代时间（为其 {work} %：迭代之外或并发 stream 上的工作），因此无法据此判断迭代内 GPU 的忙碌程度",

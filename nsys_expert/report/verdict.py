@@ -19,6 +19,7 @@ from ..engine.rules import SEVERITIES
 SYSTEM_CATEGORIES = ("launch-bound", "sync-bound", "memcpy-bound", "compute-bound", "memory-bound",
                      "data-io-bound", "host-bound", "comm-bound", "gpu-idle")
 MIN_ACTIVE_PCT = 50.0
+EXPLAINED_SHARE = 0.5   # idle time the gap causes attribute, above which an idle GPU is not "unexplained"
 
 
 def _command(next_steps: list[dict], system_rules: set[str]) -> str | None:
@@ -64,6 +65,11 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
         return out
     if active is None:
         out.update(state="undetermined", reason="utilization_unknown")
+    elif active < MIN_ACTIVE_PCT and basis == "measured" and \
+            (facts.get("gpu_idle_attributed_pct") or 0) >= EXPLAINED_SHARE * (100.0 - active):
+        # the gaps have causes (host work after syncs, cpu_side_math), only no fix of the rules wins much
+        out.update(state="undetermined", reason="idle_explained",
+                   gpu_idle_attributed_pct=facts["gpu_idle_attributed_pct"])
     elif active < MIN_ACTIVE_PCT:
         out.update(state="undetermined", reason="idle_unexplained")
     elif basis == "bound":
@@ -103,7 +109,8 @@ def words(doc: dict, L: dict, sev) -> dict:
     basis = L.get("basis_" + str(v.get("gpu_active_basis")), "")
     work = v.get("gpu_work_to_iter_pct")
     text = (L["reason_" + v["reason"]].replace("{active}", f"{active:,.1f}" if active is not None else "–")
-            .replace("{basis}", basis).replace("{work}", f"{work:,.0f}" if work is not None else "–")) + "."
+            .replace("{basis}", basis).replace("{work}", f"{work:,.0f}" if work is not None else "–")
+            .replace("{attributed}", f"{v.get('gpu_idle_attributed_pct') or 0:,.1f}")) + "."
     if state == "undetermined" and findings:
         text += f" {L['found_so_far']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in findings) + "."
     if v.get("system_rules_not_evaluated"):
