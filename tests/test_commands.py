@@ -147,3 +147,22 @@ def test_grammar_rejects_what_the_tools_reject():
         assert any(why in p for p in problems), (line, problems)
     assert toolgrammar.check(toolgrammar.split("nsys stats --report cuda_api_trace --format csv --output x x.sqlite"),
                              _report_names("2021-2022"))
+
+
+@pytest.mark.parametrize("scenario,full", [("quick", False), ("pytorch", True)])
+def test_the_torch_profiler_twin_is_printed_beside_the_nsys_command(scenario, full):
+    """Issue 33, item 6: the torch.profiler snippet for the same steps, valid Python with the schedule,
+    the activities, record_shapes, with_stack and on_trace_ready, and the folder diagnose then reads."""
+    import ast
+
+    from nsys_expert import scenarios as sc
+
+    plan = sc.build(scenario, sc.Options(app=("python", "train.py")))
+    snippet = next(f for f in plan.files if f.name == "torch_profiler_steps.py")
+    assert not snippet.executable
+    tree = ast.parse(snippet.content)
+    kw = {k.arg: ast.unparse(k.value) for n in ast.walk(tree) if isinstance(n, ast.Call)
+          and ast.unparse(n.func) == "profile" for k in n.keywords}
+    assert set(kw) >= {"activities", "schedule", "record_shapes", "with_stack", "on_trace_ready"}
+    assert kw["with_stack"] == str(full) and "tensorboard_trace_handler('kineto_trace')" == kw["on_trace_ready"]
+    assert "prof.step()" in snippet.content and "nsys-expert diagnose kineto_trace" in snippet.content

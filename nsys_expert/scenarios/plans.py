@@ -138,6 +138,13 @@ def _profile_plan(name: str, opts: Options, **more) -> Plan:
     p = Plan(name, _fill(t["title"], opts, **more), [c], outputs=[f"{out}.nsys-rep"])
     p.notes += [_fill(n, opts, **more) for n in t.get("notes", [])]
     p.notes.append(f"then export what nsys-expert reads: nsys-expert command stats --input {out}.nsys-rep")
+    if name in ("quick", "pytorch"):   # the torch.profiler twin of the same steps
+        full = name == "pytorch"
+        p.files.append(WrapperFile("torch_profiler_steps.py", _P["wrappers"]["torch_profiler"].format(
+            scenario=name, trace_dir="kineto_trace", record_shapes=True, with_stack=full, profile_memory=full),
+            executable=False))
+        p.notes.append("without nsys, or for a second view: torch_profiler_steps.py records the same steps with "
+                       "torch.profiler; nsys-expert diagnose reads its .pt.trace.json")
     return p
 
 
