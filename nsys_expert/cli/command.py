@@ -56,18 +56,23 @@ def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_lin
     if plan.container:
         out.append("# in a container, start it with the capabilities nsys / ncu need:")
         out += [_comment(c, "#   ") for c in plan.container]
-    for f in plan.files:
-        if written is not None:
-            path = next(p for p in written if os.path.basename(p) == f.name)
-            out.append(f"# wrote {path}" + (" (executable)" if f.executable else ""))
-        else:
-            out.append(f"# {f.name} (--out-dir DIR writes it for you):")
-            out.append(f"cat > {f.name} <<'EOF'\n{f.content.rstrip(chr(10))}\nEOF")
-            if f.executable:
-                out.append(f"chmod +x {f.name}")
+    def files(fs):
+        for f in fs:
+            if written is not None:
+                path = next(p for p in written if os.path.basename(p) == f.name)
+                out.append(f"# wrote {path}" + (" (executable)" if f.executable else ""))
+            else:
+                out.append(f"# {f.name} (--out-dir DIR writes it for you):")
+                out.append(f"cat > {f.name} <<'EOF'\n{f.content.rstrip(chr(10))}\nEOF")
+                if f.executable:
+                    out.append(f"chmod +x {f.name}")
+
+    files([f for f in plan.files if f.executable])   # wrappers the commands run: before them
     out.append(plan.shell(multiline=not one_line))
     for n in plan.notes:
         out.append(_comment("note: " + n))
+    if not one_line:   # code to paste into the user's script (the torch.profiler twin): after, never in --one-line
+        files([f for f in plan.files if not f.executable])
     if explain and plan.explain:
         out.append("# why each option is there:")
         for flag, why in plan.explain:
