@@ -48,7 +48,7 @@ def test_findings_add_up(case):
     assert rec["total_pct"] <= 100.0
     if gains:
         assert max(gains) - 0.1 <= rec["total_pct"] <= sum(gains) + 0.1, (case, rec, gains)
-        assert "Total recoverable time" in md
+        assert "Total recoverable time" in md or rec["total_pct"] == 0, case   # nothing to win: no total line
     for s in rec["subjects"]:
         assert s["gain_pct"] <= s["share_pct"] + 0.05, (case, s)
     # every kernel finding keeps its subject: each kernel counted once
@@ -84,7 +84,7 @@ def test_the_shared_cases_fold_into_one_finding_per_cause():
     support = [(s["rule"], s["relation"]) for s in doc["findings"][0]["supporting"]]
     assert support.count(("kernel-memory-bound", "also")) == 2 and support.count(("ncu-guided-analysis", "folded")) == 3
     assert ("memory-bound", "folded") in support
-    assert doc["recoverable"]["total_pct"] == doc["findings"][0]["estimated_gain_pct"] == 49.8
+    assert doc["recoverable"]["total_pct"] == doc["findings"][0]["estimated_gain_pct"] == 69.8   # fusion: 0.7 of the unfused elementwise time (docs/gains.md)
     assert "and 2 more kernel(s)" in md
     doc, md = _load("sync_bound_ncu")
     rules = [f["rule"] for f in doc["findings"]]

@@ -5,7 +5,7 @@ import polars as pl
 
 from . import timeline
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, in_window, of_kinds, pct
-from .names import kernel_class_expr, simt_gemm_expr
+from .names import FUSED_KERNEL, kernel_class_expr, simt_gemm_expr
 
 
 def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
@@ -43,6 +43,8 @@ def kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str = 
     share = {c: float(t) / tot * 100 for c, t in shares.iter_rows()}
     fs.put("matmul_share_of_kernel_pct" + suffix, share.get("matmul", 0.0), src)
     fs.put("elementwise_share_of_kernel_pct" + suffix, share.get("elementwise", 0.0), src)
+    fused = per.filter((pl.col("kernel_class") == "elementwise") & pl.col("name").cast(pl.String).str.contains(FUSED_KERNEL))
+    fs.put("elementwise_fused_share_of_kernel_pct" + suffix, float(fused["total_ns"].sum()) / tot * 100, src)
     fs.put("simt_gemm_share_of_kernel_pct" + suffix,
            float(per.filter(pl.col("simt"))["total_ns"].sum()) / tot * 100, src)
     if suffix:

@@ -80,6 +80,8 @@ ELEMENTWISE_KERNEL = (r"(?i)elementwise|vectorized|unrolled|reduce_kernel|reduct
 # SIMT GEMMs: named so, or built on the FP32 / FP64 FMA pipes (cuBLAS's xmma kernels without TF32:
 # sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_...), which xmma alone does not rule out
 SIMT_GEMM = r"(?i)simt|sgemm|dgemm|_ffma|_dfma"
+# elementwise kernels a compiler already fused (torch.compile's Triton kernels, nvFuser): a chain in one pass
+FUSED_KERNEL = r"(?i)^triton_(poi|red|per)_fused|nvfuser|^kernel_cuda_fused|CudaCodeGen"
 
 
 def _copy_kernel_regex() -> str:
