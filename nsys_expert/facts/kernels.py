@@ -5,14 +5,15 @@ import polars as pl
 
 from . import timeline
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, in_window, of_kinds, pct
-from .names import FUSED_KERNEL, kernel_class_expr, simt_gemm_expr
+from .names import fused_kernel_expr, kernel_class_expr, simt_gemm_expr
 
 
 def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
-    """Add ``kernel_class`` and ``simt`` columns, classifying each distinct name once (the regexes are
-    costly on a million long demangled names; a run has a few dozen distinct ones)."""
+    """Add ``kernel_class``, ``simt`` and ``fused`` columns, classifying each distinct name once (the regexes
+    are costly on a million long demangled names; a run has a few dozen distinct ones)."""
     uniq = df.select(pl.col("name").unique()).with_columns(kernel_class_expr("name").alias("kernel_class"),
-                                                           simt_gemm_expr("name").alias("simt"))
+                                                           simt_gemm_expr("name").alias("simt"),
+                                                           fused_kernel_expr("name").alias("fused"))
     return df.join(uniq, on="name", how="left", maintain_order="left")
 
 def compute(ctx: Context) -> None:
@@ -43,8 +44,8 @@ def kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str = 
     share = {c: float(t) / tot * 100 for c, t in shares.iter_rows()}
     fs.put("matmul_share_of_kernel_pct" + suffix, share.get("matmul", 0.0), src)
     fs.put("elementwise_share_of_kernel_pct" + suffix, share.get("elementwise", 0.0), src)
-    fused = per.filter((pl.col("kernel_class") == "elementwise") & pl.col("name").cast(pl.String).str.contains(FUSED_KERNEL))
-    fs.put("elementwise_fused_share_of_kernel_pct" + suffix, float(fused["total_ns"].sum()) / tot * 100, src)
+    fs.put("elementwise_fused_share_of_kernel_pct" + suffix,
+           float(per.filter((pl.col("kernel_class") == "elementwise") & pl.col("fused"))["total_ns"].sum()) / tot * 100, src)
     fs.put("simt_gemm_share_of_kernel_pct" + suffix,
            float(per.filter(pl.col("simt"))["total_ns"].sum()) / tot * 100, src)
     if suffix:

@@ -113,6 +113,10 @@ def kernel_class_expr(col: str = "name") -> pl.Expr:
             .otherwise(pl.lit("other")))
 
 
+def fused_kernel_expr(col: str = "name") -> pl.Expr:
+    return pl.col(col).cast(pl.String).str.contains(FUSED_KERNEL)
+
+
 def simt_gemm_expr(col: str = "name") -> pl.Expr:
     n = pl.col(col).cast(pl.String)
     return n.str.contains(r"(?i)gemm") & n.str.contains(SIMT_GEMM) & ~n.str.contains(TENSOR_CORE_HINT)

@@ -243,15 +243,9 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
         if said_empty:   # a file with nsys sections whose tables could not be read: say which and why
             more = f" (and {len(said_empty) - 1} more)" if len(said_empty) > 1 else ""
             raise InputError(f"no table could be read; {said_empty[0]}{more}", where, csv_reports.EXPORT_HINT)
-        failed = _failed_run_text(paths)
-        if failed:
-            raise InputError(failed, where, "run the nsys stats (or ncu) command again and save what it prints when it succeeds")
         if len(paths) == 1 and os.path.isfile(paths[0]):   # one file that is no profile: not the folder message
-            from .files import file_kind
-
-            raise InputError(f"is {file_kind(paths[0])}, not a profile nsys-expert reads", where,
-                             "give a folder of nsys stats CSVs, an nsys export .sqlite, a .nsys-rep, a torch.profiler "
-                             "trace (.pt.trace.json) or a log with nsys stats tables; nsys-expert command stats prints the commands")
+            msg, hint = files_mod.not_a_profile(paths[0])
+            raise InputError(msg, where, hint)
         raise InputError("no nsys stats report, SQLite export, Nsight Compute CSV or torch.profiler trace found "
                          "(looked for CSV reports such as *_cuda_gpu_trace.csv, *_cuda_gpu_kern_sum.csv, "
                          "*_cuda_api_sum.csv, and *.pt.trace.json)", where,
@@ -422,26 +416,6 @@ def _check_consistency(prof: Profile) -> None:
                              f"counts {int(s['count'].sum())} API calls: the API trace is ignored")
         del prof.tables["api_trace"]
         del prof.sources["api_trace"]
-
-
-# what a tool prints instead of its tables when the run failed (the file holds no profile)
-_FAILED_RUN = (("usage: nsys stats", "nsys stats's usage message"), ("==ERROR== ERR_NVGPUCTRPERM", "ncu's permission error"),
-               ("==ERROR==", "an ncu error"))
-
-
-def _failed_run_text(paths: list[str]) -> str | None:
-    """Why a lone text file holds no profile: the usage message or error a failed tool run printed."""
-    if len(paths) != 1 or not os.path.isfile(paths[0]) or os.path.getsize(paths[0]) > 1 << 20:
-        return None
-    try:
-        text = compressed.head(paths[0], 1 << 20).decode("utf-8", "replace")
-    except Exception:  # noqa: BLE001 - the generic refusal below still names the file
-        return None
-    for marker, what in _FAILED_RUN:
-        if marker in text:
-            first = next((ln.strip() for ln in text.splitlines() if ln.strip().startswith(("WARNING", "==ERROR==", "ERROR"))), "")
-            return f"this file holds {what}, not a profile: the run that wrote it failed" + (f" ({first[:160]})" if first else "")
-    return None
 
 
 def _meta(prof: Profile) -> dict:

@@ -11,6 +11,7 @@ import os
 import stat
 
 from ..errors import InputError
+from . import compressed
 
 
 def check_path(path: str) -> os.stat_result:
@@ -71,3 +72,33 @@ def file_kind(path: str) -> str:
         return "a binary file"
     return "a text file without nsys stats tables"
 
+
+# what a tool prints instead of its tables when the run failed (the file holds no profile)
+_FAILED_RUN = (("usage: nsys stats", "nsys stats's usage message"), ("==ERROR== ERR_NVGPUCTRPERM", "ncu's permission error"),
+               ("==ERROR==", "an ncu error"))
+
+
+def _failed_run_text(path: str) -> str | None:
+    """Why a lone text file holds no profile: the usage message or error a failed tool run printed."""
+    if os.path.getsize(path) > 1 << 20:
+        return None
+    try:
+        text = compressed.head(path, 1 << 20).decode("utf-8", "replace")
+    except Exception:  # noqa: BLE001 - the generic refusal below still names the file
+        return None
+    for marker, what in _FAILED_RUN:
+        if marker in text:
+            first = next((ln.strip() for ln in text.splitlines() if ln.strip().startswith(("WARNING", "==ERROR==", "ERROR"))), "")
+            return f"this file holds {what}, not a profile: the run that wrote it failed" + (f" ({first[:160]})" if first else "")
+    return None
+
+
+def not_a_profile(path: str) -> tuple[str, str]:
+    """(message, what to do) for one regular file that holds no profile: a failed tool run's saved text
+    (nsys stats's usage message, an ncu error), else what the file is."""
+    failed = _failed_run_text(path)
+    if failed:
+        return failed, "run the nsys stats (or ncu) command again and save what it prints when it succeeds"
+    return (f"is {file_kind(path)}, not a profile nsys-expert reads",
+            "give a folder of nsys stats CSVs, an nsys export .sqlite, a .nsys-rep, a torch.profiler trace "
+            "(.pt.trace.json) or a log with nsys stats tables; nsys-expert command stats prints the commands")
