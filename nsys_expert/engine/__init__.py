@@ -266,7 +266,7 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         }
         ev.findings.append(finding)
         pending[id(finding)] = (rule, ctx, params)
-    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang)
+    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang, fs.tables.get("_replay"))
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
     per_rule: dict[str, int] = {}
     for f in ev.findings:

@@ -183,7 +183,9 @@ def allowed_severity(gain: float | None, params: dict) -> str:
 
 
 def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: dict, inputs: set[str],
-            overrides: dict | None = None, lang: str = "en") -> Resolution:
+            overrides: dict | None = None, lang: str = "en", replay=None) -> Resolution:
+    """``replay``: names of transformations -> their gain replayed together (facts/replay.py), when the
+    iteration could be replayed: the total of the findings then comes from it, never from a sum."""
     overrides = overrides or {}
     kernels = {k.get("name"): k for k in kernels if k.get("name")} if isinstance(kernels, list) else kernels
 
@@ -267,7 +269,7 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         cap = allowed_severity(f["estimated_gain_pct"], params)
         if SEVERITIES.index(f["severity"]) > SEVERITIES.index(cap):
             f["severity"] = cap
-    res = Resolution(list(alive), recoverable(alive, run, kernels))
+    res = Resolution(list(alive), recoverable(alive, run, kernels, rules, replay))
     _guard(res, rules, run)
     return res
 
@@ -289,9 +291,23 @@ def _guard(res: Resolution, rules: dict[str, Rule], run: dict) -> None:
             f["severity"] = "low"
 
 
-def recoverable(findings: list[dict], run: dict, kernels: dict) -> dict:
+def recoverable(findings: list[dict], run: dict, kernels: dict, rules: dict[str, Rule] | None = None,
+                replay=None) -> dict:
     """The union of the findings' gains: per subject as overlapping, subjects of one parent added (at most
-    the parent's share), up the tree to the run (at most 100 %)."""
+    the parent's share), up the tree to the run (at most 100 %). When every finding with a gain names
+    its transformation (``estimate.replay``) and the iteration was replayed, the total is those
+    transformations replayed together (``basis: replayed``)."""
+    gaining = [f for f in findings if f["estimated_gain_pct"]]
+    names = [((rules or {}).get(f["rule"]).estimate or {}).get("replay") if (rules or {}).get(f["rule"]) else None
+             for f in gaining]
+    if replay is not None and gaining and all(names):
+        out = _union(findings, run, kernels)
+        out.update(total_pct=min(100.0, replay(names)), basis="replayed", replayed=sorted(set(names)))
+        return out
+    return _union(findings, run, kernels)
+
+
+def _union(findings: list[dict], run: dict, kernels: dict) -> dict:
     own: dict[str, list[float]] = {}
     for f in findings:
         if f["estimated_gain_pct"] is not None:

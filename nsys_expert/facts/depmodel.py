@@ -45,6 +45,7 @@ class Op:
     fused: bool
     simt: bool
     name: str = ""
+    lat: float | None = None  # measured: call start -> start, when the stream was idle at the call (else the model's)
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Item:
     ops: list[int] = field(default_factory=list)
     block: bool = False
     wait: int = -1          # the operation a long call waited for (a full launch queue, a blocking allocator call)
+    ret: float | None = None  # measured: a blocking copy call's end after its copy's end
     data: bool = False
     api: str = ""
     iteration: int = 0
@@ -215,11 +217,11 @@ def _mark_blocking(items: list[Item], ops: list[Op], real_op: list) -> list[Item
         copies = [o for o in item.ops if ops[o].kind in ("memcpy", "memset")]
         if not copies:
             continue
-        call_s = min(real_op[o][2] for o in item.ops)
-        call_e = call_s + item.dur
+        call_e = item.t + item.dur
         op_end = max(real_op[o][1] for o in copies)
-        if call_e >= op_end - SYNC_TOL_NS:
+        if _copy_waits(item, ops, real_op):
             item.block = True
+            item.ret = float(max(0, call_e - op_end))
             item.dur = min(item.dur, base)
     return items
 
@@ -229,7 +231,11 @@ def _copy_waits(item: Item, ops: list[Op], real_op: list) -> bool:
     copies = [o for o in item.ops if ops[o].kind in ("memcpy", "memset")]
     if not copies:
         return False
-    return item.t + item.dur >= max(real_op[o][1] for o in copies) - SYNC_TOL_NS
+    call_e = item.t + item.dur
+    # the copy ran while the call was in progress and the call ended with it (a small pageable copy is
+    # staged: the call returns before the copy starts, and did not wait)
+    return (min(real_op[o][0] for o in copies) < call_e
+            and call_e >= max(real_op[o][1] for o in copies) - SYNC_TOL_NS)
 
 
 def _calibrate(items: list[Item], ops: list[Op], real_op: list, mine: pl.DataFrame,
@@ -245,6 +251,7 @@ def _calibrate(items: list[Item], ops: list[Op], real_op: list, mine: pl.DataFra
             if pe is None or pe < ls:                 # the stream was idle at the call: the launch decided the start
                 if s >= ls:
                     lat.append(s - ls)
+                    ops[i].lat = float(s - ls)
             elif 0 <= s - pe <= 5_000 and ls + 2_000 < pe:   # queued behind the previous operation
                 gap.append(s - pe)
         prev_end[st] = max(e, pe or e)

@@ -62,9 +62,9 @@ def simulate(m: Model) -> Run:
         start = host
         host += it.dur
         if it.kind == "L":
-            ready = start + m.latency
             for o in it.ops:
                 op = ops[o]
+                ready = start + (m.latency if op.lat is None else op.lat)
                 prev = last_on.get(op.stream)
                 sfree = op_end[prev] + m.gap if prev is not None else free.get(op.stream, 0.0)
                 if sfree > ready:
@@ -78,8 +78,9 @@ def simulate(m: Model) -> Run:
                     done, done_op = op_end[o], o
             if it.block and (it.ops or it.wait >= 0):
                 w = it.wait if it.wait >= 0 else max(it.ops, key=lambda o: op_end[o])
-                if op_end[w] + m.ret > host:
-                    host, bind[k] = op_end[w] + m.ret, w
+                back = m.ret if it.ret is None else it.ret
+                if op_end[w] + back > host:
+                    host, bind[k] = op_end[w] + back, w
         elif it.kind == "O" and it.wait >= 0 and op_end[it.wait] + m.ret > host:
             host, bind[k] = op_end[it.wait] + m.ret, it.wait
         elif it.kind == "S" and done_op >= 0 and done + m.ret > host:
@@ -99,7 +100,7 @@ def simulate(m: Model) -> Run:
             if i < 0:
                 break
             if bind[i] is not None:
-                lat += m.ret
+                lat += m.ret if items[i].ret is None else items[i].ret
                 cur = ("op", bind[i])
             else:
                 h += items[i].dur
@@ -113,7 +114,7 @@ def simulate(m: Model) -> Run:
                 g += m.gap
                 cur = p
             else:
-                lat += m.latency
+                lat += m.latency if ops[i].lat is None else ops[i].lat
                 cur = ("item", p[1] - 1)
     return Run(total, h, g, lat, iter_host, comps)
 
@@ -255,18 +256,55 @@ def tensor_cores(m: Model) -> Model:
     return scale_ops(m, lambda op: op.kind == "kernel" and op.simt, PARAMS["tensor_cores"]["saved_share"])
 
 
+def copies(m: Model, gpu_name: str | None = None) -> Model:
+    """The copy advice: pinned + non_blocking copies where copies are pageable, else a side stream."""
+    a, b = pinned_copies(m, gpu_name), copy_overlap(m)
+    return a if simulate(a).period <= simulate(b).period else b
+
+
+def data_workers(m: Model) -> Model:
+    """DataLoader workers for the host work inside NVTX data ranges; without data ranges, for all the host
+    work segments of ``min_segment_us`` or more (host_offload)."""
+    return host_offload(m, data_only=any(it.data for it in m.items))
+
+
 TRANSFORMS = {
     "remove_syncs": remove_syncs,
     "pinned_copies": pinned_copies,
     "copy_overlap": copy_overlap,
+    "copies": copies,
     "cuda_graphs": cuda_graphs,
     "host_offload": host_offload,
-    "data_workers": lambda m: host_offload(m, data_only=True),
+    "data_workers": data_workers,
     "fusion": fusion,
     "tensor_cores": tensor_cores,
 }
-# replayed together in this order (the copy advice once: pinned copies, then the side stream)
-TOGETHER = ("tensor_cores", "fusion", "pinned_copies", "copy_overlap", "remove_syncs", "host_offload", "cuda_graphs")
+# the order in which transformations are applied together (kernels first, then copies, syncs, the host)
+ORDER = ("tensor_cores", "fusion", "pinned_copies", "copy_overlap", "copies", "remove_syncs", "host_offload",
+         "data_workers", "cuda_graphs")
+
+
+def apply(m: Model, names, gpu_name: str | None = None) -> Model:
+    for t in sorted(names, key=ORDER.index):
+        f = TRANSFORMS[t]
+        m = f(m, gpu_name) if t in ("pinned_copies", "copies") else f(m)
+    return m
+
+
+def _gain(m: Model, names, base_period: float, gpu_name: str | None) -> float:
+    after = simulate(apply(m, names, gpu_name)).period
+    return max(0.0, 100.0 * (1.0 - after / base_period)) if base_period > 0 else 0.0
+
+
+def distinct(names) -> tuple[str, ...]:
+    """One transformation per advice: variants of one advice (``VARIANTS``) become the broadest of them."""
+    out = set(names)
+    if out & {"pinned_copies", "copy_overlap", "copies"} and len(out & {"pinned_copies", "copy_overlap", "copies"}) > 1:
+        out -= {"pinned_copies", "copy_overlap"}
+        out.add("copies")
+    if {"host_offload", "data_workers"} <= out:
+        out.discard("data_workers")
+    return tuple(sorted(out, key=ORDER.index))
 
 
 # ------------------------------------------------------------------------------ the fact group
@@ -334,16 +372,20 @@ def compute(ctx: Context) -> None:
         fs.absent["replay_gain_all_pct"] = why
         return
     gpu_name = (prof.meta.get("gpus") or [{}])[0].get("name") if getattr(prof, "meta", None) else None
-    gains: dict[str, float] = {}
-    for t, f in TRANSFORMS.items():
-        after = simulate(f(m, gpu_name) if t == "pinned_copies" else f(m)).period
-        gains[t] = max(0.0, 100.0 * (1.0 - after / base.period))
-        fs.put(f"replay_gain_{t}_pct", gains[t], src)
-    mm = m
-    for t in TOGETHER:
-        if gains.get(t, 0.0) >= 0.5:
-            mm = TRANSFORMS[t](mm, gpu_name) if t == "pinned_copies" else TRANSFORMS[t](mm)
-    fs.put("replay_gain_all_pct", max(0.0, 100.0 * (1.0 - simulate(mm).period / base.period)), src)
+    gains = {t: _gain(m, (t,), base.period, gpu_name) for t in TRANSFORMS}
+    for t, g in gains.items():
+        fs.put(f"replay_gain_{t}_pct", g, src)
+    everything = distinct(t for t, g in gains.items() if g >= 0.5)
+    fs.put("replay_gain_all_pct", _gain(m, everything, base.period, gpu_name) if everything else 0.0, src)
+    memo: dict[tuple, float] = {}
+
+    def together(names) -> float:
+        """The gain of these transformations replayed together (the engine's total of the findings)."""
+        key = distinct(names)
+        if key not in memo:
+            memo[key] = round(_gain(m, key, base.period, gpu_name), 1)
+        return memo[key]
+    fs.tables["_replay"] = together
     fs.tables["critical_path"] = {"host_pct": 100.0 * base.host_ns / path, "gpu_pct": 100.0 * base.gpu_ns / path,
                                   "latency_pct": 100.0 * base.latency_ns / path, "iter_ms": base.period / periods / 1e6,
                                   "measured_iter_ms": real / periods / 1e6, "iterations": periods,
