@@ -84,7 +84,7 @@ def test_the_shared_cases_fold_into_one_finding_per_cause():
     support = [(s["rule"], s["relation"]) for s in doc["findings"][0]["supporting"]]
     assert support.count(("kernel-memory-bound", "also")) == 2 and support.count(("ncu-guided-analysis", "folded")) == 3
     assert ("memory-bound", "folded") in support
-    assert doc["recoverable"]["total_pct"] == doc["findings"][0]["estimated_gain_pct"] == 69.8   # fusion: 0.7 of the unfused elementwise time (docs/gains.md)
+    assert doc["recoverable"]["total_pct"] == doc["findings"][0]["estimated_gain_pct"] == 69.7   # fusion replayed: 0.7 of the unfused elementwise time (docs/gains.md)
     assert "and 2 more kernel(s)" in md
     doc, md = _load("sync_bound_ncu")
     rules = [f["rule"] for f in doc["findings"]]
@@ -92,7 +92,8 @@ def test_the_shared_cases_fold_into_one_finding_per_cause():
     support = {s["rule"]: s["relation"] for s in doc["findings"][1]["supporting"]}
     assert support == {"fp32-gemm-without-tensor-cores": "folded", "kernel-compute-bound": "refuted", "bank-conflicts": "folded",
                        "ncu-guided-analysis": "folded"}
-    assert doc["findings"][1]["severity"] == "high" and doc["findings"][1]["estimated_gain_pct"] == 10.1   # the host's sync wait: 10.1 % allows high
+    # replayed: with the syncs and the host's 2 ms left, the faster GEMM gives 9.3 % (medium)
+    assert doc["findings"][1]["severity"] == "medium" and doc["findings"][1]["estimated_gain_pct"] == 9.3
     assert "nothing to fix" not in md.lower().split("## 8.")[1]
     assert md.split("## 8.")[1].count("Allow TF32") == 1          # one TF32 advice, not one per rule
     doc, md = _load("nccl_single")

@@ -130,7 +130,8 @@ def test_explain_lang_zh_prints_the_chinese_why_and_param_docs():
     assert rule.why["zh"].strip() in zh.output and "中转缓冲区" in zh.output
     assert rule.why["en"].split(":")[0] not in zh.output
     assert "- `min_pageable_pct` = 50：使用可分页内存的主机-设备拷贝时间所占比例" in zh.output
-    assert "预估收益：`memcpy_active_pct * 0.5`（pinned 拷贝通常比可分页内存拷贝快 2-5 倍）" in zh.output
+    assert "预估收益：`replay_gain_pinned_copies_pct if replay_gain_pinned_copies_pct is number else (memcpy_active_pct * 0.5)`" in zh.output
+    assert "没有 trace 时：pinned 拷贝通常比可分页内存拷贝快 2-5 倍）" in zh.output
     # explain's own words are Chinese too; what stays English is code, fact docs (the fact registry)
     # and the references' titles
     own = [ln for ln in zh.output.splitlines()

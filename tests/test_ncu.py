@@ -347,7 +347,8 @@ def test_sync_bound_sgemm_leaves_tensor_cores_idle():
     assert len(found) == 1 and "cutlass_80_simt_sgemm" in found[0]["scope"]["kernel"]
     ev = {e["fact"]: e["value"] for e in found[0]["evidence"]}
     assert ev["tensor_pipe_active_pct"] == 0 and ev["time_share_pct"] > 90
-    assert found[0]["severity"] == "high" and found[0]["estimated_gain_pct"] == 10.1   # capped at the host's sync wait (docs/gains.md), which allows high
+    # the faster GEMM replayed on the iteration: the host's critical path leaves 9.3 % (docs/gains.md), medium
+    assert found[0]["severity"] == "medium" and found[0]["estimated_gain_pct"] == 9.3
     assert "bank-conflicts" in [s["rule"] for s in found[0]["supporting"]]   # a library SIMT kernel: replaced, not patched
     assert doc["findings"][0]["category"] == "sync-bound"   # the system bottleneck still leads
 

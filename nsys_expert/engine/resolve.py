@@ -298,11 +298,14 @@ def recoverable(findings: list[dict], run: dict, kernels: dict, rules: dict[str,
     its transformation (``estimate.replay``) and the iteration was replayed, the total is those
     transformations replayed together (``basis: replayed``)."""
     gaining = [f for f in findings if f["estimated_gain_pct"]]
-    names = [((rules or {}).get(f["rule"]).estimate or {}).get("replay") if (rules or {}).get(f["rule"]) else None
+    names = [((rules or {}).get(f.get("rule")).estimate or {}).get("replay") if (rules or {}).get(f.get("rule")) else None
              for f in gaining]
     if replay is not None and gaining and all(names):
         out = _union(findings, run, kernels)
-        out.update(total_pct=min(100.0, replay(names)), basis="replayed", replayed=sorted(set(names)))
+        gains = [f["estimated_gain_pct"] for f in gaining]
+        # between the largest gain and their sum: fixes replayed together may overlap, never more than add
+        total = min(100.0, sum(gains), max(max(gains), replay(names)))
+        out.update(total_pct=round(total, 1), basis="replayed", replayed=sorted(set(names)))
         return out
     return _union(findings, run, kernels)
 
