@@ -59,6 +59,9 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
         ordered.append({"rule": f["rule"], "category": f["category"], "severity": f["severity"], "rank": f["rank"],
                         "title": f["title"], "message": f["message"], "evidence": f["evidence"],
                         "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"],
+                        **({"gain_basis": f["gain_basis"]} if f.get("gain_basis") else {}),
+                        **({"estimated_gain_range_pct": f["estimated_gain_range_pct"]}
+                           if f.get("estimated_gain_range_pct") else {}),
                         "confidence": f.get("confidence", "measured"), "scope": f["scope"],
                         "pack": f.get("pack"), "references": f.get("references", []),
                         "subject": f.get("subject"), "subject_share_pct": f.get("subject_share_pct"),
@@ -139,7 +142,7 @@ LABELS = {
         "none_undetermined": "No finding, and none could be made: the rules that judge a system-level bottleneck "
                              "did not have the data they need (see the verdict and what was not evaluated).",
         "evidence": "Evidence", "fact": "Fact", "value": "Value", "threshold": "Threshold", "from": "Source",
-        "gain": "expected gain", "of_window": "of the window", "missing": "missing", "main_idle": "Main idle cause",
+        "gain": "expected gain", "gain_replayed": "replayed", "gain_summary": "a range", "of_window": "of the window", "missing": "missing", "main_idle": "Main idle cause",
         "idle_causes": {"launch": "launching (short gaps)", "sync": "after a blocking sync", "memcpy": "in a copy call",
                         "data": "loading data", "wait": "host blocked waiting (OS call)", "sleep": "host asleep (a sleep call)", "gil": "waiting for the GIL (other Python threads)", "load": "loading kernel modules (lazy loading)", "alloc": "in cudaMalloc / cudaFree", "host": "host code outside CUDA", "other": "work already queued (dependency)"},
         "rule": "Rule", "nsys_version": "nsys version", "memcpy": "Copies in the window",
@@ -180,7 +183,7 @@ LABELS = {
         "none_found": "稳态下未发现系统级瓶颈。", "severity": "严重程度",
         "none_undetermined": "没有发现，也无法判断：判断系统级瓶颈的规则缺少所需数据（见结论与未评估的规则）。",
         "evidence": "依据", "fact": "指标", "value": "数值", "threshold": "阈值", "from": "来源",
-        "gain": "预期收益", "of_window": "（占窗口）", "missing": "缺少", "main_idle": "主要空闲原因",
+        "gain": "预期收益", "gain_replayed": "回放", "gain_summary": "范围", "of_window": "（占窗口）", "missing": "缺少", "main_idle": "主要空闲原因",
         "idle_causes": {"launch": "提交 kernel（短间隙）", "sync": "阻塞同步之后", "memcpy": "拷贝调用中",
                         "data": "加载数据", "wait": "主机阻塞等待（系统调用）", "sleep": "主机在休眠（sleep 调用）", "gil": "等待 GIL（其他 Python 线程）", "load": "加载 kernel 模块（懒加载）", "alloc": "cudaMalloc / cudaFree 调用中", "host": "CUDA 之外的主机代码", "other": "工作已排队（依赖等待）"},
         "rule": "规则", "nsys_version": "nsys 版本", "memcpy": "窗口内的拷贝",

@@ -25,12 +25,12 @@ WORDS = {
            "main_idle": "main idle cause", "active": "GPU active", "of_window": "of the window",
            "not_evaluated": "rule(s) not evaluated", "warnings": "warning(s)",
            "more": "Full report: add --format md (or html -o report.html); --lang zh for Chinese.",
-           "iter": "median iteration"},
+           "iter": "median iteration", "critical": "critical path: host"},
     "zh": {"working": "正在诊断", "loading": "读取输入", "facts": "计算指标", "rules": "评估规则",
            "charts": "计算图表数据", "ranks": "个 rank", "failed": "失败", "findings": "发现的问题", "gain": "预期收益",
            "window": "窗口", "whole": "整个采集", "main_idle": "主要空闲原因", "active": "GPU 活跃",
            "of_window": "（占窗口）", "not_evaluated": "条规则未评估", "warnings": "条警告",
-           "more": "完整报告：加 --format md（或 html -o report.html）。", "iter": "迭代中位耗时"},
+           "more": "完整报告：加 --format md（或 html -o report.html）。", "iter": "迭代中位耗时", "critical": "关键路径：主机"},
 }
 
 
@@ -183,6 +183,9 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
         line.append(f"{W['window']} {(w['start_ns'] - t0) / 1e9:.3f}–{(w['end_ns'] - t0) / 1e9:.3f} s ({w['source']})")
     if "iter_median_ms" in f:
         line.append(f"{' · ' if line.plain else ''}{W['iter']} {f['iter_median_ms']:.2f} ms")
+    if "critical_path_host_pct" in f and "critical_path_gpu_pct" in f:
+        line.append(f"{' · ' if line.plain else ''}{W['critical']} {_pct(f['critical_path_host_pct'])} / "
+                    f"GPU {_pct(f['critical_path_gpu_pct'])}")
     if line.plain:
         console.print(line)
 
@@ -193,10 +196,11 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
         tab.add_column(ratio=1, overflow="fold")
         tab.add_column(justify="right", no_wrap=True)
         for x in doc["findings"][:max_findings]:
-            g = x.get("estimated_gain_pct")
+            g, rng = x.get("estimated_gain_pct"), x.get("estimated_gain_range_pct")
+            gain = (f"{W['gain']} {rng[0]:.1f}–{rng[1]:.1f} %" if rng else f"{W['gain']} ≈ {g:.1f} %") if g is not None else ""
             tab.add_row(str(x["rank"]), Text(sev(x["severity"]).upper() if lang == "en" else sev(x["severity"]),
                                              style=SEVERITY_STYLES.get(x["severity"], "")),
-                        visible(x["title"]), f"{W['gain']} ≈ {g:.1f} %" if g is not None else "")
+                        visible(x["title"]), gain)
         console.print(Text(f"{W['findings']}:", style="bold"))
         console.print(tab)
         if len(doc["findings"]) > max_findings:
