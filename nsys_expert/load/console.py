@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from . import Part, compressed, csv_reports, normalize, schema
+from . import Part, compressed, console_eras, csv_reports, normalize, schema
 from .console_scan import NULLS, Table, scan, split_lines, table_of
 
 # a decimal comma: '33.024,0' or '50,0' / '861,25' (US output never ends in a comma and 1-2 digits)
@@ -210,8 +210,8 @@ def _convert(t: Table, european: bool, file_report: str | None):
     if spec not in cands:
         spec = cands[0]
     plan = schema.column_plan(t.cells)
-    if spec.table == "mem_size_sum" and t.size_factor:
-        plan = [_size_column(p, t.size_factor) for p in plan]
+    if spec.table == "mem_size_sum":          # unit-less sizes: the title's unit, else KiB (console_eras)
+        plan = [_size_column(p, t.size_factor or console_eras.UNITLESS_SIZE) for p in plan]
     raw = _columns(t, list(range(len(plan))))
     texts = [f"c{k}" for k, p in enumerate(plan) if p[2] == "str"]
     numbers = [f"c{k}" for k, p in enumerate(plan) if p[2] != "str"]
@@ -235,8 +235,9 @@ def _convert(t: Table, european: bool, file_report: str | None):
 
 
 def _size_column(p: tuple, factor: float) -> tuple:
-    """2020 '... (by size in KiB):' tables print unit-less 'Total  Operations  Average ...' columns:
-    the sizes take the title's unit (the count stays a count)."""
+    """2019.5-2021 size tables print unit-less 'Total  Operations  Average ...' columns: the sizes
+    take the title's unit ('(KiB)', '(by size in KiB):'), KiB without a title (2021 `nsys stats`);
+    the count stays a count."""
     cell, name, cls, f = p
     if cls == "str" or name == "count" or schema.split_header_cell(cell)[1] is not None:
         return p

@@ -12,7 +12,8 @@ Sections are found by their report header in every era: ``Processing [x.sqlite] 
 [.../reports/cuda_api_sum.py]...`` (2022+), `` ** CUDA API Summary (cuda_api_sum):`` (2022+),
 ``[5/8] Executing 'cuda_api_sum' stats report`` (``--stats=true``, 2022.4+), ``Running
 [.../reports/cudaapisum.py x.sqlite]...`` (2021), ``CUDA API Statistics:`` (2020-2021
-``--stats=true``). Tables are found by their header, in four layouts: *column* (header, dashes),
+``--stats=true``), ``CUDA API Statistics (nanoseconds)`` (2019.5-2020.1; these titles are in
+``console_eras``). Tables are found by their header, in four layouts: *column* (header, dashes),
 *table* (``+---+`` borders), Markdown pipe tables, and *CSV / TSV* (``nsys stats --format csv``
 printed to the console, its sections between the same Processing / title lines).
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import schema
+from . import console_eras, schema
 
 # ------------------------------------------------------------------------------ lines around tables
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -42,7 +43,7 @@ _RUNNING = re.compile(r"^\s*Running \[")                                 # 2021:
 # a section line as nsys prints it (at the start of the line): only such a section is missed aloud
 # (a README that mentions "`[6/8] Executing 'gpukernsum' stats report`" in its prose is no section)
 _AS_PRINTED = re.compile(r"^\s*(?:\[\d+/\d+\]\s*)?(?:Executing '|Processing \[|Running \[|\*\*\s)")
-_SKIPPED = re.compile(r"^\s*SKIPPED:")
+_SKIPPED = re.compile(r"^\s*SKIPPED:|\]\.\.\.\s*SKIPPED:")        # 2021: 'Running [...]... SKIPPED: ...'
 _NOISE = re.compile(r"^\s*(?:NOTICE:|WARNING:|Generating SQLite file\b|Exporting \d+ events|Exported successfully to\b"
                     r"|Using \S+ for SQL queries|Processing \d+ events)")
 _NOISE_GOES_ON = re.compile(r"^\s{4,}\S(?:(?! {2}|\|).)*$")               # indented prose, no column gaps
@@ -50,17 +51,6 @@ _NOISE_GOES_ON = re.compile(r"^\s{4,}\S(?:(?! {2}|\|).)*$")               # inde
 _RUN_START = re.compile(r"^\s*\[1/\d+\]|\.qdstrm['\"]")
 # fast pre-check: a line with none of these is no marker (most lines of a log)
 _ANY_MARKER = re.compile(r"\[1/|qdstrm|Processing \[|Executing '|\*\*|reports[/\\]|Statistics|SKIPPED")
-# 2020-2021 `--stats=true` section titles (no report name); the size title may carry its unit
-_OLD_TITLES = [
-    (re.compile(r"^\s*CUDA API Statistics:\s*$"), "api_sum"),
-    (re.compile(r"^\s*CUDA Kernel Statistics:\s*$"), "kern_sum"),
-    (re.compile(r"^\s*CUDA Memory Operation Statistics \(by time\):\s*$"), "mem_time_sum"),
-    (re.compile(r"^\s*CUDA Memory Operation Statistics \(by size(?: in (\w+))?\):\s*$"), "mem_size_sum"),
-    (re.compile(r"^\s*Operating System Runtime API Statistics:\s*$"), "osrt_sum"),
-    (re.compile(r"^\s*NVTX Push-Pop Range Statistics:\s*$"), "nvtx_pushpop_sum"),
-]
-_TITLE_SIZE_UNITS = {"kib": 1024.0, "kb": 1e3, "mib": 1024.0 ** 2, "mb": 1e6, "b": 1.0, "bytes": 1.0}
-
 # ------------------------------------------------------------------------------ table layouts
 _DASHES = re.compile(r"^[ -]*-[ -]*$")                                    # ' --------  -----  ----'
 _BORDER = re.compile(r"^\s*\+(?:-+\+)+\s*$")                              # '+------+-----+'
@@ -125,12 +115,8 @@ def _section_name(line: str) -> tuple[str, float | None] | None:
     m = _EXECUTING.search(line) or _TITLE.match(line) or _SCRIPT.search(line)
     if m:
         return m.group(1).split(":")[0].lower(), None
-    for rx, table in _OLD_TITLES:
-        mt = rx.match(line)
-        if mt:
-            unit = mt.group(1).lower() if mt.groups() and mt.group(1) else None
-            return table, (_TITLE_SIZE_UNITS.get(unit) if unit else None)
-    return None
+    old = console_eras.title(line)
+    return old[:2] if old else None
 
 
 # ------------------------------------------------------------------------------ scanning
@@ -141,10 +127,13 @@ def scan(lines: list[str], numbers: list[int]):
     printed = False                     # ... and whether that line is as nsys prints it
     why: str | None = None              # why a table-like block in it was not read
     size_factor: float | None = None
+    empty_ok = False                    # a 2019.5 title: no table under it is an empty report
     i = 0
     n = len(lines)
 
     def lost():
+        if context and empty_ok and why is None and table_of(context):
+            return ("skipped", opened, table_of(context))
         if context and printed and table_of(context):
             return ("lost", opened, (context, why or "no table follows its title"))
         return None
@@ -164,12 +153,14 @@ def scan(lines: list[str], numbers: list[int]):
             if m:
                 yield ("sqlite", numbers[i], m.group(1))
             if sec:
-                as_printed = bool(_AS_PRINTED.match(line)) or any(rx.match(line) for rx, _ in _OLD_TITLES)
+                old = console_eras.title(line)
+                as_printed = bool(_AS_PRINTED.match(line)) or old is not None
                 if sec[0] != context:           # 'Processing [.../x.py]' then ' ** Title (x):' open one section
                     opened, why, printed = numbers[i], None, as_printed
+                    empty_ok = old is not None and old[2] == "2019"
                 printed = printed or as_printed
                 context, size_factor = sec
-            if _SKIPPED.match(line):
+            if _SKIPPED.search(line):
                 if context:
                     yield ("skipped", numbers[i], table_of(context))
                 context = None
@@ -331,7 +322,7 @@ def _ends_table(lines: list[str], j: int) -> bool:
     if not t:
         return True
     # a row starts with a number (most lines here): borders, fences, rules and SKIPPED do not
-    if not t[0].isdigit() and (_BORDER.match(s) or _FENCE.match(s) or _MD_RULE.match(s) or _SKIPPED.match(s)
+    if not t[0].isdigit() and (_BORDER.match(s) or _FENCE.match(s) or _MD_RULE.match(s) or _SKIPPED.search(s)
                                or _RUNNING.match(s)):
         return True
     if _ANY_MARKER.search(s) and (_PROCESSING.search(s) or _section_name(s)):

@@ -27,6 +27,7 @@ ALIASES: dict[str, tuple[str, str]] = {
     "time": ("time_pct", "pct"),
     "totaltime": ("total_ns", "dur"),
     "numcalls": ("count", "int"),
+    "calls": ("count", "int"),                 # 2019.5
     "instances": ("count", "int"),
     "count": ("count", "int"),
     "operations": ("count", "int"),
@@ -184,8 +185,14 @@ def report_name_from_filename(filename: str) -> str | None:
 
 
 def match_header(labels: list[str]) -> list[ReportSpec]:
-    """The report specs whose signature the header labels satisfy."""
+    """The report specs whose signature the header labels satisfy. nsys 2019.5 spelled two labels
+    its own way: ``Calls`` (later ``Num Calls``), and ``Name`` over the memory operations (later
+    ``Operation``; its tables are the ones that count ``Operations``)."""
     have = set(labels)
+    if "calls" in have:
+        have.add("numcalls")
+    if "operations" in have and "name" in have:
+        have.add("operation")
     return [s for s in REPORTS if s.needs <= have and not (s.forbids & have)]
 
 

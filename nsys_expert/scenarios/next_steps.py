@@ -28,6 +28,14 @@ _TRACE_FOR = {"nvtx_trace": "nvtx", "nvtx_sum": "nvtx", "osrt_sum": "osrt"}
 _HINT = re.compile(r'--kernel-name\s+regex:"?(?P<k>[^"\s]+)"?.*?--launch-skip\s+(?P<s>\d+)\s+--launch-count\s+(?P<c>\d+)')
 
 
+def _held_as(report: str, era: str) -> str | None:
+    """The canonical table the report of this name gives in this era (``nvtx_sum`` -> nvtx_pushpop_sum
+    in 2020-2021, where the name is ``nvtxppsum``)."""
+    from ..load import schema
+    spec = schema.SPEC_BY_NAME.get(report_name(report, era))
+    return spec.table if spec else None
+
+
 def ncu_target(hint: str | None) -> tuple[list[str], int, int] | None:
     """(function names, launches to skip, launches to profile) from the facts' ncu hint (facts/ncu.py
     ``ncu_command``: the top kernels by nsys time, the warm-up launches before the window)."""
@@ -96,6 +104,9 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
     steps: list[dict] = []
 
     tables = [n for n in _REPORT_OF if n in needs]   # one order whatever rules lack them
+    # a report the input already holds under this era's name (before 2021 nvtx_sum is nvtxppsum, the push-pop
+    # summary an empty nsys 2019.5 section gave): exporting it again gives the same table (the NVTX step says why)
+    tables = [n for n in tables if _held_as(_REPORT_OF[n], era) not in held]
     if tables and not exported:
         reports = [_REPORT_OF[n] for n in tables]
         steps.append({"need": ", ".join(report_name(r, era) for r in reports),
