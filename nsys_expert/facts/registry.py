@@ -149,6 +149,7 @@ _RUN = [
     _f("replay_gain_remove_syncs_pct", "%", "replayed gain of removing the host syncs (synchronize calls, read-back copies): 1 - replayed / current iteration time", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("replay_gain_pinned_copies_pct", "%", "replayed gain of pinned host buffers and non_blocking copies (pageable copies at the pinned bandwidth)", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("replay_gain_copy_overlap_pct", "%", "replayed gain of host-device copies on a side stream, double-buffered", ("gpu_trace", "api_trace", "nvtx_trace")),
+    _f("memcpy_pinned_saving_pct", "%", "share of the host-device copy time that copies at the GPU's pinned bandwidth (facts/replay.yaml) would save: per direction, time minus bytes / bandwidth (with the cuda_gpu_mem_size_sum report)", ("mem_time_sum", "mem_size_sum")),
     _f("replay_gain_copies_pct", "%", "replayed gain of the copy advice: pinned + non_blocking copies or a side stream, whichever gains more", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("replay_gain_cuda_graphs_pct", "%", "replayed gain of capturing each run of kernel launches in a CUDA graph", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("replay_gain_host_offload_pct", "%", "replayed gain of moving the host work segments of 100 us or more to 4 DataLoader workers", ("gpu_trace", "api_trace", "nvtx_trace")),

@@ -142,6 +142,12 @@ def _pinned_gbps(m: Model, gpu_name: str | None) -> float:
     if big:
         big.sort()
         return big[len(big) // 2]
+    return table_gbps(gpu_name)
+
+
+def table_gbps(gpu_name: str | None) -> float:
+    """Host <-> device bandwidth from pinned memory for this GPU (``replay.yaml``, first name that matches)."""
+    p = PARAMS["pinned_copies"]
     for key, v in p["gbps"].items():
         if key != "default" and gpu_name and key.lower() in gpu_name.lower():
             return float(v)

@@ -71,6 +71,7 @@ def _compute(fs, prof, win) -> None:
                 put("copy_kernel_share_of_kernel_pct", pct(copyk, kt), "kern_sum")
             put("device_copy_share_of_busy_pct", pct(copyk + dtod, allm) or 0.0, "mem_time_sum")
         sz = prof.tables.get("mem_size_sum")
+        _pinned_saving(put, prof, ms, sz)
         for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
             t = ms.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
             tns = float(t["total_ns"].sum())
@@ -119,3 +120,24 @@ def _host_by_elimination(fs, prof, win, api_ns: float) -> None:
     src = f"{prof.source_name('gpu_trace')} + {prof.source_name('api_sum')}"
     fs.put("cuda_api_total_ms", api_ns / 1e6, prof.source_name("api_sum"))
     fs.put("gpu_idle_host_elim_pct", max(0.0, idle - api_pct), src)
+
+
+def _pinned_saving(put, prof, ms: pl.DataFrame, sz: pl.DataFrame | None) -> None:
+    """The share of the host-device copy time that copies at the pinned bandwidth would save (the replay's
+    pinned-copies transformation in closed form, for the summaries): per direction, time minus bytes / the
+    GPU's pinned bandwidth (facts/replay.yaml), when the copies ran slower than that."""
+    if sz is None or not ms.height:
+        return
+    from .replay import table_gbps
+
+    gpus = (getattr(prof, "meta", None) or {}).get("gpus") or [{}]
+    bw = table_gbps(gpus[0].get("name"))
+    total = saved = 0.0
+    for direction in ("HtoD", "DtoH"):
+        t = float(ms.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)["total_ns"].sum())
+        b = float(sz.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)["total_bytes"].sum())
+        total += t
+        if t > 0 and b > 0:
+            saved += max(0.0, t - b / bw)
+    if total > 0:
+        put("memcpy_pinned_saving_pct", 100.0 * saved / total, "mem_size_sum")
