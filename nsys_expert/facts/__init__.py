@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, allocator, api, busy, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit, kernels, memcpy, ncu, nccl, nvtx, osrt,
+from . import (absent, allocator, api, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit, kernels, memcpy, ncu, nccl, nvtx, osrt,
                overlap, starved, summaries, timeline, waits, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
@@ -78,6 +78,7 @@ GROUPS: list[Group] = [
     Group("osrt", osrt.compute, _always),
     Group("per_iteration", kernels.compute_per_iteration, _timeline, "last"),
     Group("copy_bursts", memcpy.compute_bursts, _timeline, "last"),   # copies per iteration, after both groups
+    Group("cpu_ops", cpu_ops.compute, cpu_ops.applies, "last"),   # torch.profiler CPU operators (after gaps, iterations)
     Group("summaries", summaries.compute, _always, "last"),   # after the trace facts: it only fills what they could not
     Group("estimates", estimates.compute, _always, "last"),   # the summary tier: per-iteration estimates without a trace
     Group("starved", starved.compute, _always, "last"),       # idle time the cause facts leave unexplained
