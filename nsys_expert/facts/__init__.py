@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, allocator, api, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit, kernels, memcpy, ncu, nccl, nvtx, osrt,
+from . import (absent, allocator, api, busy, cpu_ops, estimates, platform, gaps, gpu_metrics, graph, intervals, iterations, jit, kernels, memcpy, ncu, nccl, nvtx, osrt,
                overlap, starved, summaries, timeline, waits, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
@@ -73,6 +73,7 @@ GROUPS: list[Group] = [
     Group("allocator", allocator.compute, _has("api_trace")),
     Group("jit", jit.compute, _has("api_trace")),             # kernel code loaded step after step (recompiles)
     Group("waits", waits.compute, _timeline, "last"),        # what the launching thread waited in during the gaps
+    Group("platform", platform.compute, _always),          # gpu_vendor: the maker of the GPUs (a Kineto trace's runtime)
     Group("iterations", iterations.compute, _always),
     Group("nvtx", nvtx.compute, _always),
     Group("osrt", osrt.compute, _always),

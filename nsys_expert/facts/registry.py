@@ -33,6 +33,10 @@ INPUTS = {
 # inputs a profile has only when the user opted in at collection time (a costly option): a rule that
 # requires one of them is left out of "not evaluated" when it is missing (engine.evaluate)
 OPT_IN_INPUTS = {"gpu_metrics"}
+# inputs only NVIDIA's tools record (Nsight Compute, nsys's GPU metrics and OS runtime trace): on an AMD
+# run (gpu_vendor amd, a ROCm torch.profiler trace) a rule that lacks only these cannot be helped by
+# collecting more, so it is left out of "not evaluated" and no command asks for them
+NVIDIA_ONLY_INPUTS = {"ncu", "gpu_metrics", "osrt_trace", "osrt_sum"}
 
 # what a user exports for each input: the nsys stats report name (others: how it is collected)
 _OTHER_NAMES = {"osrt_trace": "SQLite export with --trace=osrt", "ranks": "several ranks",
@@ -65,6 +69,7 @@ _RUN = [
     _f("startup_s", "s", "time from the first recorded event to the start of the window (start-up, warm-up)",
        ("gpu_trace", "nvtx_trace", "api_trace")),
     _f("gpu_count", "", "GPUs seen in the trace"),
+    _f("gpu_vendor", "", "the GPUs' maker as a torch.profiler trace says it: nvidia (CUDA runtime calls) or amd (ROCm: hip* calls); absent for nsys inputs, which are NVIDIA's", ("gpu_trace", "api_trace")),
     _f("gpu_active_pct", "%", "union of kernel, memcpy and memset intervals per device, as a share of the window (mean over devices)"),
     _f("gpu_idle_pct", "%", "100 - gpu_active_pct"),
     _f("kernel_active_pct", "%", "union of kernel intervals as a share of the window"),
