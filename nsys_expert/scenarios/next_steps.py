@@ -181,4 +181,6 @@ def _kineto_steps(not_evaluated, facts, inputs, report, app, ncu_hint) -> list[d
     rest = next_steps([e for e in not_evaluated or [] if e.get("rule") not in step_rules], facts,
                       inputs=[dict(i, kind="kineto-as-nsys") for i in inputs], report=report, app=app,
                       ncu_hint=ncu_hint)
-    return steps + [s for s in rest if s.get("need") != "NVTX step ranges"]
+    # no .nsys-rep to export from: keep the steps that make a new nsys or ncu profile
+    return steps + [s for s in rest if s.get("need") != "NVTX step ranges" and s.get("commands")
+                    and not s["commands"][0].startswith(("nsys stats", "nsys export"))]
