@@ -33,7 +33,8 @@ def test_golden_verdicts_are_honest(case):
         top = next(f for f in doc["findings"] if f["rule"] == v["rule"])
         # a verdict resting on the summary tier says so
         assert (v["state"] == "likely") == (top["confidence"] == "likely"), case
-    if v["state"] != "diagnosed" and "## Next steps" in md:
+    if v["state"] != "diagnosed" and "## Next steps" in md and "```" in md.split("## Next steps")[1].split("\n## ")[0]:
+        # (an AMD trace's steps are words only: no NVIDIA tool's command applies)
         assert v["next_command"], case       # the export that would decide it, printed
         assert v["next_command"] in md
     elif v["state"] != "diagnosed":          # nothing to collect (e.g. a window with no kernels): no command, and says why

@@ -141,6 +141,17 @@ def _threshold(cond: dict, fact: str, params: dict):
     return None, None
 
 
+def _nvidia_only(rule: Rule, missing: set, missing_inputs: list) -> bool:
+    """Everything the rule lacks comes only from NVIDIA's tools (ncu, GPU metrics, the OS runtime trace)."""
+    if not set(missing_inputs) <= registry.NVIDIA_ONLY_INPUTS:
+        return False
+    for f in missing:
+        d = registry.lookup(rule.scope, f) or registry.lookup("run", f)
+        if d is None or not set(d.needs) <= registry.NVIDIA_ONLY_INPUTS:
+            return False
+    return True
+
+
 def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict | None = None,
              lang: str = "en") -> Evaluation:
     # a finding is a few dozen small objects and none of them form cycles: the cyclic collector would only
@@ -160,10 +171,14 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
     run_have = set(fs.run)
     kernel_have = set().union(*(set(k) for k in fs.kernels)) if fs.kernels else set()
     runnable = []
+    amd = fs.run.get("gpu_vendor") == "amd"
     for r in rules:
         have = run_have if r.scope == "run" else kernel_have
         missing = _missing(r.when, have) | (_rhs_facts(r.when) - have)
         missing_inputs = [i for i in r.requires if i not in tables]
+        if amd and (missing or missing_inputs) and _nvidia_only(r, missing, missing_inputs):
+            ev.not_collected.append(r.id)   # an AMD run: no NVIDIA tool can give what the rule lacks
+            continue
         if missing_inputs and set(missing_inputs) <= registry.OPT_IN_INPUTS:
             # an opt-in collection (GPU metrics samples) that this profile did not ask for: the rule
             # is not listed under "not evaluated" (it would be on every report); `rules` lists it

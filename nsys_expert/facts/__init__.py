@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, allocator, api, busy, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit, kernels, memcpy, ncu, nccl, nvtx, osrt,
-               overlap, replay, starved, summaries, timeline, waits, window as window_mod)
+from . import (absent, allocator, api, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit, kernels, memcpy, ncu,
+               nccl, nvtx, osrt, overlap, platform, replay, starved, summaries, timeline, waits, window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
 
@@ -73,11 +73,13 @@ GROUPS: list[Group] = [
     Group("allocator", allocator.compute, _has("api_trace")),
     Group("jit", jit.compute, _has("api_trace")),             # kernel code loaded step after step (recompiles)
     Group("waits", waits.compute, _timeline, "last"),        # what the launching thread waited in during the gaps
+    Group("platform", platform.compute, _always),          # gpu_vendor: the maker of the GPUs (a Kineto trace's runtime)
     Group("iterations", iterations.compute, _always),
     Group("nvtx", nvtx.compute, _always),
     Group("osrt", osrt.compute, _always),
     Group("per_iteration", kernels.compute_per_iteration, _timeline, "last"),
     Group("copy_bursts", memcpy.compute_bursts, _timeline, "last"),   # copies per iteration, after both groups
+    Group("cpu_ops", cpu_ops.compute, cpu_ops.applies, "last"),   # torch.profiler CPU operators (after gaps, iterations)
     Group("replay", replay.compute, _timeline, "last"),      # the iteration replayed on its dependency model (gains)
     Group("summaries", summaries.compute, _always, "last"),   # after the trace facts: it only fills what they could not
     Group("estimates", estimates.compute, _always, "last"),   # the summary tier: per-iteration estimates without a trace

@@ -21,8 +21,10 @@ KERNEL_FACT_LIMIT = 50
 
 # frames and numbers kept in ``FactSet.tables`` for the steps of one process (never reported, never
 # sent between processes): busy unions, their total and coverage-ready form, the GPU trace with launch
-# times, the host's API intervals, the replay of the iteration (a function of the transformations)
-PRIVATE_TABLES = ("_busy", "_busy_span", "_busy_cover", "_busy_total", "_gpu", "_host", "_kern_busy", "_wait_tid", "_replay")
+# times, the host's API intervals, the gaps after syncs, the replay of the iteration (a function of the
+# transformations)
+PRIVATE_TABLES = ("_busy", "_busy_span", "_busy_cover", "_busy_total", "_gpu", "_host", "_kern_busy", "_wait_tid", "_sync_gaps",
+                  "_replay")
 
 
 @dataclass

@@ -21,6 +21,7 @@ def compute(ctx: Context) -> None:
     count, longest, short, long_ = 0, None, 0, 0
     by = {c: 0 for c in timeline.CAUSES}
     after_sync = 0
+    sync_gaps = []          # the gaps a sync left (facts/cpu_ops.py names the operator behind each)
     cnt = {c: 0 for c in timeline.CAUSES}
     ln = pl.col("e") - pl.col("s")
     for d in devs:
@@ -37,6 +38,8 @@ def compute(ctx: Context) -> None:
             att = timeline.attribute_gaps(g, api, host, data)
             agg = att.group_by("cause").agg(pl.col("len").sum().alias("t"), pl.len().alias("n"))
             after_sync += timeline.after_sync_ns(att, host["sync"])
+            if "cpu_trace" in prof.tables:
+                sync_gaps.append(att.filter(pl.col("cause") == "sync").select("s", "e"))
             for c, t, k in agg.iter_rows():
                 by[c] += t
                 cnt[c] += k
@@ -59,6 +62,8 @@ def compute(ctx: Context) -> None:
                    srcs(both, prof.source_name("osrt_trace")) if c in ("wait", "sleep", "gil") else both)
         if by["sync"]:
             fs.put("gpu_idle_sync_host_after_pct", pct(after_sync / n, wlen), both)
+        if sync_gaps:
+            fs.tables["_sync_gaps"] = pl.concat(sync_gaps)
         fs.tables["idle_breakdown"] = [
             {"cause": c, "ms": by[c] / n / 1e6, "pct": pct(by[c] / n, wlen), "gaps": cnt[c]}
             for c in sorted(timeline.CAUSES, key=lambda c: -by[c]) if by[c] > 0]

@@ -32,7 +32,7 @@ def compute(ctx: Context) -> None:
     fs.put("kernel_median_us", float(k["dur_ns"].median()) / 1e3, src)
     per = (k.group_by("name").agg(pl.col("dur_ns").sum().alias("total_ns"), pl.len().alias("count"),
                                   pl.col("dur_ns").median().alias("med_ns"), pl.col("dur_ns").mean().alias("avg_ns"))
-             .sort("total_ns", descending=True))
+             .sort(["total_ns", "name"], descending=[True, False]))   # ties by name: one order
     kernel_table(fs, per, src)
 
 

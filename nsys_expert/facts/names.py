@@ -1,7 +1,9 @@
 """Name classes: which CUDA APIs block, launch or copy; which kernels are NCCL, GEMM or elementwise.
 
 API names are matched after the ``_vNNNN`` suffix is removed (``base_name``), and both the runtime
-(``cuda*``) and driver (``cu*``) spellings are listed (input-formats.md 1.6).
+(``cuda*``) and driver (``cu*``) spellings are listed (input-formats.md 1.6), and HIP's (``hip*``: ROCm
+traces from torch.profiler name the same roles so; HTA's MI250 sample launches with ``hipLaunchKernel``
+and ``hipExtModuleLaunchKernel``, copies with ``hipMemcpyWithStream``, which returns when the copy is done).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from ..load.normalize import VERSION_SUFFIX
 SYNC_APIS = {
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
     "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+    "hipDeviceSynchronize", "hipStreamSynchronize", "hipEventSynchronize", "hipCtxSynchronize",
 }
 # Copies and sets that block the host (the non-Async forms).
 SYNC_MEM_APIS = {
@@ -22,24 +25,33 @@ SYNC_MEM_APIS = {
     "cudaMemcpyPeer", "cudaMemset", "cudaMemset2D", "cudaMemset3D",
     "cuMemcpy", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD", "cuMemcpy2D", "cuMemcpy3D", "cuMemcpyPeer",
     "cuMemsetD8", "cuMemsetD16", "cuMemsetD32",
+    "hipMemcpy", "hipMemcpyWithStream", "hipMemcpy2D", "hipMemcpy3D", "hipMemcpyToSymbol", "hipMemcpyFromSymbol",
+    "hipMemcpyPeer", "hipMemcpyHtoD", "hipMemcpyDtoH", "hipMemcpyDtoD", "hipMemset", "hipMemset2D", "hipMemset3D",
+    "hipMemsetD8", "hipMemsetD16", "hipMemsetD32",
 }
 ASYNC_MEM_APIS = {
     "cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpy3DAsync", "cudaMemcpyPeerAsync", "cudaMemsetAsync",
     "cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync",
     "cuMemcpyAsync", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuMemsetD8Async",
     "cuMemsetD16Async", "cuMemsetD32Async",
+    "hipMemcpyAsync", "hipMemcpy2DAsync", "hipMemcpy3DAsync", "hipMemcpyPeerAsync", "hipMemsetAsync",
+    "hipMemcpyToSymbolAsync", "hipMemcpyFromSymbolAsync", "hipMemcpyHtoDAsync", "hipMemcpyDtoHAsync",
+    "hipMemcpyDtoDAsync", "hipMemsetD8Async", "hipMemsetD16Async", "hipMemsetD32Async",
 }
 KERNEL_LAUNCH_APIS = {
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernelMultiDevice",
     "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuLaunchGrid", "cuLaunchGridAsync",
     "cudaGraphLaunch", "cuGraphLaunch",
+    "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel",
+    "hipHccModuleLaunchKernel", "hipLaunchCooperativeKernel", "hipExtLaunchMultiKernelMultiDevice", "hipGraphLaunch",
 }
-GRAPH_LAUNCH_APIS = {"cudaGraphLaunch", "cuGraphLaunch"}
+GRAPH_LAUNCH_APIS = {"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"}
 # Loading kernel code into the context: with CUDA's lazy loading (the default since CUDA 12.2) the first
 # use of each library's kernels loads them in the middle of the run, a one-time cost per module
 MODULE_LOAD_APIS = {
     "cuLibraryLoadData", "cuLibraryLoadFromFile", "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx",
     "cuModuleLoadFatBinary", "cudaLibraryLoadData", "cudaLibraryLoadFromFile",
+    "hipModuleLoad", "hipModuleLoadData", "hipModuleLoadDataEx",
 }
 # Device and pinned-host allocator calls (cudaFree waits for the device; the caching allocators of
 # PyTorch, JAX, ... keep them out of the steady state).
@@ -48,6 +60,8 @@ ALLOC_APIS = {
     "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "cudaMalloc3D",
     "cuMemAlloc", "cuMemFree", "cuMemAllocAsync", "cuMemFreeAsync", "cuMemAllocManaged", "cuMemAllocPitch",
     "cuMemAllocHost", "cuMemFreeHost", "cuMemHostAlloc",
+    "hipMalloc", "hipFree", "hipMallocAsync", "hipFreeAsync", "hipMallocManaged", "hipMallocPitch",
+    "hipHostMalloc", "hipHostFree", "hipExtMallocWithFlags", "hipMalloc3D",
 }
 
 
@@ -72,7 +86,7 @@ def is_in(col: str, names: set[str]) -> pl.Expr:
 
 # Kernel classes (case-insensitive regexes over the demangled name).
 NCCL_KERNEL = r"(?i)^(void\s+)?(nccl|ncclDevKernel|ncclKernel)|all_?reduce|all_?gather|reduce_?scatter|alltoall|sendrecv|cross_device_reduce"
-MATMUL_KERNEL = (r"(?i)gemm|gemv|nvjet|cutlass|xmma|cublas|matmul|wgmma|hmma|imma|s16816|s1688|h1688|s884|h884|"
+MATMUL_KERNEL = (r"(?i)^Cijk_|gemm|gemv|nvjet|cutlass|xmma|cublas|matmul|wgmma|hmma|imma|s16816|s1688|h1688|s884|h884|"
                  r"flash|fmha|attention|attn|conv|cudnn|dgrad|wgrad|implicit_gemm|ampere_|hopper_|sm90_xmma|sm80_xmma")
 ELEMENTWISE_KERNEL = (r"(?i)elementwise|vectorized|unrolled|reduce_kernel|reduction|reduce|fill|copy|cat_|catarray|"
                       r"index|scatter|gather|softmax|norm|dropout|triton_poi|triton_red|triton_per|adam|sgd|"

@@ -26,12 +26,17 @@ INPUTS = {
     "gpu_sum": "the cuda_gpu_sum report (nsys stats -r cuda_gpu_sum)",
     "ranks": "several ranks of one job (per-rank CSV sets or SQLite files, or one export with several processes)",
     "gpu_metrics": "GPU metrics samples (nsys profile --gpu-metrics-devices=all, then nsys export --type sqlite)",
+    "cpu_trace": "torch.profiler's CPU operators (a Kineto trace recorded with ProfilerActivity.CPU)",
     "ncu": "an Nsight Compute CSV of the hot kernels (ncu --set full ... then ncu -i X.ncu-rep --csv --page details)",
 }
 
 # inputs a profile has only when the user opted in at collection time (a costly option): a rule that
 # requires one of them is left out of "not evaluated" when it is missing (engine.evaluate)
 OPT_IN_INPUTS = {"gpu_metrics"}
+# inputs only NVIDIA's tools record (Nsight Compute, nsys's GPU metrics and OS runtime trace): on an AMD
+# run (gpu_vendor amd, a ROCm torch.profiler trace) a rule that lacks only these cannot be helped by
+# collecting more, so it is left out of "not evaluated" and no command asks for them
+NVIDIA_ONLY_INPUTS = {"ncu", "gpu_metrics", "osrt_trace", "osrt_sum"}
 
 # what a user exports for each input: the nsys stats report name (others: how it is collected)
 _OTHER_NAMES = {"osrt_trace": "SQLite export with --trace=osrt", "ranks": "several ranks",
@@ -64,6 +69,7 @@ _RUN = [
     _f("startup_s", "s", "time from the first recorded event to the start of the window (start-up, warm-up)",
        ("gpu_trace", "nvtx_trace", "api_trace")),
     _f("gpu_count", "", "GPUs seen in the trace"),
+    _f("gpu_vendor", "", "the GPUs' maker as a torch.profiler trace says it: nvidia (CUDA runtime calls) or amd (ROCm: hip* calls); absent for nsys inputs, which are NVIDIA's", ("gpu_trace", "api_trace")),
     _f("gpu_active_pct", "%", "union of kernel, memcpy and memset intervals per device, as a share of the window (mean over devices)"),
     _f("gpu_idle_pct", "%", "100 - gpu_active_pct"),
     _f("kernel_active_pct", "%", "union of kernel intervals as a share of the window"),
@@ -194,6 +200,28 @@ _RUN += [
     _f("alloc_api_share_est_pct", "%", "host time in allocator calls / iteration time, from the summaries (start-up included)", _NV),
     _f("gpu_idle_attributed_pct", "%", "idle share of the window that the gap causes attribute (launch, sync, memcpy, data, host)", ("gpu_trace", "nvtx_sum")),
     _f("gpu_idle_unexplained_pct", "%", "idle share of the window no cause attributes (all of it without cuda_api_trace)", ("gpu_trace", "nvtx_sum")),
+]
+# torch.profiler CPU operators (facts/cpu_ops.py): what nsys does not record
+_CPU = ("cpu_trace",)
+_RUN += [
+    _f("dataloader_share_pct", "%", "share of the window inside the DataLoader's __next__ (enumerate(DataLoader)#... ranges)", _CPU),
+    _f("dataloader_ms_per_step", "ms", "time in the DataLoader's __next__ per step (per iteration; per optimizer step or batch without iterations)", _CPU),
+    _f("dataloader_in_main_process", "", "1 when the batches are made in the main process (_SingleProcessDataLoaderIter: num_workers=0), 0 when they come from worker processes", _CPU),
+    _f("optimizer_step_share_pct", "%", "share of the window inside Optimizer.step ranges (host time)", _CPU),
+    _f("optimizer_step_ms", "ms", "host time in Optimizer.step per step", _CPU),
+    _f("backward_host_ms_per_step", "ms", "host time in the autograd engine's backward operators (evaluate_function) per step", _CPU),
+    _f("backward_kernel_share_pct", "%", "share of the window's kernel time launched from the backward pass (autograd evaluate_function operators)", _CPU),
+    _f("forward_kernel_share_pct", "%", "share of the window's kernel time launched outside the backward pass, the optimizer step and the DataLoader (forward pass, loss, the rest)", _CPU),
+    _f("optimizer_kernel_share_pct", "%", "share of the window's kernel time launched from Optimizer.step", _CPU),
+    _f("backward_forward_ratio", "x", "kernel time launched from the backward pass / from the forward pass and the rest (about 2 in a plain training step)", _CPU),
+    _f("sync_source_op", "", "the outermost PyTorch operator holding the blocking calls that left the GPU idle longest (aten::item, aten::nonzero, aten::to, ...; 'API (no operator)' for a call made outside any operator: torch.cuda.synchronize())", _CPU),
+    _f("sync_source_inner_op", "", "the innermost operator holding those calls (aten::_local_scalar_dense, aten::copy_), when it is not the outermost", _CPU),
+    _f("sync_source_api", "", "the blocking runtime call those operators make most (cudaStreamSynchronize, hipMemcpyWithStream, ...)", _CPU),
+    _f("sync_source_share_pct", "%", "share of the GPU idle time after blocking calls that follows the calls of sync_source_op (of the host's wait in them when no call left the GPU idle)", _CPU),
+    _f("sync_source_calls_per_iter", "", "blocking calls per iteration made inside sync_source_op", _CPU),
+    _f("pageable_copy_op", "", "the outermost PyTorch operator issuing most of the copy time to or from pageable host memory (aten::to, aten::copy_, ...)", _CPU),
+    _f("pageable_copy_op_calls", "", "copies to or from pageable memory in the window issued inside pageable_copy_op", _CPU),
+    _f("pageable_copy_op_share_pct", "%", "share of the window's pageable copy time issued inside pageable_copy_op", _CPU),
 ]
 _RUN += [
     _f("rank_count", "", "ranks (processes with GPU work) in this job", ("ranks",)),

@@ -15,7 +15,12 @@ complete events (``ph: X``, ``ts`` / ``dur`` in µs with the ns as fractions). T
   from them as the SQLite loader makes them.
 
 ``deviceProperties`` names the GPUs; ``distributedInfo`` gives the rank (load/ranks.py, runs.py).
-CPU operators (``cpu_op``, ``python_function``) are counted but not yet turned into facts.
+- ``cpu_trace``: ``cpu_op`` events (2021: ``Operator``) with their thread, the frame facts/cpu_ops.py
+  reads (DataLoader, optimizer, backward, the operator behind each sync and pageable copy);
+  ``python_function`` events (``with_stack``) are counted only.
+
+ROCm traces (``hip*`` runtime calls, ``Cijk_*`` kernels) are the same format: ``meta['kineto']['rocm']``
+says which platform made the trace (facts/platform.py gives the rules ``gpu_vendor``).
 """
 from __future__ import annotations
 
@@ -95,6 +100,7 @@ def read_kineto(path: str):
                            "stream", "name")}
     api = {k: [] for k in ("start_ns", "dur_ns", "name", "corr_id", "pid", "tid")}
     rng = {k: [] for k in ("start_ns", "dur_ns", "name", "pid", "tid")}
+    cpu = {k: [] for k in ("start_ns", "dur_ns", "name", "pid", "tid")}
     flows: dict[tuple, int] = {}     # (pid, tid, ts) of a flow's GPU end -> its id (a correlation id)
     n_flows = n_cpu = 0
     no_corr = []                     # rows of GPU events whose args give no correlation id
@@ -143,11 +149,16 @@ def read_kineto(path: str):
                 rng[k].append(v)
         elif cat in CPU_CATS:
             n_cpu += 1
+            if cat != "python_function":     # Python frames (with_stack) are many and name no operator
+                for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name), ("pid", _int(e.get("pid"))),
+                             ("tid", _int(e.get("tid")))):
+                    cpu[k].append(v)
     for row, key in no_corr:        # 2021-era kernels: the correlation id is the flow's id
         gpu["corr_id"][row] = flows.get(key)
 
-    part = Part(kind="kineto", path=path, version=_version(doc))
-    part.meta.update(_meta(doc))
+    rocm = _is_rocm(doc, api["name"])
+    part = Part(kind="kineto", path=path, version=_version(doc, rocm))
+    part.meta.update(_meta(doc, rocm, gpu["name"]))
     main_pid = _main_pid(api["pid"])
     g = pl.DataFrame(gpu, schema={"start_ns": pl.Int64, "dur_ns": pl.Int64, "corr_id": pl.Int64,
                                   "bytes": pl.Float64, "src_kind": pl.String, "dst_kind": pl.String,
@@ -168,6 +179,11 @@ def read_kineto(path: str):
     else:
         part.warnings.append(f"{base}: no cuda_runtime events in this trace (profiled without the CPU activity?): "
                              f"launches and synchronizations are not seen")
+    if cpu["name"]:
+        c = pl.DataFrame(cpu, schema={"start_ns": pl.Int64, "dur_ns": pl.Int64, "name": pl.String,
+                                      "pid": pl.Int64, "tid": pl.Int64})
+        part.tables["cpu_trace"] = c.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns")).sort(
+            "start_ns", maintain_order=True)
     if rng["name"]:
         n = _ranges(rng)
         part.tables["nvtx_trace"] = n
@@ -207,25 +223,57 @@ def _ranges(rng: dict) -> pl.DataFrame:
     return n.select("start_ns", "end_ns", "dur_ns", "name", "style", "pid", "tid", "level", "range_id")
 
 
-def _version(doc: dict) -> str:
+def _is_rocm(doc: dict, api_names: list) -> bool:
+    """ROCm: the header says so (``hip_runtime_version``, ``roctracer_version``), or, in traces whose header
+    names no runtime (HTA's MI250 sample), the runtime calls are HIP's."""
     if doc.get("hip_runtime_version") or doc.get("roctracer_version"):
-        return f"torch.profiler (ROCm, schema {doc.get('schemaVersion', '?')})"
+        return True
+    if doc.get("cuda_runtime_version") or doc.get("cupti_version"):
+        return False
+    hip = sum(1 for n in api_names[:5000] if n.startswith("hip"))
+    return hip > 0 and hip * 2 >= min(len(api_names), 5000)
+
+
+_ISA = re.compile(r"_ISA(\d{2,4}[a-z]?)_")
+
+
+def _arch(kernel_names: list) -> str | None:
+    """The gfx target hipBLASLt / Tensile names in its kernels (``Cijk_..._ISA90a_...`` -> ``gfx90a``)."""
+    for n in kernel_names[:200_000]:
+        if n.startswith("Cijk_"):
+            m = _ISA.search(n)
+            if m:
+                return "gfx" + m.group(1)
+    return None
+
+
+def _version(doc: dict, rocm: bool = False) -> str:
+    if rocm:
+        hip = doc.get("hip_runtime_version")
+        return f"torch.profiler (ROCm, schema {doc.get('schemaVersion', '?')}" + (f", HIP runtime {hip})" if hip else ")")
     cuda = doc.get("cuda_runtime_version")
     return f"torch.profiler (schema {doc.get('schemaVersion', '?')}" + (f", CUDA runtime {cuda})" if cuda else ")")
 
 
-def _meta(doc: dict) -> dict:
+def _meta(doc: dict, rocm: bool = False, kernel_names: list | None = None) -> dict:
     meta: dict = {}
     props = doc.get("deviceProperties")
+    arch = _arch(kernel_names or []) if rocm else None
     if isinstance(props, list):
-        gpus = [{"id": int(p.get("id", i)), "name": p.get("name") or "unknown"} for i, p in enumerate(props)
-                if isinstance(p, dict)]
+        gpus = []
+        for i, p in enumerate(props):
+            if not isinstance(p, dict):
+                continue
+            name = str(p.get("name") or "").strip()
+            if rocm and arch and arch not in name:   # MI250 traces say only 'AMD Radeon Graphics'
+                name = f"{name or 'AMD GPU'} ({arch})"
+            gpus.append({"id": int(p.get("id", i)), "name": name or "unknown"})
         if gpus:
             meta["gpus"] = gpus
     info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
     meta["kineto"] = {"rank": info.get("rank"), "world_size": info.get("world_size"),
-                      "backend": info.get("backend"), "rocm": bool(doc.get("hip_runtime_version")
-                                                                   or doc.get("roctracer_version"))}
+                      "backend": info.get("backend"), "rocm": rocm}
+    meta["gpu_vendor"] = "amd" if rocm else "nvidia"
     if info.get("rank") is not None:
         meta["dist_rank"] = info.get("rank")
     return meta

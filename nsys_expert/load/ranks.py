@@ -128,6 +128,7 @@ def discover(folder_files: list[list[str]]) -> tuple[list[RankInput], list[str]]
         if multi_paths and not label:
             label = os.path.basename(os.path.dirname(timeline[key])) or key
         ranks.append(RankInput(label.strip("_.-") or key, list(groups[key])))
+    _kineto_labels(ranks, [timeline[k] for k in ranks_keys])
     labels = [r.label for r in ranks]
     if len(set(labels)) < len(labels):  # the same prefix in every folder: name ranks by folder
         for r, key in zip(ranks, ranks_keys):
@@ -144,6 +145,33 @@ def discover(folder_files: list[list[str]]) -> tuple[list[RankInput], list[str]]
         mine = int(key.split(":", 1)[0]) if multi_paths else None
         r.files += [f for f in loose if owner.get(f) not in paths_with_ranks or owner.get(f) == mine]
     return ranks, notes
+
+
+_DIST_RANK = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')
+
+
+def _kineto_labels(ranks: list[RankInput], timelines: list[str]) -> None:
+    """torch.profiler traces name their rank in ``distributedInfo``: when every timeline is such a trace
+    and the ranks they name are all different, the ranks are called by them (``rank2``), the file's
+    name kept beside it where it says something else (``rank2 (host5_worker)``). Traces of separate
+    single-process runs all say rank 0: then the file names stay the labels."""
+    found = []
+    for path in timelines:
+        if not kineto.looks_like(path):
+            return
+        try:
+            m = _DIST_RANK.search(compressed.head(path, 1 << 16))
+        except Exception:  # noqa: BLE001 - an unreadable head is the loader's error to report
+            return
+        if not m:
+            return
+        found.append(int(m.group(1)))
+    if len(set(found)) < len(found):
+        return
+    for r, n in zip(ranks, found):
+        name = f"rank{n}"
+        r.label = name if r.label in (name, f"rank_{n}", f"rank-{n}") else f"{name} ({r.label})"
+    ranks.sort(key=lambda r: natural_key(r.label))
 
 
 def processes_with_gpu_work(gpu: pl.DataFrame) -> list[int]:

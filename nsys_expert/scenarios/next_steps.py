@@ -94,6 +94,8 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
     Each step: ``{"need", "why", "rules", "commands"}``, in the order: export, new profile, Nsight Compute.
     """
     inputs = inputs or []
+    if any(i.get("kind") == "kineto" for i in inputs):
+        return _kineto_steps(not_evaluated, facts, inputs, report, app, ncu_hint)
     held = {i.get("table") for i in inputs if i.get("table")}
     exported = any(i.get("kind") == "nsys-sqlite" for i in inputs)
     era = era_of(inputs)
@@ -171,3 +173,25 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
                              "from the same ncu report",
                       "commands": [c.line() for c in ncu_exports(stem_ncu, pages=("raw",))]})
     return steps
+
+
+def _kineto_steps(not_evaluated, facts, inputs, report, app, ncu_hint) -> list[dict]:
+    """A torch.profiler trace: its steps are ProfilerStep ranges (prof.step()), not NVTX ranges; on an AMD
+    GPU no step names nsys or ncu (NVIDIA's tools); on an NVIDIA GPU their steps stay (a second view)."""
+    from .plans import _P
+
+    held = {i.get("table") for i in inputs if i.get("table")}
+    needs = _needs(not_evaluated, facts, held)
+    words = _P["kineto_next_steps"]["steps"]
+    steps: list[dict] = []
+    step_rules = sorted(set(needs.get("nvtx-steps", []) + needs.get("nvtx_trace", []) + needs.get("nvtx_sum", [])))
+    if step_rules:
+        steps.append({"need": words["need"], "rules": step_rules, "why": words["why"], "commands": []})
+    if (facts or {}).get("gpu_vendor") == "amd":
+        return steps
+    rest = next_steps([e for e in not_evaluated or [] if e.get("rule") not in step_rules], facts,
+                      inputs=[dict(i, kind="kineto-as-nsys") for i in inputs], report=report, app=app,
+                      ncu_hint=ncu_hint)
+    # no .nsys-rep to export from: keep the steps that make a new nsys or ncu profile
+    return steps + [s for s in rest if s.get("need") != "NVTX step ranges" and s.get("commands")
+                    and not s["commands"][0].startswith(("nsys stats", "nsys export"))]
