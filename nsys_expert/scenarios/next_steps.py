@@ -114,7 +114,7 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
                       "commands": build("quick", Options(app=app, output=stem, trace=trace)).lines() + export_lines(stem)})
     # NVTX ranges the input already holds (a summary or the trace) are never asked for again: with a step
     # among them (an iteration, or the step range the phases found) there is nothing to mark
-    nvtx_held = bool(held & _NVTX_TABLES)
+    nvtx_held = any(i.get("table") in _NVTX_TABLES and (i.get("rows") is None or i.get("rows", 0) > 0) for i in inputs)
     steps_known = any(k in (facts or {}) for k in ("iter_count", "iter_est_count", "data_phase_parent"))
     if ("nvtx-steps" in needs or (not exported and ("nvtx_trace" in needs or "nvtx_sum" in needs))) \
             and not (nvtx_held and steps_known):
