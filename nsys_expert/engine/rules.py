@@ -105,10 +105,10 @@ class Pack:
     rules: list[Rule]
     params: dict = field(default_factory=dict)
     conditions: dict = field(default_factory=dict)
-    phases: tuple = ()     # pack.yaml ``phases:``: NVTX phase-name entries tried before facts/phases.yaml's
+    phases: list = field(default_factory=list)   # pack.yaml ``phases:``: NVTX phase-name entries tried before facts/phases.yaml's (a list: the pack cache is JSON)
 
 
-def pack_phases(meta: dict, meta_path: str) -> tuple:
+def pack_phases(meta: dict, meta_path: str) -> list:
     """pack.yaml ``phases``: a list of ``{phase, re, cause, doc}`` (facts/phases.yaml's entries): a name
     pattern (case-insensitive regex), the phase it names and the cause its time points to (or null)."""
     import re
@@ -128,7 +128,7 @@ def pack_phases(meta: dict, meta_path: str) -> tuple:
         if cause is not None and not isinstance(cause, str):
             raise RuleError(f"pack.yaml phases: entry {i} ({p['phase']}): 'cause' is a rule category or null", meta_path)
         out.append({"phase": p["phase"], "re": p["re"], "cause": cause, "doc": str(p.get("doc", ""))})
-    return tuple(out)
+    return out
 
 
 # pack.yaml ``params``: what the engine reads from a pack (engine/resolve.py), each {default, doc, min, max}
