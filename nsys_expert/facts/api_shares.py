@@ -56,6 +56,9 @@ def compute(ctx: Context) -> None:
         work, tables = _gpu_work_ns(prof)
         if work:
             put("memcpy_api_over_gpu_work_ratio", copy_ns / work, " + ".join([src] + tables))
+            if not whole:   # a whole-profile ratio: over the window, the trace measures the copies themselves
+                fs.absent.setdefault("memcpy_api_over_gpu_work_ratio", "a whole-profile ratio (memcpy_api_over_gpu_work_ratio_span); "
+                                     "over the window the GPU trace measures the copies (memcpy_exposed_pct)")
         put("memcpy_api_ms", copy_ns / 1e6)
     api = prof.tables.get("api_trace")
     if api is not None and api.height and win.length_ns and not whole:
