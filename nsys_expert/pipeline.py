@@ -129,9 +129,10 @@ def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
         try:
             from . import engine, facts, report  # imported while the input is read (durable, Jinja2, JSON Schema)
 
-            opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations,
-                                 iteration_range=req.iteration_range, rank_rows=req.charts)
             packs = engine.load_packs(req.packs)   # a rule error is reported before any input error
+            opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations,
+                                 iteration_range=req.iteration_range, rank_rows=req.charts,
+                                 phases=tuple(e for pk in packs for e in getattr(pk, "phases", ()) or ()))
             rules = engine.select_rules(packs, req.select, req.ignore)
             overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])
         except Exception:

@@ -105,6 +105,30 @@ class Pack:
     rules: list[Rule]
     params: dict = field(default_factory=dict)
     conditions: dict = field(default_factory=dict)
+    phases: list = field(default_factory=list)   # pack.yaml ``phases:``: NVTX phase-name entries tried before facts/phases.yaml's (a list: the pack cache is JSON)
+
+
+def pack_phases(meta: dict, meta_path: str) -> list:
+    """pack.yaml ``phases``: a list of ``{phase, re, cause, doc}`` (facts/phases.yaml's entries): a name
+    pattern (case-insensitive regex), the phase it names and the cause its time points to (or null)."""
+    import re
+
+    items = meta.get("phases") or []
+    if not isinstance(items, list):
+        raise RuleError("pack.yaml phases: a list of {phase, re, cause}", meta_path)
+    out = []
+    for i, p in enumerate(items, 1):
+        if not isinstance(p, dict) or not isinstance(p.get("phase"), str) or not isinstance(p.get("re"), str):
+            raise RuleError(f"pack.yaml phases: entry {i} needs 'phase' and 're' (text)", meta_path)
+        try:
+            re.compile(p["re"])
+        except re.error as e:
+            raise RuleError(f"pack.yaml phases: entry {i} ({p['phase']}): 're' is not a regular expression ({e})", meta_path) from e
+        cause = p.get("cause")
+        if cause is not None and not isinstance(cause, str):
+            raise RuleError(f"pack.yaml phases: entry {i} ({p['phase']}): 'cause' is a rule category or null", meta_path)
+        out.append({"phase": p["phase"], "re": p["re"], "cause": cause, "doc": str(p.get("doc", ""))})
+    return out
 
 
 # pack.yaml ``params``: what the engine reads from a pack (engine/resolve.py), each {default, doc, min, max}
@@ -460,7 +484,8 @@ def load_pack(folder: str) -> Pack:
         rules.append(r)
     if not rules:
         raise RuleError("the pack has no rule files (*.yaml)", folder)
-    pack = Pack(name, str(meta.get("version", "0")), str(meta.get("description", "")), folder, rules, params, conditions)
+    pack = Pack(name, str(meta.get("version", "0")), str(meta.get("description", "")), folder, rules, params, conditions,
+                pack_phases(meta, meta_path))
     base_params, base_conditions = ({}, {}) if os.path.abspath(folder) == os.path.abspath(builtin_pack_dir()) \
         else _builtin_meta()
     for r in rules:          # a pack alone (check-rules) already knows its params; load_packs may widen the names

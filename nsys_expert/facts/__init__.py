@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..load import Profile
-from . import (absent, allocator, api, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit, kernels, memcpy, ncu,
-               nccl, nvtx, osrt, overlap, platform, replay, starved, summaries, timeline, waits, window as window_mod)
+from . import (absent, allocator, api, api_shares, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit,
+               kernels, memcpy, ncu, nccl, nvtx, osrt, overlap, phases, platform, replay, starved, summaries, timeline, waits,
+               window as window_mod)
 from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
 from .kernels import with_kernel_classes
 
@@ -81,6 +82,8 @@ GROUPS: list[Group] = [
     Group("copy_bursts", memcpy.compute_bursts, _timeline, "last"),   # copies per iteration, after both groups
     Group("cpu_ops", cpu_ops.compute, cpu_ops.applies, "last"),   # torch.profiler CPU operators (after gaps, iterations)
     Group("replay", replay.compute, _timeline, "last"),      # the iteration replayed on its dependency model (gains)
+    Group("api_shares", api_shares.compute, _always, "last"),   # API time by class, of CUDA API time and of the window
+    Group("phases", phases.compute, _always, "last"),          # NVTX phases: nesting, data share of the step, idle in data ranges
     Group("summaries", summaries.compute, _always, "last"),   # after the trace facts: it only fills what they could not
     Group("estimates", estimates.compute, _always, "last"),   # the summary tier: per-iteration estimates without a trace
     Group("starved", starved.compute, _always, "last"),       # idle time the cause facts leave unexplained
@@ -123,7 +126,7 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
             if api_t is not None and api_t.height else None
         prof, win, gpu = _window(fs, prof, opts, gpu, api_t, nvtx_t, found, passed_over)
         host_all = host_all.result() if host_all is not None else None
-    return _rest(fs, prof, win, gpu, api_t, host_all)
+    return _rest(fs, prof, win, gpu, api_t, host_all, opts)
 
 
 def _window(fs: FactSet, prof: Profile, opts: Options, gpu, api_t, nvtx_t, found, passed_over):
@@ -154,10 +157,10 @@ def _window(fs: FactSet, prof: Profile, opts: Options, gpu, api_t, nvtx_t, found
     return prof, win, gpu
 
 
-def _rest(fs: FactSet, prof: Profile, win, gpu, api_t, host_all) -> FactSet:
+def _rest(fs: FactSet, prof: Profile, win, gpu, api_t, host_all, opts: Options | None = None) -> FactSet:
     """The fact groups, over the window."""
     wlen = win.length_ns
-    ctx = Context(prof, win, fs)
+    ctx = Context(prof, win, fs, phases=tuple(getattr(opts, "phases", ()) or ()))
     ctx.graph_hidden = graph.check(ctx)
     ctx.timeline_ok = gpu is not None and gpu.height > 0 and wlen > 0 and not ctx.graph_hidden
     if api_t is not None and api_t.height and wlen > 0:

@@ -33,6 +33,7 @@ class Options:
     skip_iterations: int | None = None
     iteration_range: str | None = None     # --iteration-range NAME: the NVTX range that marks iterations
     rank_rows: bool = False                # bin each rank's timeline row (the HTML report of a multi-rank job)
+    phases: tuple = ()                     # the rule packs' NVTX phase entries (pack.yaml ``phases:``), before phases.yaml's
 
 
 @dataclass
@@ -68,6 +69,7 @@ class Context:
     fs: FactSet
     timeline_ok: bool = False      # a GPU trace with work in a non-empty window, graphs visible
     graph_hidden: bool = False     # CUDA graph work is not in the GPU trace
+    phases: tuple = ()             # the rule packs' NVTX phase entries (facts/phases.py)
 
 
 def srcs(*names) -> str:

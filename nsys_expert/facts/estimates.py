@@ -82,7 +82,7 @@ def compute(ctx: Context) -> None:
                               f"(--cuda-graph-trace=graph), so GPU work per iteration is unknown")
                           for k in ("gpu_active_est_pct", "gpu_idle_est_pct", "kernel_active_est_pct", "gpu_work_per_iter_ms")})
 
-    it = _iteration(prof)
+    it = _iteration(prof) or _step_phase(ctx)
     if it is None:
         why = ("needs NVTX step ranges in the summaries (nvtx_sum / nvtx_gpu_proj_sum: mark each step with "
                "torch.cuda.nvtx.range_push('step') ... range_pop() and profile with --trace=nvtx)")
@@ -163,6 +163,23 @@ def _iteration(prof) -> tuple[str, int, float, str, float | None] | None:
                         break
         return name, n, max(host_med, proj_med or 0.0), table, proj_med
     return None
+
+
+def _step_phase(ctx: Context) -> tuple[str, int, float, str, float | None] | None:
+    """No repeated range marks iterations, but a range named like a step (facts/phases.yaml: ``step``,
+    ``training_step``, ``train_step``...) of one or two instances holds the work: it is the iteration.
+    GPU work per instance is then the whole profile's over its instances, still an upper bound."""
+    ph = ctx.fs.tables.get("phases") or {}
+    rows = [r for r in ph.get("rows", []) if r.get("phase") == "step" and r.get("count")]
+    if not rows or ph.get("nesting") == "trace":
+        return None
+    r = max(rows, key=lambda x: x["total_ms"])
+    table = next((t for t in ("nvtx_sum", "nvtx_pushpop_sum", "nvtx_gpu_proj_sum") if t in ctx.prof.tables), None)
+    if table is None:
+        return None
+    n = int(r["count"])
+    per = (r["median_ms"] if r.get("median_ms") is not None else r["total_ms"] / n) * 1e6
+    return r["name"], n, per, table, None
 
 
 def _data_ranges(ctx: Context, iter_name: str, total_iter: float, put) -> None:

@@ -19,6 +19,7 @@ INPUTS = {
     "mem_time_sum": "the cuda_gpu_mem_time_sum report (nsys stats -r cuda_gpu_mem_time_sum)",
     "mem_size_sum": "the cuda_gpu_mem_size_sum report (nsys stats -r cuda_gpu_mem_size_sum)",
     "nvtx_sum": "the nvtx_sum report (nsys stats -r nvtx_sum)",
+    "nvtx_pushpop_sum": "the nvtx_pushpop_sum report (nsys stats -r nvtx_pushpop_sum)",
     "osrt_sum": "the osrt_sum report (nsys stats -r osrt_sum; profile with --trace=osrt)",
     "osrt_trace": "the per-thread OS runtime trace (profile with --trace=osrt: the SQLite export holds it as OSRT_API)",
     "kern_exec_sum": "the cuda_kern_exec_sum report (nsys stats -r cuda_kern_exec_sum)",
@@ -249,6 +250,33 @@ _RUN += [
     ]),
     _f("gm_sm_active_busy_pct", "%", "SMs active while a kernel runs (samples under the kernel union): low means kernels too small to fill the GPU", ("gpu_metrics",)),
     _f("gm_pcie_copy_pct", "%", "PCIe throughput in the copy's own direction while host-device copies run (RX under host-to-device, TX under device-to-host; the higher of the two), % of peak (0 when the window has no host-device copy)", ("gpu_metrics",)),
+]
+# CUDA API time by class (facts/api_shares.py): from cuda_api_trace over the window, else cuda_api_sum
+_API = ("api_trace", "api_sum")
+_RUN += [
+    _f("api_time_memcpy_pct", "%", "host time in copy calls (cudaMemcpy*, cuMemcpy*, synchronous and Async; memsets left out) as a share of all CUDA API time", _API),
+    _f("api_time_sync_pct", "%", "host time in synchronisation calls (cuda*/cu*Synchronize) as a share of all CUDA API time", _API),
+    _f("api_time_launch_pct", "%", "host time in kernel and graph launch calls as a share of all CUDA API time", _API),
+    _f("api_time_alloc_pct", "%", "host time in allocator calls (cudaMalloc / cudaFree, driver and pinned-host forms) as a share of all CUDA API time", _API),
+    _f("api_time_load_pct", "%", "host time in kernel-code loading calls (cuLibraryLoadData, cuModuleLoad*) as a share of all CUDA API time", _API),
+    _f("api_time_top_call", "", "the CUDA API call with the most host time", _API),
+    _f("api_time_top_call_pct", "%", "its share of all CUDA API time", _API),
+    _f("alloc_calls_per_launch", "", "allocator calls per kernel launch call (start-up allocations are a few tens; churn is one or more per few launches)", _API),
+    _f("memcpy_api_ms", "ms", "host time in copy calls, all threads added up", _API),
+    _f("memcpy_api_share_pct", "%", "host time inside copy calls (all threads, union) as a share of the window (of the span from cuda_api_sum)", ("api_trace",)),
+    _f("memcpy_api_over_gpu_work_ratio", "x", "host time in copy calls (cuda_api_sum) / all GPU work, kernels + copies + memsets (cuda_gpu_kern_sum + cuda_gpu_mem_time_sum): above 1 the copy calls cannot all be waits for GPU work, the host is blocked in copies while the GPU is idle", ("api_sum",)),
+]
+# NVTX phases (facts/phases.py): range names mapped to phases (facts/phases.yaml), nesting from the trace or inferred
+_NVP = ("nvtx_trace", "nvtx_sum")
+_RUN += [
+    _f("data_phase_share_of_step_pct", "%", "time in data-loading NVTX ranges nested in a step range as a share of that step's time (nesting inferred from totals and counts without an NVTX trace; one instance each counts)", _NVP),
+    _f("data_phase_name", "", "the data-loading range(s) of that step", _NVP),
+    _f("data_phase_parent", "", "the step range that holds them", _NVP),
+    _f("data_phase_count", "", "instances of the data-loading range(s)", _NVP),
+    _f("data_phase_parent_count", "", "instances of the step range", _NVP),
+    _f("gpu_idle_data_phase_est_pct", "%", "summaries: the share of the step's time in which the GPU must be idle while the host is in its data-loading ranges: (data time - all GPU work of the profile, cuda_gpu_kern_sum + cuda_gpu_mem_time_sum) / step time, a lower bound", _NVP),
+    _f("gpu_idle_data_phase_pct", "%", "a GPU trace and nvtx_sum, no NVTX trace: idle share of the window that must lie inside data-loading ranges, a lower bound (data time in the window, at least its total minus the span outside the window, plus the idle time, minus the window)", ("nvtx_sum",)),
+    _f("data_phase_total_ms", "ms", "total time of the largest data-loading range name (nvtx_sum, whole profile)", ("nvtx_sum",)),
 ]
 RUN_FACTS: dict[str, Fact] = {f.name: f for f in _RUN}
 

@@ -27,6 +27,8 @@ def compute(ctx: Context) -> None:
     causes = [f"gpu_idle_{c}_pct" for c in ATTRIBUTED]
     if "gpu_idle_host_pct" not in run:   # no API trace: the host time found by elimination (summaries.py)
         causes.append("gpu_idle_host_elim_pct")
+        if "gpu_idle_data_pct" not in run:   # and the idle time inside nvtx_sum's data ranges (phases.py), left out of it
+            causes.append("gpu_idle_data_phase_pct")
     attributed = sum(run[c] for c in causes if c in run) if any(c in run for c in causes) else 0.0
     srcs = " + ".join(dict.fromkeys(s for s in [src] + [fs.sources.get(c) for c in causes if c in run] if s))
     fs.put("gpu_idle_attributed_pct", min(idle, attributed), srcs, tier)

@@ -111,15 +111,21 @@ def _host_by_elimination(fs, prof, win, api_ns: float) -> None:
     """No API trace, but the GPU trace and the API summary: the window's idle time in gaps of 100 us or
     more minus every CUDA API
     call of the whole profile (all threads, start-up included: as if all of them fell into the idle
-    gaps) is idle time the host certainly spent outside CUDA, with nothing queued: a lower bound."""
+    gaps) is idle time the host certainly spent outside CUDA, with nothing queued: a lower bound. The idle
+    time that must lie inside data-loading NVTX ranges (``gpu_idle_data_phase_pct``) is left out too: it is
+    input work (data-io-bound), not other host code."""
     if "api_trace" in prof.tables or "gpu_idle_pct" not in fs.run or not win.length_ns:
         return
     # gaps under 100 us are launch gaps (launch-bound's), whatever the host did: left out
     idle = fs.run["gpu_idle_pct"] - (fs.run.get("gpu_idle_short_gaps_pct") or 0.0)
     api_pct = min(100.0, pct(api_ns, win.length_ns))
     src = f"{prof.source_name('gpu_trace')} + {prof.source_name('api_sum')}"
+    # idle time that must lie inside data-loading NVTX ranges (facts/phases.py) is input work: data-io-bound's
+    data = fs.run.get("gpu_idle_data_phase_pct") or 0.0
+    if data:
+        src += " + " + (fs.sources.get("gpu_idle_data_phase_pct") or "").split(" + ")[-1]
     fs.put("cuda_api_total_ms", api_ns / 1e6, prof.source_name("api_sum"))
-    fs.put("gpu_idle_host_elim_pct", max(0.0, idle - api_pct), src)
+    fs.put("gpu_idle_host_elim_pct", max(0.0, idle - api_pct - data), src)
 
 
 def _pinned_saving(put, prof, ms: pl.DataFrame, sz: pl.DataFrame | None) -> None:

@@ -7,6 +7,8 @@ Decided from what the input holds, never from the wording of a reason:
 - a report the input holds is never exported again: a fact it could not give has another cause
   (CUDA graphs traced as a whole -> ``--cuda-graph-trace=node``; NVTX ranges that mark no iterations ->
   mark each step; a window with no kernels -> nothing to collect);
+- NVTX ranges the input holds (``nvtx_sum`` and the other NVTX summaries count) are never asked for:
+  with a step among them (an iteration, or the step the phases found) nothing is to be marked;
 - Nsight Compute: the hot kernels by exact function name (``regex:^(a|b)$``), the warm-up launches
   skipped, the same command the facts computed; the raw page when only the details page was given.
 """
@@ -22,6 +24,7 @@ _REPORT_OF = {"gpu_trace": "cuda_gpu_trace", "api_trace": "cuda_api_trace", "nvt
               "kern_sum": "cuda_gpu_kern_sum", "api_sum": "cuda_api_sum", "mem_time_sum": "cuda_gpu_mem_time_sum",
               "mem_size_sum": "cuda_gpu_mem_size_sum", "nvtx_sum": "nvtx_sum", "osrt_sum": "osrt_sum",
               "kern_exec_sum": "cuda_kern_exec_sum"}
+_NVTX_TABLES = {"nvtx_trace", "nvtx_sum", "nvtx_pushpop_sum", "nvtx_gpu_proj_sum"}
 # what a new profile must trace to record a table an SQLite export lacks
 _TRACE_FOR = {"nvtx_trace": "nvtx", "nvtx_sum": "nvtx", "osrt_sum": "osrt"}
 
@@ -122,9 +125,14 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
                       "why": "the export holds no such events: nsys records them only when they are traced "
                              f"(--trace={trace}) and happen",
                       "commands": build("quick", Options(app=app, output=stem, trace=trace)).lines() + export_lines(stem)})
-    if "nvtx-steps" in needs or (not exported and ("nvtx_trace" in needs or "nvtx_sum" in needs)):
+    # NVTX ranges the input already holds (a summary or the trace) are never asked for again: with a step
+    # among them (an iteration, or the step range the phases found) there is nothing to mark
+    nvtx_held = any(i.get("table") in _NVTX_TABLES and (i.get("rows") is None or i.get("rows", 0) > 0) for i in inputs)
+    steps_known = any(k in (facts or {}) for k in ("iter_count", "iter_est_count", "data_phase_parent"))
+    if ("nvtx-steps" in needs or (not exported and ("nvtx_trace" in needs or "nvtx_sum" in needs))) \
+            and not (nvtx_held and steps_known):
         rules = sorted(set(needs.get("nvtx-steps", []) + needs.get("nvtx_trace", []) + needs.get("nvtx_sum", [])))
-        held_nvtx = "nvtx-steps" in needs
+        held_nvtx = "nvtx-steps" in needs or nvtx_held
         steps.append({"need": "NVTX step ranges", "rules": rules,
                       "why": ("the profile's NVTX ranges mark no repeated step: " if held_nvtx else
                               "if the profile has no NVTX ranges, ")

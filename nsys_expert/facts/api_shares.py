@@ -1,0 +1,116 @@
+"""CUDA API time by class: copy, sync, launch, allocator and code-loading calls as shares of all CUDA
+API time, and of the window (or the span) where its length is known.
+
+Sources: ``cuda_api_trace`` over the window when there is one (the calls that begin inside it),
+else ``cuda_api_sum`` (the whole profile: ``_span`` facts, and the window facts when the window is
+the whole profile, as for every summary fact). A share of CUDA API time says where the host's CUDA
+time goes, not how long the host waited: a GPU-bound loop waits in ``cudaStreamSynchronize`` as a
+host-bound one works outside CUDA. What turns a share into evidence is the GPU side:
+``memcpy_api_over_gpu_work_ratio`` is the host time in copy calls over all the GPU's work (kernels
+and copies, ``cuda_gpu_kern_sum`` + ``cuda_gpu_mem_time_sum``): above 1 the host spent longer in copy
+calls than the GPU spent working, so those calls cannot all be waits for the GPU's work - the host
+is blocked in copies (synchronous or pageable ``cudaMemcpy*``) while the GPU has nothing to do.
+``alloc_calls_per_launch`` tells allocator churn from start-up allocations (a few tens of calls).
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from . import intervals, timeline
+from .base import Context, pct
+from .names import (ALLOC_APIS, ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS, SYNC_MEM_APIS,
+                    base_expr)
+
+# copy calls only (memsets are their own, short calls); sync: the calls that only wait
+MEMCPY_APIS = {n for n in SYNC_MEM_APIS | ASYNC_MEM_APIS if "Memset" not in n}
+CLASSES = {"memcpy": MEMCPY_APIS, "sync": SYNC_APIS, "launch": KERNEL_LAUNCH_APIS, "alloc": ALLOC_APIS,
+           "load": MODULE_LOAD_APIS}
+
+
+def compute(ctx: Context) -> None:
+    fs, prof, win = ctx.fs, ctx.prof, ctx.win
+    s = prof.tables.get("api_sum")
+    whole = win.source == "whole"
+    span_ns = (win.span_end_ns - win.span_start_ns) if win.span_start_ns is not None and win.span_end_ns else None
+    if s is not None and s.height:
+        src = prof.source_name("api_sum")
+        tier = "summary"
+
+        def put(name, value, source=src):
+            fs.put(f"{name}_span", value, source, tier)
+            if whole and name not in fs.run:
+                fs.put(name, value, source, tier)
+        per = _by_class(s.select(base_expr("name").alias("api"), pl.col("total_ns").cast(pl.Float64).alias("ns"),
+                                 pl.col("count")))
+        for k, (ns, _n) in per["classes"].items():
+            put(f"api_time_{k}_pct", pct(ns, per["total"]) or 0.0)
+        put("api_time_top_call", per["top"])
+        put("api_time_top_call_pct", per["top_pct"])
+        copy_ns, alloc_ns = per["classes"]["memcpy"][0], per["classes"]["alloc"][0]
+        launches = per["classes"]["launch"][1]
+        if launches:
+            put("alloc_calls_per_launch", per["classes"]["alloc"][1] / launches)
+        if span_ns:
+            fs.put("memcpy_api_share_pct_span", min(100.0, pct(copy_ns, span_ns)), src, tier)
+            fs.put("alloc_api_share_pct_span", min(100.0, pct(alloc_ns, span_ns)), src, tier)
+        work, tables = _gpu_work_ns(prof)
+        if work:
+            put("memcpy_api_over_gpu_work_ratio", copy_ns / work, " + ".join([src] + tables))
+            if not whole:   # a whole-profile ratio: over the window, the trace measures the copies themselves
+                fs.absent.setdefault("memcpy_api_over_gpu_work_ratio", "a whole-profile ratio (memcpy_api_over_gpu_work_ratio_span); "
+                                     "over the window the GPU trace measures the copies (memcpy_exposed_pct)")
+        put("memcpy_api_ms", copy_ns / 1e6)
+    api = prof.tables.get("api_trace")
+    if api is not None and api.height and win.length_ns and not whole:
+        _window(fs, prof, win, api)
+
+
+def _by_class(df: pl.DataFrame) -> dict:
+    """{classes: {class: (ns, calls)}, total, top, top_pct} from rows (api, ns, count)."""
+    total = float(df["ns"].sum()) or 0.0
+    out = {}
+    for k, names in CLASSES.items():
+        sel = df.filter(pl.col("api").is_in(sorted(names)))
+        out[k] = (float(sel["ns"].sum()), int(sel["count"].sum()))
+    g = df.group_by("api").agg(pl.col("ns").sum()).sort(["ns", "api"], descending=[True, False])
+    top = str(g["api"][0]) if g.height else None
+    return {"classes": out, "total": total, "top": top,
+            "top_pct": pct(float(g["ns"][0]), total) if g.height and total else None}
+
+
+def _gpu_work_ns(prof) -> tuple[float, list[str]]:
+    """Kernel + copy + memset time of the whole profile from the summaries, and the tables it came from."""
+    work, tables = 0.0, []
+    for t in ("kern_sum", "mem_time_sum"):
+        df = prof.tables.get(t)
+        if df is not None and df.height and "total_ns" in df.columns:
+            work += float(df["total_ns"].sum())
+            tables.append(prof.source_name(t))
+    if not tables:
+        gs = prof.tables.get("gpu_sum")
+        if gs is not None and gs.height and "total_ns" in gs.columns:
+            work, tables = float(gs["total_ns"].sum()), [prof.source_name("gpu_sum")]
+    return work, tables
+
+
+def _window(fs, prof, win, api: pl.DataFrame) -> None:
+    """The same shares over the calls that begin inside the window (cuda_api_trace)."""
+    src = prof.source_name("api_trace")
+    a = timeline.starting_in(api, win.start_ns, win.end_ns)
+    if a.height == 0:
+        return
+    df = a.select(base_expr("name").alias("api") if "base_name" not in a.columns else pl.col("base_name").cast(pl.String).alias("api"),
+                  pl.col("dur_ns").cast(pl.Float64).alias("ns"), pl.lit(1).alias("count"))
+    per = _by_class(df)
+    for k, (ns, _n) in per["classes"].items():
+        fs.put(f"api_time_{k}_pct", pct(ns, per["total"]) or 0.0, src)
+    fs.put("api_time_top_call", per["top"], src)
+    fs.put("api_time_top_call_pct", per["top_pct"], src)
+    if per["classes"]["launch"][1]:
+        fs.put("alloc_calls_per_launch", per["classes"]["alloc"][1] / per["classes"]["launch"][1], src)
+    copies = a.filter(base_expr("name").is_in(sorted(MEMCPY_APIS)) if "base_name" not in a.columns
+                      else pl.col("base_name").cast(pl.String).is_in(sorted(MEMCPY_APIS)))
+    iv = intervals.clip(intervals.merge(copies.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
+                        win.start_ns, win.end_ns)
+    fs.put("memcpy_api_share_pct", pct(intervals.total(iv), win.length_ns) or 0.0, src)
+    fs.put("memcpy_api_ms", per["classes"]["memcpy"][0] / 1e6, src)
