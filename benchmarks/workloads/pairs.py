@@ -22,6 +22,9 @@ memory_bound / memory_bound_fixed: four unfused elementwise passes over a 1 GiB 
     compiled before the first step.
 fp32_gemm / fp32_gemm_fixed: fp32 4096^3 matmuls (a SIMT sgemm kernel); fixed:
     ``torch.backends.cuda.matmul.allow_tf32 = True`` (tensor cores).
+host_bound / host_bound_fixed: ~3 ms of bf16 GEMMs queued a step, then ~6 ms of per-step bookkeeping in
+    plain Python on the launching thread (the GPU idles half the step); fixed: the bookkeeping goes to a
+    pool of 4 worker processes (spawned and warm before the first step, results collected at the end).
 copy_serial / copy_serial_fixed: each step copies the next 256 MB batch from pinned memory and
     runs ~5 ms of GEMMs on it; the copy is on the compute stream, so they serialise; fixed: the copy
     runs on a side stream, double-buffered, overlapping the previous step's compute.
@@ -198,6 +201,39 @@ def copy_serial(steps=40, fixed=False):
     torch.cuda.synchronize()
 
 
+# -- host work off the launching thread ------------------------------------------------------------
+def _bookkeeping(step):
+    """Per-step host bookkeeping (module level: the worker processes of the fixed run import it)."""
+    return host_work(0.006) + step
+
+
+def host_bound(steps=150, fixed=False):
+    a = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16) * 0.01
+    pool, pending = None, []
+    if fixed:   # worker processes (spawned: no CUDA state), started and warm before the first step
+        import multiprocessing as mp
+        pool = mp.get_context("spawn").Pool(4)
+        pool.map(_bookkeeping, range(8))
+    acc = torch.zeros((), device=dev)
+    for s in range(steps):
+        step_begin()
+        y = a
+        for _ in range(15):                   # ~3 ms of bf16 GEMMs queued
+            y = y @ w
+        acc += y.float().mean()
+        if fixed:
+            pending.append(pool.apply_async(_bookkeeping, (s,)))
+        else:
+            _bookkeeping(s)                   # ~6 ms of plain Python on the launching thread
+        step_end()
+    torch.cuda.synchronize()
+    if fixed:
+        [p.get() for p in pending]
+        pool.close()
+        pool.join()
+
+
 # -- recompilation in the steady state ----------------------------------------------------------
 def recompile_shapes(steps=12, fixed=False):
     import torch._dynamo as dynamo
@@ -237,7 +273,7 @@ def contiguous_copies(steps=40, fixed=False):
     torch.cuda.synchronize()
 
 
-BASE = {f.__name__: f for f in [sync_bound, dataloader_bound, memory_bound, fp32_gemm, copy_serial]}
+BASE = {f.__name__: f for f in [sync_bound, dataloader_bound, memory_bound, fp32_gemm, copy_serial, host_bound]}
 SINGLE = {f.__name__: f for f in [recompile_shapes, contiguous_copies]}
 WORKLOADS = {**{k: (f, False) for k, f in BASE.items()}, **{f"{k}_fixed": (f, True) for k, f in BASE.items()},
              **{k: (f, False) for k, f in SINGLE.items()}}
