@@ -13,7 +13,7 @@ WITHIN = 10.0
 # pair: (rule of the first finding, measured gain % from the README)
 PAIRS = {"pair_sync_bound": ("sync-bound", 8.1), "pair_fp32_gemm": ("fp32-gemm-without-tensor-cores", 85.8),
          "pair_copy_serial": ("memcpy-bound", 30.9), "pair_memory_bound": ("memory-bound", 74.8),
-         "pair_dataloader_bound": ("host-bound", 49.6)}
+         "pair_dataloader_bound": ("host-bound", 49.6), "pair_host_bound": ("host-bound", 52.3)}
 # the shared pairs (../shared/cases): memcpy_bound -> memcpy_bound_fixed (pinned + non_blocking), the step
 # range 227.8 -> 10.3 ms (-95.5 %, ../shared/cases/README.md); launch_bound -> launch_bound_graphed, from
 # the two fixtures' own iteration medians (completion to completion)
