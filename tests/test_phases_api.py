@@ -1,5 +1,6 @@
 """Issue 31 items 1-2: API-time shares and NVTX phases as evidence, on fixtures derived from real H200
-runs (each fixture's README says how). Every test here fails on main at da85a3e."""
+runs (each fixture's README says how). Every test here fails on main at da85a3e, the last one only for want of
+its fixture: the NCCL share of kernel time is read since e9f14d9, and that fixture guards it."""
 import pytest
 
 from golden import produce
@@ -134,3 +135,14 @@ def test_pack_phases_are_validated(tmp_path):
         pack_phases({"phases": [{"phase": "data", "re": "("}]}, "p.yaml")
     with pytest.raises(RuleError, match="needs 'phase' and 're'"):
         pack_phases({"phases": [{"re": "x"}]}, "p.yaml")
+
+
+def test_nccl_share_of_kernel_time_alone_is_a_likely_comm_bound():
+    """One rank's cuda_gpu_kern_sum where NCCL kernels are 32.8 % of kernel time (issue 31: a tensor-parallel
+    inference summary), nothing else: comm-bound, likely, with the share and the table it came from."""
+    doc, md = run("nccl_share_kern_sum")
+    assert (doc["verdict"]["category"], doc["verdict"]["state"]) == ("comm-bound", "likely")
+    ev = {e["fact"]: e for e in doc["findings"][0]["evidence"]}
+    assert ev["nccl_share_of_busy_pct"]["value"] == pytest.approx(32.8, abs=0.05)
+    assert ev["nccl_share_of_busy_pct"]["source"] == "tp_cuda_gpu_kern_sum.csv"
+    assert "32.8 %" in md and "undetermined" not in md.split("## 1.")[0].lower()
