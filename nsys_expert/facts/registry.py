@@ -159,6 +159,7 @@ _RUN = [
     _f("memcpy_pinned_saving_pct", "%", "share of the host-device copy time that copies at the GPU's pinned bandwidth (facts/replay.yaml) would save: per direction, time minus bytes / bandwidth (with the cuda_gpu_mem_size_sum report)", ("mem_time_sum", "mem_size_sum")),
     _f("replay_gain_copies_pct", "%", "replayed gain of the copy advice: pinned + non_blocking copies or a side stream, whichever gains more", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("replay_gain_cuda_graphs_pct", "%", "replayed gain of capturing each run of kernel launches in a CUDA graph", ("gpu_trace", "api_trace", "nvtx_trace")),
+    _f("replay_gain_comm_overlap_pct", "%", "replayed gain of running the NCCL / RCCL collectives on their own stream, overlapped with compute", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("replay_gain_host_offload_pct", "%", "replayed gain of moving the host work segments of 100 us or more to 4 DataLoader workers", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("replay_gain_data_workers_pct", "%", "replayed gain of moving the host work inside NVTX data ranges (without data ranges: all host work segments of 100 us or more) to 4 DataLoader workers", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("replay_gain_fusion_pct", "%", "replayed gain of fusing the unfused elementwise kernels (their time cut by 0.7)", ("gpu_trace", "api_trace", "nvtx_trace")),

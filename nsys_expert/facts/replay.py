@@ -179,6 +179,16 @@ def copy_overlap(m: Model) -> Model:
     return replace(m, items=items, ops=ops)
 
 
+def comm_overlap(m: Model) -> Model:
+    """NCCL / RCCL collectives on their own stream, overlapped with compute (DDP gradient buckets, FSDP
+    prefetch, async tensor-parallel collectives): the compute stream no longer waits for them, and a
+    collective still starts no earlier than its launch. The collectives' own time stays (what other
+    ranks make them wait is in it)."""
+    side = 1 + max((op.stream for op in m.ops), default=0)
+    ops = [replace(op, stream=side + op.stream) if op.kind == "kernel" and op.cls == "nccl" else op for op in m.ops]
+    return replace(m, ops=ops)
+
+
 def cuda_graphs(m: Model) -> Model:
     """Each run of kernel launches between two blocking calls (or iteration starts) becomes one graph:
     one launch call of ``launch_us_per_node`` per kernel, the dispatch work between the launches (host work
@@ -280,14 +290,15 @@ TRANSFORMS = {
     "copy_overlap": copy_overlap,
     "copies": copies,
     "cuda_graphs": cuda_graphs,
+    "comm_overlap": comm_overlap,
     "host_offload": host_offload,
     "data_workers": data_workers,
     "fusion": fusion,
     "tensor_cores": tensor_cores,
 }
 # the order in which transformations are applied together (kernels first, then copies, syncs, the host)
-ORDER = ("tensor_cores", "fusion", "pinned_copies", "copy_overlap", "copies", "remove_syncs", "host_offload",
-         "data_workers", "cuda_graphs")
+ORDER = ("tensor_cores", "fusion", "comm_overlap", "pinned_copies", "copy_overlap", "copies", "remove_syncs",
+         "host_offload", "data_workers", "cuda_graphs")
 
 
 def apply(m: Model, names, gpu_name: str | None = None) -> Model:
