@@ -77,7 +77,7 @@ def test_the_replay_reproduces_the_measured_iterations(case):
 
 def test_fixes_replayed_together_are_not_a_sum():
     """sync_bound's two findings (syncs, SIMT GEMM): removing the syncs leaves the host's 2 ms on the
-    critical path, so the faster GEMM adds nothing; the total is the two replayed together, not 9.7 + 8.9."""
+    critical path, so the faster GEMM adds nothing; the total is the two replayed together, not 9.4 + 8.5."""
     doc = _doc("pair_sync_bound")
     gains = [f["estimated_gain_pct"] for f in doc["findings"] if f["estimated_gain_pct"]]
     rec = doc["recoverable"]

@@ -180,6 +180,14 @@ def _items(mine: pl.DataFrame, op_of_corr: dict, ops: list[Op], real_op: list, d
                 w.data = inside >= 0.5 * (s - cur_end)
             items.append(w)
         kind = "S" if name in sync_apis else ("L" if mine_ops or name in launch_apis else "O")
+        prev = items[-1] if items else None
+        if (kind == "O" and prev is not None and prev.kind in ("L", "O") and s <= cur_end + 1_000
+                and prev.iteration == it and e - s < 50_000):
+            # a short query call right after a launch (cuKernelGetName, cudaStreamIsCapturing ...): the
+            # launch's own host time (one item, not two: the replay walks fewer)
+            prev.dur += float(e - cur_end)
+            cur_end = e
+            continue
         outer = Item(kind, float(e - s), list(mine_ops), api=str(name), iteration=it, t=s)
         items.append(outer)
         cur_end = e

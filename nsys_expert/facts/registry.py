@@ -148,7 +148,7 @@ _RUN = [
     _f("nccl_api_calls", "", "NCCL calls seen as NVTX ranges (NCCL domain)", ("nvtx_trace", "nvtx_sum")),
     _f("iter_count", "", "iterations in the window", ("nvtx_trace",)),
     _f("iter_median_ms", "ms", "median iteration time (start to next start)", ("nvtx_trace",)),
-    _f("replay_iterations", "", "iterations replayed on the dependency model (a contiguous run in the middle of the window)", ("gpu_trace", "api_trace", "nvtx_trace")),
+    _f("replay_iterations", "", "iterations replayed on the dependency model (a contiguous run of up to 20 in the middle of the window)", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("replay_model_error_pct", "%", "the replayed iterations' time against the measured one (completion to completion), signed: within 25 % or no replay gain is given", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("critical_path_host_pct", "%", "share of the replayed iterations' critical path that is the launching thread's own time (work between CUDA calls, the calls themselves)", ("gpu_trace", "api_trace", "nvtx_trace")),
     _f("critical_path_gpu_pct", "%", "share of the replayed iterations' critical path that is GPU operations (and the gaps between queued ones)", ("gpu_trace", "api_trace", "nvtx_trace")),

@@ -296,6 +296,24 @@ TRANSFORMS = {
     "fusion": fusion,
     "tensor_cores": tensor_cores,
 }
+# what each transformation changes: where the model has none of it, the gain is 0 without a replay
+def _has_ops(pred):
+    return lambda m: any(pred(op) for op in m.ops)
+
+
+APPLIES = {
+    "remove_syncs": lambda m: any(it.kind == "S" or it.block for it in m.items),
+    "pinned_copies": _has_ops(lambda op: op.kind == "memcpy" and op.pageable and op.copy_kind in ("HtoD", "DtoH")),
+    "copy_overlap": _has_ops(lambda op: op.kind == "memcpy" and op.copy_kind in ("HtoD", "DtoH")),
+    "copies": _has_ops(lambda op: op.kind == "memcpy" and op.copy_kind in ("HtoD", "DtoH")),
+    "cuda_graphs": lambda m: sum(1 for it in m.items if it.kind == "L") > 2 * max(1, m.iterations),
+    "comm_overlap": _has_ops(lambda op: op.kind == "kernel" and op.cls == "nccl"),
+    "host_offload": lambda m: any(it.kind == "W" and it.dur >= PARAMS["host_offload"]["min_segment_us"] * 1e3 for it in m.items),
+    "data_workers": lambda m: any(it.kind == "W" and it.dur >= PARAMS["host_offload"]["min_segment_us"] * 1e3 for it in m.items),
+    "fusion": _has_ops(lambda op: op.kind == "kernel" and op.cls == "elementwise" and not op.fused),
+    "tensor_cores": _has_ops(lambda op: op.kind == "kernel" and op.simt),
+}
+
 # the order in which transformations are applied together (kernels first, then copies, syncs, the host)
 ORDER = ("tensor_cores", "fusion", "comm_overlap", "pinned_copies", "copy_overlap", "copies", "remove_syncs",
          "host_offload", "data_workers", "cuda_graphs")
@@ -389,7 +407,8 @@ def compute(ctx: Context) -> None:
         fs.absent["replay_gain_all_pct"] = why
         return
     gpu_name = (prof.meta.get("gpus") or [{}])[0].get("name") if getattr(prof, "meta", None) else None
-    gains = {t: _gain(m, (t,), base.period, gpu_name) for t in TRANSFORMS}
+    gains = {t: _gain(m, (t,), base.period, gpu_name) if APPLIES[t](m) else 0.0 for t in TRANSFORMS if t != "copies"}
+    gains["copies"] = max(gains["pinned_copies"], gains["copy_overlap"])   # (the better of the two: replayed above)
     for t, g in gains.items():
         fs.put(f"replay_gain_{t}_pct", g, src)
     everything = distinct(t for t, g in gains.items() if g >= 0.5)
