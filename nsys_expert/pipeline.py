@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from . import load, scheduler
+from .units import RankResult, rank_unit  # noqa: F401 - the unit of work per rank (units.py)
 from .errors import InputError
 from .load import ranks as rank_inputs
 
@@ -42,40 +43,6 @@ class Request:
     iteration_range: str | None = None   # --iteration-range NAME: the NVTX range that marks iterations
     scheduler: str | None = None     # where per-rank work runs: local (default), dask, tcp://HOST:PORT
     charts: bool = False             # the HTML report's series (set by diagnose_with_series)
-
-
-@dataclass
-class RankResult:
-    """What one rank's unit of work returns: small and picklable (no trace frames)."""
-    label: str
-    prof: load.Profile
-    fs: facts.FactSet
-    tables: set[str]
-    fingerprint: dict = field(default_factory=dict)    # load.runs: tells ranks from unrelated runs
-
-
-def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options) -> RankResult:
-    """Load one rank's inputs and compute its facts (the unit a process pool or Dask runs)."""
-    from . import facts
-
-    from .load import runs
-
-    prof = load.load_files(files, pid=pid)
-    fp = runs.fingerprint(prof.tables, prof.meta)
-    fs = facts.compute(prof, opts)
-    if opts.rank_rows:   # the rank's row of the HTML report's rank timeline, binned here where its frames are
-        try:
-            from .facts.series import rank_row
-
-            fs.tables["_rank_row"] = rank_row(prof, fs)
-        except Exception:  # noqa: BLE001 - a chart must never break a diagnosis
-            fs.tables["_rank_row"] = None
-    tables = set(prof.tables)
-    prof.tables = {}                                   # the frames stay in the worker
-    fs.tables = {k: v for k, v in fs.tables.items() if k not in facts.PRIVATE_TABLES}
-    if fs.window is not None:
-        fs.window.iterations = None
-    return RankResult(label, prof, fs, tables, fp)
 
 
 @dataclass

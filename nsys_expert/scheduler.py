@@ -12,7 +12,7 @@
 Dask is an optional extra (``pip install "nsys-expert[dask]"``): without it, the Dask schedulers are
 one line on stderr and exit 2.
 
-Every rank is one task, :func:`nsys_expert.pipeline.rank_unit`. :func:`run_units` yields
+Every rank is one task, :func:`nsys_expert.units.rank_unit`. :func:`run_units` yields
 ``(index, result)`` as each rank finishes (not in rank order), so the caller keeps only the small
 per-rank results; a rank that fails yields its exception instead, and the others carry on.
 """
@@ -54,7 +54,7 @@ def workers_for(n_ranks: int, jobs: int | None) -> int:
 
 
 def run_units(ranks, opts, scheduler: str = LOCAL, jobs: int | None = None) -> Iterator[tuple[int, object]]:
-    """Run :func:`~nsys_expert.pipeline.rank_unit` for every rank; yield ``(index, RankResult or the
+    """Run :func:`~nsys_expert.units.rank_unit` for every rank; yield ``(index, RankResult or the
     exception it raised)`` as each finishes. Consume it to the end: the pool or cluster closes then."""
     scheduler = check(scheduler)
     if scheduler == LOCAL:
@@ -64,7 +64,7 @@ def run_units(ranks, opts, scheduler: str = LOCAL, jobs: int | None = None) -> I
 
 
 def _local(ranks, opts, jobs):
-    from .pipeline import rank_unit
+    from .units import rank_unit
 
     workers = workers_for(len(ranks), jobs)
     if workers <= 1:
@@ -140,7 +140,7 @@ def local_cluster_options(workers: int) -> dict:
 
 
 def _dask(ranks, opts, scheduler, jobs):
-    from .pipeline import rank_unit
+    from .units import rank_unit
 
     # a local cluster: ``jobs`` workers, else one per core (at most one per rank)
     client, cluster = _client(scheduler, max(1, jobs or min(len(ranks), os.cpu_count() or 1)))

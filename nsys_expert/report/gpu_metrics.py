@@ -51,7 +51,7 @@ COLORS = {"sm_active": "#2563eb", "tensor_active": "#16a34a", "dram": "#dc2626"}
 def chart(ser: dict | None, G: dict, cid: str = "gpu_metrics", title: str | None = None) -> dict | None:
     """Lines of SM active, tensor active and DRAM bandwidth (% of peak) per timeline bin; the window
     outlined as in the utilization timeline. None when the series hold no GPU metrics."""
-    from .html import _chart, _el, _legend, _n, _time_axis
+    from .svg import _chart, _el, _legend, _n, _time_axis
 
     lines = (ser or {}).get("gpu_metrics")
     if not ser or not ser.get("available") or not lines:
