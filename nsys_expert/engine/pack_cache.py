@@ -7,7 +7,7 @@ import json
 import os
 
 from . import safe_yaml
-from .rules import Pack, Rule
+from .model import Pack, Rule
 
 
 # A pack that validated once is kept, as JSON, in the user's cache folder (nsys_expert.cache), keyed by the content of every

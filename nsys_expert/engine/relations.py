@@ -15,7 +15,8 @@ import difflib
 from ..errors import RuleError
 from ..facts import registry
 from . import conditions
-from .rules import ALL_OPS, PACK_PARAMS, SUBJECTS, Rule, _check_operand, _fail
+from .model import ALL_OPS, PACK_PARAMS, SUBJECTS, Rule
+from .validate import _check_operand, _fail
 
 _PY_OPS = ALL_OPS - {"matches"}
 

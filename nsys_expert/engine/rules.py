@@ -20,15 +20,11 @@ import yaml
 
 from ..errors import RuleError
 from ..facts import registry
-from . import safe_yaml, sandbox
+from . import pack_cache, relations, safe_yaml, sandbox
+from .model import (ALL_OPS, CATEGORIES, NUMERIC_OPS, PACK_PARAMS, SEVERITIES, STRING_OPS, SUBJECTS,  # noqa: F401
+                    Pack, Rule, walk_conditions)
+from .validate import MAX_PATTERN, _check_operand, _fail, regex_hazard  # noqa: F401
 
-SEVERITIES = ["info", "low", "medium", "high", "critical"]
-CATEGORIES = ["compute-bound", "memory-bound", "launch-bound", "data-io-bound", "comm-bound", "sync-bound",
-              "memcpy-bound", "gpu-idle"]
-NUMERIC_OPS = {"lt", "lte", "gt", "gte"}
-ALL_OPS = NUMERIC_OPS | {"eq", "neq", "in", "not_in", "contains", "icontains", "startswith", "endswith",
-                         "matches", "exists"}
-STRING_OPS = {"contains", "icontains", "startswith", "endswith", "matches"}
 ENV = sandbox.LimitedSandbox(undefined=jinja2.ChainableUndefined, autoescape=False)
 
 
@@ -48,64 +44,6 @@ def _command(scenario: str, **options) -> str:
 
 
 ENV.globals["command"] = _command
-
-
-@dataclass
-class Rule:
-    id: str
-    title: dict
-    category: str
-    severity: str
-    scope: str
-    when: dict
-    message: dict
-    advice: dict
-    params: dict = field(default_factory=dict)
-    requires: list = field(default_factory=list)
-    escalate: list = field(default_factory=list)
-    evidence: list = field(default_factory=list)
-    estimate: dict | None = None
-    references: list = field(default_factory=list)
-    why: dict | None = None
-    pack: str = "builtin"
-    path: str = ""
-    cases_path: str | None = None
-    # how findings relate (engine/resolve.py): what the finding is about, its cause, the rules whose
-    # findings it folds in (supersedes) or drops (refutes), and whether it names something to fix
-    subject: str = "run"
-    cause: str = ""
-    supersedes: list = field(default_factory=list)   # [{rule, when, because}]
-    refutes: list = field(default_factory=list)
-    refines: str | None = None                        # the rule whose cause this one splits (its missing inputs then hide nothing)
-    actionable: bool = True
-    combine: str | None = None                        # "kernels": one finding for all the kernels it fires on
-    advice_when: list = field(default_factory=list)  # one condition (or None) per advice item
-    pack_params: dict = field(default_factory=dict)  # the pack's params (severity by gain, minimum work)
-    pack_conditions: dict = field(default_factory=dict)
-
-    def param_values(self, overrides: dict | None = None) -> dict:
-        vals = {k: v["default"] for k, v in self.params.items()}
-        vals.update(overrides or {})
-        return vals
-
-    def facts_used(self) -> list[str]:
-        out: list[str] = []
-        for c in walk_conditions(self.when):
-            if c["fact"] not in out:
-                out.append(c["fact"])
-        return out
-
-
-@dataclass
-class Pack:
-    name: str
-    version: str
-    description: str
-    path: str
-    rules: list[Rule]
-    params: dict = field(default_factory=dict)
-    conditions: dict = field(default_factory=dict)
-    phases: list = field(default_factory=list)   # pack.yaml ``phases:``: NVTX phase-name entries tried before facts/phases.yaml's (a list: the pack cache is JSON)
 
 
 def pack_phases(meta: dict, meta_path: str) -> list:
@@ -132,28 +70,6 @@ def pack_phases(meta: dict, meta_path: str) -> list:
 
 
 # pack.yaml ``params``: what the engine reads from a pack (engine/resolve.py), each {default, doc, min, max}
-PACK_PARAMS = {
-    "gain_for_low_pct": "a finding whose estimated gain (% of the window) is below this is at most info",
-    "gain_for_medium_pct": "below this gain a finding is at most low",
-    "gain_for_high_pct": "below this gain a finding is at most medium",
-    "gain_for_critical_pct": "below this gain a finding is at most high",
-    "min_gpu_busy_ms": "less GPU work than this in the window (ms) is too little to judge: no finding above low",
-}
-SUBJECTS = ("run", "idle", "busy", "kernels", "kernel", "copies", "nccl", "ranks", "iterations", "startup")
-
-
-def walk_conditions(cond: dict):
-    """Every leaf ``{fact, op, value}`` of a nested all / any / not condition."""
-    if "fact" in cond:
-        yield cond
-        return
-    for key in ("all", "any"):
-        for c in cond.get(key, []):
-            yield from walk_conditions(c)
-    if "not" in cond:
-        yield from walk_conditions(cond["not"])
-
-
 def _text(v) -> dict:
     if v is None:
         return {}
@@ -229,13 +145,6 @@ class _LazyLines(dict):
             self.update(_lines(self._text))
             self._done = True
         return super().get(key, default)
-
-
-def _fail(path: str, line, rid: str | None, msg: str) -> RuleError:
-    if callable(line):
-        line = line()
-    where = f"{path}:{line}" if line else path
-    return RuleError(f"{('rule ' + rid + ': ') if rid else ''}{msg}", where)
 
 
 def load_rule_file(path: str, pack: str) -> Rule:
@@ -339,110 +248,8 @@ def _check_semantics(rule: Rule, lines: dict) -> None:
             raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {e.message}") from e
         if why:
             raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {why}")
-    from . import relations
 
     relations.check_rule(rule, lines)
-
-
-def _check_operand(rule: Rule, value, op: str, line) -> None:
-    path, rid = rule.path, rule.id
-
-    def param(v):
-        if isinstance(v, str) and v.startswith("$"):
-            name = v[1:]
-            if name not in rule.params:
-                hint = difflib.get_close_matches(name, list(rule.params), 1)
-                raise _fail(path, line, rid, f"'{v}' is not a declared param"
-                            + (f" (did you mean '${hint[0]}'?)" if hint else f"; declare it under params: {name}: {{default: ...}}"))
-            return rule.params[name]["default"]
-        return v
-
-    if isinstance(value, dict):
-        if registry.lookup(rule.scope, value["fact"]) is None:
-            raise _fail(path, line, rid, f"unknown fact '{value['fact']}' on the right-hand side")
-        for k in ("times", "plus"):
-            if k in value and not isinstance(param(value[k]), (int, float)):
-                raise _fail(path, line, rid, f"'{k}' must be a number")
-        if op not in NUMERIC_OPS:
-            raise _fail(path, line, rid, f"a fact on the right-hand side needs a numeric operator, not '{op}'")
-        return
-    v = param(value)
-    if op in NUMERIC_OPS and (isinstance(v, bool) or not isinstance(v, (int, float))):
-        raise _fail(path, line, rid, f"operator '{op}' needs a number, got {value!r}")
-    if op in ("in", "not_in") and not isinstance(v, list):
-        raise _fail(path, line, rid, f"operator '{op}' needs a list")
-    if op in STRING_OPS and not isinstance(v, str):
-        raise _fail(path, line, rid, f"operator '{op}' needs a string")
-    if op == "matches":
-        if any(t in v for t in ("\\", "^", "$", "(?")):
-            raise _fail(path, line, rid, f"pattern {v!r} uses Python regex syntax (\\ ^ $ (?); the engine matches the "
-                        "whole value with its own dialect: use %d %w %s classes and % escapes, or use contains / "
-                        "startswith / endswith")
-        try:
-            re.compile(v)
-        except re.error as e:
-            raise _fail(path, line, rid, f"pattern {v!r} is not a valid regex ({e})") from e
-        why = regex_hazard(v)
-        if why:
-            raise _fail(path, line, rid, f"pattern {v[:80]!r} {why}")
-
-
-MAX_PATTERN = 256
-
-
-def regex_hazard(pattern: str) -> str | None:
-    """Why a ``matches`` pattern is refused, or None: too long, or a quantifier over something that is
-    itself quantified or an alternation of quantified parts (``(a+)+``, ``(a|a*)*``): catastrophic
-    backtracking in Python (advice conditions) and a state explosion in the engine's DFA."""
-    if len(pattern) > MAX_PATTERN:
-        return f"is longer than {MAX_PATTERN} characters"
-    try:
-        import re._parser as sre  # Python 3.11+
-    except ImportError:  # pragma: no cover
-        import sre_parse as sre  # type: ignore[no-redef]
-    REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None)} - {None}
-
-    def has_repeat(items) -> bool:
-        for op, av in items:
-            if op in REPEATS and av[1] > 1:
-                return True
-            if op == sre.SUBPATTERN and has_repeat(av[-1]):
-                return True
-            if op == sre.BRANCH and any(has_repeat(b) for b in av[1]):
-                return True
-        return False
-
-    def ambiguous_branch(items) -> bool:
-        """An alternation whose branches may start alike (``a|aa``): repeated, it backtracks exponentially."""
-        for op, av in items:
-            if op == sre.SUBPATTERN and ambiguous_branch(av[-1]):
-                return True
-            if op == sre.BRANCH:
-                firsts = [b[0] if b else None for b in av[1]]
-                if any(f is None or f[0] != sre.LITERAL for f in firsts) or len({f[1] for f in firsts}) < len(firsts):
-                    return True
-        return False
-
-    def nested(items) -> bool:
-        for op, av in items:
-            if op in REPEATS:
-                if av[1] > 1 and (has_repeat(av[2]) or ambiguous_branch(av[2])):
-                    return True
-                if nested(av[2]):
-                    return True
-            elif op == sre.SUBPATTERN and nested(av[-1]):
-                return True
-            elif op == sre.BRANCH and any(nested(b) for b in av[1]):
-                return True
-        return False
-
-    try:
-        if nested(sre.parse(pattern)):
-            return ("repeats a part that can match in several ways (like (a+)+ or (a|aa)*): it can take exponential time on a long "
-                    "kernel name; write it without the outer repetition, or use contains / startswith / endswith")
-    except (re.error, RecursionError, OverflowError):
-        return "cannot be analysed"
-    return None
 
 
 def load_pack(folder: str) -> Pack:
@@ -461,7 +268,6 @@ def load_pack(folder: str) -> Pack:
     else:
         raise RuleError("a rule pack folder needs a pack.yaml (name, version, description)", folder)
     name = str(meta["name"])
-    from . import relations
 
     params, conditions = relations.pack_meta(meta, meta_path)
     root = os.path.join(folder, "rules") if os.path.isdir(os.path.join(folder, "rules")) else folder
@@ -470,7 +276,6 @@ def load_pack(folder: str) -> Pack:
         dirnames.sort()
         paths += [os.path.join(dirpath, f) for f in sorted(files)
                   if f.endswith((".yaml", ".yml")) and not f.endswith((".cases.yaml", ".cases.yml")) and f != "pack.yaml"]
-    from . import pack_cache
 
     cached = pack_cache.get(folder, meta_path, paths)
     if cached is not None:
@@ -497,7 +302,6 @@ def load_pack(folder: str) -> Pack:
 
 def _builtin_meta() -> tuple[dict, dict]:
     """The built-in pack's params and named conditions (what a pack without its own falls back to)."""
-    from . import relations
 
     path = os.path.join(builtin_pack_dir(), "pack.yaml")
     try:
@@ -549,7 +353,6 @@ def load_packs(extra: list[str] | None = None, builtin: bool = True, installed: 
             if r.id in ids:
                 raise RuleError(f"rule {r.id}: duplicate id across packs ({ids[r.id]} and {pk.name})", r.path)
             ids[r.id] = pk.name
-    from . import relations
 
     relations.check_packs(packs)
     return packs

@@ -15,39 +15,7 @@ import polars as pl
 from ..errors import InputError
 from . import compressed, csv_reports, normalize, sanity, schema
 from . import files as files_mod
-
-
-@dataclass
-class Profile:
-    """Everything read from one profiled run."""
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)      # table -> file it came from
-    inputs: list[dict] = field(default_factory=list)           # JSON contract "inputs"
-    warnings: list[str] = field(default_factory=list)
-    meta: dict = field(default_factory=dict)                   # nsys version, GPU names, ...
-
-    def has(self, table: str) -> bool:
-        return table in self.tables
-
-    def source_name(self, table: str) -> str | None:
-        p = self.sources.get(table)
-        return os.path.basename(p) if p else None
-
-
-@dataclass
-class Part:
-    """What one non-CSV input contributes: canonical frames (not yet normalized) and what it is.
-
-    ``kind`` is the JSON contract's input kind (nsys-sqlite, nsys-console, ncu-details, ncu-raw);
-    ``tables`` maps canonical table names (schema.REQUIRED) to frames with canonical columns.
-    """
-    kind: str
-    path: str
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    version: str | None = None
-    report: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    meta: dict = field(default_factory=dict)
+from .profile import Part, Profile  # the records the readers fill (profile.py)
 
 
 # When two inputs hold the same table, the richer source wins: the SQLite export (ground truth,

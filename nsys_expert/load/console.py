@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from . import Part, compressed, console_eras, csv_reports, normalize, schema
+from . import compressed, console_eras, csv_reports, normalize, schema
+from .profile import Part
 from .console_scan import NULLS, Table, scan, split_lines, table_of
 
 # a decimal comma: '33.024,0' or '50,0' / '861,25' (US output never ends in a comma and 1-2 digits)

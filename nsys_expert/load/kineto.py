@@ -91,7 +91,7 @@ def _copy_name(name: str) -> tuple[str, str | None, str | None]:
 
 def read_kineto(path: str):
     """-> Part (kind ``kineto``). Raises InputError when the file is no readable trace."""
-    from . import Part
+    from .profile import Part
     from .sqlite import _size_summary, _summary
 
     doc = _parse(path)

@@ -40,7 +40,8 @@ import re
 import polars as pl
 
 from ..errors import InputError
-from . import Part, compressed
+from . import compressed
+from .profile import Part
 
 SNIFF_BYTES = 64 * 1024
 

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 
 from ..errors import InputError
-from . import Part
+from .profile import Part
 from .sqlite import read_sqlite
 
 CACHE_ENV = "NSX_CACHE"

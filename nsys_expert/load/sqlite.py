@@ -29,7 +29,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import polars as pl
 
 from ..errors import InputError
-from . import Part, chunks, gpu_metrics, normalize
+from . import chunks, gpu_metrics, normalize
+from .profile import Part
 from .sqlite_read import _Big, _close, _connect, _derived, _frame, _pid, _tid
 
 EXPORT_HINT = "export the report with: nsys export --type sqlite -o prof prof.nsys-rep"

@@ -1,0 +1,94 @@
+"""The rule pack's data model: severities, categories, operators and subjects, ``Rule`` and ``Pack``, and the
+walk over a rule's conditions. Below every engine module that reads rules (loading, validation, relations,
+the pack cache): none of them imports another to get these (no circle)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SEVERITIES = ["info", "low", "medium", "high", "critical"]
+CATEGORIES = ["compute-bound", "memory-bound", "launch-bound", "data-io-bound", "comm-bound", "sync-bound",
+              "memcpy-bound", "gpu-idle"]
+NUMERIC_OPS = {"lt", "lte", "gt", "gte"}
+ALL_OPS = NUMERIC_OPS | {"eq", "neq", "in", "not_in", "contains", "icontains", "startswith", "endswith",
+                         "matches", "exists"}
+STRING_OPS = {"contains", "icontains", "startswith", "endswith", "matches"}
+
+
+@dataclass
+class Rule:
+    id: str
+    title: dict
+    category: str
+    severity: str
+    scope: str
+    when: dict
+    message: dict
+    advice: dict
+    params: dict = field(default_factory=dict)
+    requires: list = field(default_factory=list)
+    escalate: list = field(default_factory=list)
+    evidence: list = field(default_factory=list)
+    estimate: dict | None = None
+    references: list = field(default_factory=list)
+    why: dict | None = None
+    pack: str = "builtin"
+    path: str = ""
+    cases_path: str | None = None
+    # how findings relate (engine/resolve.py): what the finding is about, its cause, the rules whose
+    # findings it folds in (supersedes) or drops (refutes), and whether it names something to fix
+    subject: str = "run"
+    cause: str = ""
+    supersedes: list = field(default_factory=list)   # [{rule, when, because}]
+    refutes: list = field(default_factory=list)
+    refines: str | None = None                        # the rule whose cause this one splits (its missing inputs then hide nothing)
+    actionable: bool = True
+    combine: str | None = None                        # "kernels": one finding for all the kernels it fires on
+    advice_when: list = field(default_factory=list)  # one condition (or None) per advice item
+    pack_params: dict = field(default_factory=dict)  # the pack's params (severity by gain, minimum work)
+    pack_conditions: dict = field(default_factory=dict)
+
+    def param_values(self, overrides: dict | None = None) -> dict:
+        vals = {k: v["default"] for k, v in self.params.items()}
+        vals.update(overrides or {})
+        return vals
+
+    def facts_used(self) -> list[str]:
+        out: list[str] = []
+        for c in walk_conditions(self.when):
+            if c["fact"] not in out:
+                out.append(c["fact"])
+        return out
+
+
+@dataclass
+class Pack:
+    name: str
+    version: str
+    description: str
+    path: str
+    rules: list[Rule]
+    params: dict = field(default_factory=dict)
+    conditions: dict = field(default_factory=dict)
+    phases: list = field(default_factory=list)   # pack.yaml ``phases:``: NVTX phase-name entries tried before facts/phases.yaml's (a list: the pack cache is JSON)
+
+
+PACK_PARAMS = {
+    "gain_for_low_pct": "a finding whose estimated gain (% of the window) is below this is at most info",
+    "gain_for_medium_pct": "below this gain a finding is at most low",
+    "gain_for_high_pct": "below this gain a finding is at most medium",
+    "gain_for_critical_pct": "below this gain a finding is at most high",
+    "min_gpu_busy_ms": "less GPU work than this in the window (ms) is too little to judge: no finding above low",
+}
+SUBJECTS = ("run", "idle", "busy", "kernels", "kernel", "copies", "nccl", "ranks", "iterations", "startup")
+
+
+def walk_conditions(cond: dict):
+    """Every leaf ``{fact, op, value}`` of a nested all / any / not condition."""
+    if "fact" in cond:
+        yield cond
+        return
+    for key in ("all", "any"):
+        for c in cond.get(key, []):
+            yield from walk_conditions(c)
+    if "not" in cond:
+        yield from walk_conditions(cond["not"])

@@ -1,0 +1,119 @@
+"""Semantic checks a rule's YAML schema cannot make: an operand's type for its operator, a fact or parameter
+that exists, a regular expression that compiles and cannot backtrack without bound; errors as one line with
+file:line and the rule id. ``rules`` (loading) and ``relations`` (supersedes / refutes) both use them."""
+from __future__ import annotations
+
+import difflib
+import re
+
+from ..errors import RuleError
+from ..facts import registry
+from .model import NUMERIC_OPS, STRING_OPS, Rule
+
+
+def _fail(path: str, line, rid: str | None, msg: str) -> RuleError:
+    if callable(line):
+        line = line()
+    where = f"{path}:{line}" if line else path
+    return RuleError(f"{('rule ' + rid + ': ') if rid else ''}{msg}", where)
+
+
+def _check_operand(rule: Rule, value, op: str, line) -> None:
+    path, rid = rule.path, rule.id
+
+    def param(v):
+        if isinstance(v, str) and v.startswith("$"):
+            name = v[1:]
+            if name not in rule.params:
+                hint = difflib.get_close_matches(name, list(rule.params), 1)
+                raise _fail(path, line, rid, f"'{v}' is not a declared param"
+                            + (f" (did you mean '${hint[0]}'?)" if hint else f"; declare it under params: {name}: {{default: ...}}"))
+            return rule.params[name]["default"]
+        return v
+
+    if isinstance(value, dict):
+        if registry.lookup(rule.scope, value["fact"]) is None:
+            raise _fail(path, line, rid, f"unknown fact '{value['fact']}' on the right-hand side")
+        for k in ("times", "plus"):
+            if k in value and not isinstance(param(value[k]), (int, float)):
+                raise _fail(path, line, rid, f"'{k}' must be a number")
+        if op not in NUMERIC_OPS:
+            raise _fail(path, line, rid, f"a fact on the right-hand side needs a numeric operator, not '{op}'")
+        return
+    v = param(value)
+    if op in NUMERIC_OPS and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        raise _fail(path, line, rid, f"operator '{op}' needs a number, got {value!r}")
+    if op in ("in", "not_in") and not isinstance(v, list):
+        raise _fail(path, line, rid, f"operator '{op}' needs a list")
+    if op in STRING_OPS and not isinstance(v, str):
+        raise _fail(path, line, rid, f"operator '{op}' needs a string")
+    if op == "matches":
+        if any(t in v for t in ("\\", "^", "$", "(?")):
+            raise _fail(path, line, rid, f"pattern {v!r} uses Python regex syntax (\\ ^ $ (?); the engine matches the "
+                        "whole value with its own dialect: use %d %w %s classes and % escapes, or use contains / "
+                        "startswith / endswith")
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise _fail(path, line, rid, f"pattern {v!r} is not a valid regex ({e})") from e
+        why = regex_hazard(v)
+        if why:
+            raise _fail(path, line, rid, f"pattern {v[:80]!r} {why}")
+
+
+MAX_PATTERN = 256
+
+
+def regex_hazard(pattern: str) -> str | None:
+    """Why a ``matches`` pattern is refused, or None: too long, or a quantifier over something that is
+    itself quantified or an alternation of quantified parts (``(a+)+``, ``(a|a*)*``): catastrophic
+    backtracking in Python (advice conditions) and a state explosion in the engine's DFA."""
+    if len(pattern) > MAX_PATTERN:
+        return f"is longer than {MAX_PATTERN} characters"
+    try:
+        import re._parser as sre  # Python 3.11+
+    except ImportError:  # pragma: no cover
+        import sre_parse as sre  # type: ignore[no-redef]
+    REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", None)} - {None}
+
+    def has_repeat(items) -> bool:
+        for op, av in items:
+            if op in REPEATS and av[1] > 1:
+                return True
+            if op == sre.SUBPATTERN and has_repeat(av[-1]):
+                return True
+            if op == sre.BRANCH and any(has_repeat(b) for b in av[1]):
+                return True
+        return False
+
+    def ambiguous_branch(items) -> bool:
+        """An alternation whose branches may start alike (``a|aa``): repeated, it backtracks exponentially."""
+        for op, av in items:
+            if op == sre.SUBPATTERN and ambiguous_branch(av[-1]):
+                return True
+            if op == sre.BRANCH:
+                firsts = [b[0] if b else None for b in av[1]]
+                if any(f is None or f[0] != sre.LITERAL for f in firsts) or len({f[1] for f in firsts}) < len(firsts):
+                    return True
+        return False
+
+    def nested(items) -> bool:
+        for op, av in items:
+            if op in REPEATS:
+                if av[1] > 1 and (has_repeat(av[2]) or ambiguous_branch(av[2])):
+                    return True
+                if nested(av[2]):
+                    return True
+            elif op == sre.SUBPATTERN and nested(av[-1]):
+                return True
+            elif op == sre.BRANCH and any(nested(b) for b in av[1]):
+                return True
+        return False
+
+    try:
+        if nested(sre.parse(pattern)):
+            return ("repeats a part that can match in several ways (like (a+)+ or (a|aa)*): it can take exponential time on a long "
+                    "kernel name; write it without the outer repetition, or use contains / startswith / endswith")
+    except (re.error, RecursionError, OverflowError):
+        return "cannot be analysed"
+    return None

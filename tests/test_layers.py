@@ -1,0 +1,90 @@
+"""The house (issue 36): no import circles between modules, and every import points down the layers
+load -> facts -> scenarios -> engine -> report -> diff / units -> scheduler -> pipeline -> cli. Imports
+inside functions count: a lazy import is still an arrow."""
+import ast
+import collections
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "nsys_expert"
+# top-level module or package of nsys_expert -> its layer (an arrow may stay in its layer or go down)
+LAYERS = {"nsys_expert": 0, "errors": 0, "textsafe": 0, "cache": 0, "config": 0,
+          "load": 1, "facts": 2, "scenarios": 3, "engine": 4, "report": 5, "diff": 6, "units": 6,
+          "scheduler": 7, "pipeline": 8, "cli": 9, "__main__": 9}
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    out = {}
+    for p in ROOT.rglob("*.py"):
+        name = ".".join(p.with_suffix("").relative_to(ROOT.parent).parts)
+        out[name.removesuffix(".__init__")] = p
+    return out
+
+
+def _edges(mods):
+    edges = collections.defaultdict(set)
+    for m, p in mods.items():
+        pkg = m if p.name == "__init__.py" else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = pkg
+                    for _ in range(node.level - 1):
+                        up = up.rsplit(".", 1)[0]
+                    base = up + ("." + node.module if node.module else "")
+                for a in node.names:
+                    targets.append(f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base)
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for t in targets:
+                if t in mods and t != m:
+                    edges[m].add(t)
+    return edges
+
+
+def _layer(m: str) -> int:
+    parts = m.split(".")
+    return LAYERS[parts[1] if len(parts) > 1 else "nsys_expert"]
+
+
+def test_every_module_has_a_layer():
+    assert {m.split(".")[1] for m in _modules() if "." in m} - set(LAYERS) == set()
+
+
+def test_no_import_circles():
+    mods = _modules()
+    edges = _edges(mods)
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):   # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(mods):
+        if v not in index:
+            visit(v)
+    assert found == []
+
+
+def test_imports_point_down():
+    mods = _modules()
+    up = sorted((a, b) for a, ts in _edges(mods).items() for b in ts if _layer(b) > _layer(a))
+    assert up == []
