@@ -13,6 +13,8 @@ Host items (``Item``):
   operation submitted before it has finished.
 - ``O`` any other CUDA call (allocation, queries): host time.
 
+``simulate`` runs a model event by event and walks its critical path back from the end.
+
 Edges: host items follow each other; an operation starts when it was submitted (its call's start plus
 the launch latency measured in the same trace) and its stream is free (stream order, plus the gap
 measured between queued operations); a blocking item ends when the work it waits on ends (plus the
@@ -276,3 +278,97 @@ def _calibrate(items: list[Item], ops: list[Op], real_op: list, mine: pl.DataFra
         v = sorted(x for x in v if x >= 0)
         return float(v[len(v) // 2]) if v else d
     return med(lat, 5_000.0), med(gap, 1_000.0), med(ret, 5_000.0)
+
+
+# ------------------------------------------------------------------------------ the run of a model
+@dataclass
+class Run:
+    total: float            # ns from the slice start to the end of the last host item or operation
+    host_ns: float          # on the critical path: the host's own time (work, CUDA calls)
+    gpu_ns: float           # on the critical path: operations and the gaps between them
+    latency_ns: float       # on the critical path: launch and return latencies
+    iter_host: list[float]  # host time at each iteration's first item
+    comp: list[float]       # when each iteration's work was done (host or GPU)
+
+    @property
+    def period(self) -> float:
+        """Completion to completion over the replayed iterations (the work carried in cancels out)."""
+        return self.comp[-1] - self.comp[0] if len(self.comp) >= 2 else self.total
+
+
+def simulate(m: Model) -> Run:
+    items, ops = m.items, m.ops
+    n = len(ops)
+    op_end = [0.0] * n
+    op_pred: list = [None] * n        # ('op', j) | ('item', k) | None (a carried-in stream)
+    bind: list = [None] * len(items)  # the operation a blocking item waited for, when the wait decided its end
+    last_on: dict[int, int] = {}
+    free = dict(m.carry)
+    host = 0.0
+    done, done_op = max(free.values(), default=0.0), -1
+    iter_host: list[float] = []
+    comp: dict[int, float] = {}
+    cur_it = None
+    for k, it in enumerate(items):
+        if it.iteration != cur_it:
+            cur_it = it.iteration
+            iter_host.append(host)
+        c = comp.get(it.iteration, 0.0)
+        start = host
+        host += it.dur
+        if it.kind == "L":
+            for o in it.ops:
+                op = ops[o]
+                ready = start + (m.latency if op.lat is None else op.lat)
+                prev = last_on.get(op.stream)
+                sfree = op_end[prev] + m.gap if prev is not None else free.get(op.stream, 0.0)
+                if sfree > ready:
+                    s, op_pred[o] = sfree, (("op", prev) if prev is not None else None)
+                else:
+                    s, op_pred[o] = ready, ("item", k)
+                op_end[o] = s + op.dur
+                c = max(c, op_end[o])
+                last_on[op.stream] = o
+                if op_end[o] > done:
+                    done, done_op = op_end[o], o
+            if it.block and (it.ops or it.wait >= 0):
+                w = it.wait if it.wait >= 0 else max(it.ops, key=lambda o: op_end[o])
+                back = m.ret if it.ret is None else it.ret
+                if op_end[w] + back > host:
+                    host, bind[k] = op_end[w] + back, w
+        elif it.kind == "O" and it.wait >= 0 and op_end[it.wait] + m.ret > host:
+            host, bind[k] = op_end[it.wait] + m.ret, it.wait
+        elif it.kind == "S" and done_op >= 0 and done + m.ret > host:
+            host, bind[k] = done + m.ret, done_op
+        comp[it.iteration] = max(c, host)
+    total = max(host, done)
+    comps = []
+    for i in sorted(comp):
+        comps.append(max(comp[i], comps[-1] if comps else 0.0))
+    h = g = lat = 0.0
+    cur = ("op", done_op) if done > host and done_op >= 0 else ("item", len(items) - 1)
+    guard = 0
+    while cur is not None and guard < 4 * (n + len(items)) + 10:
+        guard += 1
+        kind, i = cur
+        if kind == "item":
+            if i < 0:
+                break
+            if bind[i] is not None:
+                lat += m.ret if items[i].ret is None else items[i].ret
+                cur = ("op", bind[i])
+            else:
+                h += items[i].dur
+                cur = ("item", i - 1)
+        else:
+            g += ops[i].dur
+            p = op_pred[i]
+            if p is None:
+                cur = None
+            elif p[0] == "op":
+                g += m.gap
+                cur = p
+            else:
+                lat += m.latency if ops[i].lat is None else ops[i].lat
+                cur = ("item", p[1] - 1)
+    return Run(total, h, g, lat, iter_host, comps)
