@@ -92,7 +92,7 @@ def _copy_name(name: str) -> tuple[str, str | None, str | None]:
 def read_kineto(path: str):
     """-> Part (kind ``kineto``). Raises InputError when the file is no readable trace."""
     from .profile import Part
-    from .sqlite import _size_summary, _summary
+    from .sqlite_tables import _size_summary, _summary
 
     doc = _parse(path)
     base = os.path.basename(path)
@@ -212,7 +212,7 @@ def _main_pid(pids: list) -> int | None:
 
 def _ranges(rng: dict) -> pl.DataFrame:
     """user_annotation ranges with their nesting depth on their thread (0 = top), as push/pop NVTX."""
-    from .sqlite import NVTX_PUSHPOP, _levels
+    from .sqlite_tables import NVTX_PUSHPOP, _levels
     n = pl.DataFrame(rng, schema={"start_ns": pl.Int64, "dur_ns": pl.Int64, "name": pl.String,
                                   "pid": pl.Int64, "tid": pl.Int64})
     n = n.sort("start_ns", maintain_order=True).with_row_index("range_id", offset=1).with_columns(
