@@ -88,3 +88,15 @@ def test_imports_point_down():
     mods = _modules()
     up = sorted((a, b) for a, ts in _edges(mods).items() for b in ts if _layer(b) > _layer(a))
     assert up == []
+
+
+def test_long_modules_say_why_at_their_top():
+    """No module past ~400 lines without a reason written at its top (issue 36)."""
+    long = []
+    for p in ROOT.rglob("*.py"):
+        text = p.read_text(encoding="utf-8")
+        if text.count("\n") > 410:
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if "Past ~400 lines on purpose" not in doc:
+                long.append((str(p.relative_to(ROOT)), text.count("\n")))
+    assert long == []

@@ -16,7 +16,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from issue16_measure import union  # noqa: E402   (the same interval union, sqlite3 and lists only)
+from planted_patterns_measure import union  # noqa: E402   (the same interval union, sqlite3 and lists only)
 
 SLEEPS = ("clock_nanosleep", "nanosleep", "usleep", "sleep")
 

@@ -1,6 +1,9 @@
 """load: find the inputs, read each into one canonical Polars frame per table, record what is missing.
 
 Public entry point: :func:`load_paths`. It knows file formats and nothing else (no facts, no rules).
+
+Past ~400 lines on purpose: the order in which inputs are listed, read, grouped by run and ranked by source
+(the one idea of this module); the records are in ``profile``, each format in its own reader.
 """
 from __future__ import annotations
 

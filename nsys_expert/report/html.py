@@ -10,6 +10,9 @@ docs/report.md says how to read each chart and why the charts are hand-built SVG
 
 Every chart is an ``<svg class="chart" data-chart="ID" data-series="N">`` whose N drawn series are
 elements with class ``series`` (the browser test counts them).
+
+Past ~400 lines on purpose: one function per chart of the HTML report, each drawing with the primitives
+of ``svg``; the charts share their scales and labels here.
 """
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """From the situation to the right profile: one function per playbook scenario, reading its template
 (title, default output, trace list, options, notes, wrapper script) from playbook.yaml and the user's
 :class:`Options`. ``build`` validates the options and returns a :class:`Plan`.
+
+Past ~400 lines on purpose: one builder per playbook scenario (twelve, each a few lines) over the helpers
+they share; split by family, the helpers would become a third module every builder imports.
 """
 from __future__ import annotations
 

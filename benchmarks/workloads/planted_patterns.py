@@ -1,8 +1,8 @@
-"""Four planted patterns for issue 16, profiled on a real GPU to make the fixtures
+"""Four planted patterns (named issue16.py when the fixtures were made), profiled on a real GPU to make the fixtures
 ``fixtures/overlapped_copies``, ``fixtures/library_nvtx``, ``fixtures/dataloader_wait`` and
 ``fixtures/allocator_churn`` (each fixture's README says how and what was measured).
 
-    python benchmarks/workloads/issue16.py NAME [--steps N]
+    python benchmarks/workloads/planted_patterns.py NAME [--steps N]
 
 overlapped_copies: every step copies a 256 MiB pinned host buffer to the GPU with ``non_blocking=True``
     on a side stream while the default stream runs bf16 8192^3 GEMMs; the GEMM count per step is chosen
