@@ -2,7 +2,7 @@
 cross-checked against the CSVs (csv module); no nsys-expert code. The numbers go into each
 fixture's README.
 
-    python benchmarks/workloads/issue16_measure.py fixtures/NAME [START_NS:END_NS]
+    python benchmarks/workloads/planted_patterns_measure.py fixtures/NAME [START_NS:END_NS]
 
 Window: from the start of the second ``step`` range to the end of the last one (the first step holds
 warm-up), or START_NS:END_NS when given (e.g. the window a diagnosis chose, to compare numbers).
