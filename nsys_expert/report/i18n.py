@@ -96,10 +96,7 @@ def compile_catalogs() -> list[str]:
     from babel.messages.pofile import read_po
 
     written = []
-    for lang in sorted(os.listdir(LOCALE_DIR)):
-        po = os.path.join(LOCALE_DIR, lang, "LC_MESSAGES", DOMAIN + ".po")
-        if not os.path.exists(po):
-            continue
+    for po, lang in catalog_files():
         with open(po, "rb") as fh:
             cat = read_po(fh, locale=lang)
         mo = po[:-3] + ".mo"
@@ -107,6 +104,17 @@ def compile_catalogs() -> list[str]:
             write_mo(fh, cat, use_fuzzy=False)
         written.append(mo)
     return written
+
+
+def catalog_files() -> list[tuple[str, str]]:
+    """(path, language) of every ``.po``: the run-time sentences (``nsys_expert.po``) and the facts'
+    descriptions (``facts.po``, read by ``facts/registry.doc``)."""
+    out = []
+    for lang in sorted(os.listdir(LOCALE_DIR)):
+        folder = os.path.join(LOCALE_DIR, lang, "LC_MESSAGES")
+        if os.path.isdir(folder):
+            out += [(os.path.join(folder, f), lang) for f in sorted(os.listdir(folder)) if f.endswith(".po")]
+    return out
 
 
 if __name__ == "__main__":
