@@ -388,15 +388,23 @@ def severity_word(lang: str):
     return lambda s: SEVERITY_ZH.get(s, s) if lang == "zh" else s
 
 
-def render_facts(doc: dict) -> str:
-    """``--show-facts``: every fact of the run with unit and source, for rule authors."""
-    lines = ["", "## Facts", "", "| Fact | Value | Unit | Source |", "|---|---:|---|---|"]
+_FACTS_WORDS = {"en": ("Facts", "| Fact | Value | Unit | Source |", "Absent (rules that need them are not evaluated):", ": "),
+               "zh": ("指标", "| 指标 | 数值 | 单位 | 来源 |", "缺失（需要它们的规则未被评估）：", "：")}
+
+
+def render_facts(doc: dict, lang: str = "en") -> str:
+    """``--show-facts``: every fact of the run with unit and source, for rule authors; why each absent
+    fact is absent in ``lang`` (the message catalog, as the not-evaluated lines)."""
+    from .i18n import translate
+
+    title, head, absent_title, colon = _FACTS_WORDS.get(lang, _FACTS_WORDS["en"])
+    lines = ["", f"## {title}", "", head, "|---|---:|---|---|"]
     for name, value in doc["facts"].items():
         d = registry.lookup("run", name)
         src = doc.get("fact_sources", {}).get(name)
         lines.append(f"| `{name}` | {_fmt(value, 3)} | {d.unit if d else ''} | {_md_code(src) if src else '–'} |")
     absent = doc.get("facts_absent", {})
     if absent:
-        lines += ["", "Absent (rules that need them are not evaluated):", ""]
-        lines += [f"- `{k}`: {v}" for k, v in absent.items()]
+        lines += ["", absent_title, ""]
+        lines += [f"- `{k}`{colon}{translate(v, lang)}" for k, v in absent.items()]
     return "\n".join(lines) + "\n"

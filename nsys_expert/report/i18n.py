@@ -63,6 +63,9 @@ _JOIN = {"zh": {"or": " 或 ", "list": "，"}}
 
 def _field(name: str, value: str, lang: str) -> str:
     joins = _JOIN.get(lang, {"or": " or ", "list": ", "})
+    whole = _catalog(lang)[0].get(value.strip())
+    if whole is not None and name.endswith(("_or", "_list")):   # one text whose own words hold " or "
+        return whole
     if name.endswith("_or"):
         return joins["or"].join(translate(v, lang) for v in value.split(" or "))
     if name.endswith("_list"):
