@@ -51,7 +51,8 @@ def test_the_shipped_mo_is_the_compiled_po():
 def test_fields_reorder_and_nest():
     t = i18n.translate
     assert t("needs the cuda_gpu_trace report or NVTX ranges with timestamps", "zh") == \
-        "需要 cuda_gpu_trace 报告 或 带时间戳的 NVTX 区间"
+        "需要 cuda_gpu_trace 报告或带时间戳的 NVTX 区间"   # 或 and 需要 take a space beside a Latin word only
+    assert t("needs NVTX ranges with timestamps or the cuda_gpu_trace report", "zh") == "需要带时间戳的 NVTX 区间或 cuda_gpu_trace 报告"
     assert t("only 0.02 ms of GPU work in the 4.1 ms window (less than 1 ms): too little to judge the run; "
              "findings are capped at low severity; profile more steps", "zh").startswith("4.1 ms 的窗口内只有 0.02 ms")
     assert t("something new; iteration 1 left out as warm-up", "zh") == "something new；第 1 次迭代作为预热被排除"
@@ -263,7 +264,7 @@ def test_why_a_fact_is_missing_reads_in_chinese_for_every_input():
     english = [(r, i18n.translate(r, "zh")) for r in sorted(reasons) if ENGLISH.search(prose(i18n.translate(r, "zh")))]
     assert english == []
     assert i18n.translate("needs " + registry.INPUTS["ranks"], "zh") == \
-        "需要 同一作业的多个 rank（每个 rank 一组 CSV 或一个 SQLite 文件，或一个包含多个进程的导出）"
+        "需要同一作业的多个 rank（每个 rank 一组 CSV 或一个 SQLite 文件，或一个包含多个进程的导出）"
 
 
 def test_show_facts_in_chinese_says_why_each_fact_is_absent_in_chinese():
@@ -278,3 +279,28 @@ def test_show_facts_in_chinese_says_why_each_fact_is_absent_in_chinese():
     assert "- `gpu_active_pct`：需要 cuda_gpu_trace 报告（nsys stats -r cuda_gpu_trace）" in tail
     absent = [ln for ln in tail.split("缺失", 1)[1].splitlines() if ln.startswith("- ")]
     assert len(absent) > 50 and [ln for ln in absent if ENGLISH.search(prose(ln))] == []
+
+
+def test_zh_report_punctuation_and_brackets_read_as_chinese():
+    """Issue 35 item 9, the bracket spacing: Chinese punctuation beside Chinese words, a value's notes in
+    one bracket, no bracket closing right inside another, no space between 需要 and a Chinese input."""
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh")), "zh")
+    assert md.splitlines()[2].startswith("**结论：** 同步瓶颈") and md.splitlines()[2].endswith("（高）。")
+    assert "- GPU 活跃时间占比：**13.7 %**（占窗口，kernel 13.6 %，拷贝 0.0595 %）；整个采集：9.9 %" in md
+    assert "- 主要空闲原因：阻塞同步之后（85.9 %，占窗口）" in md
+    assert "（高，预期收益 ≈ 10 %，占窗口，回放）" in md
+    assert "- 开始 0.412 s，结束 1.460 s，时长 1,048 ms" in md and "（中位数 2.62 ms，预热的首次迭代 73.7×，最慢 1.20×）" in md
+    assert "：需要主要 kernel 的 Nsight Compute 数据" in md and "：需要按线程的 OS runtime trace" in md
+    text = prose(md)
+    assert not re.search(r"[\u4e00-\u9fff][,;:] |[,;:] [\u4e00-\u9fff]", text)
+    assert not re.search(r"（[^（）]*（[^（）]*））", text)
+    assert not re.search(r"需要 [\u4e00-\u9fff]", text)
+
+
+def test_a_field_does_not_swallow_the_next_clause():
+    t = i18n.translate
+    assert t("run 1: lines 1-86; run 2: lines 87-170; run 3: lines 171-end", "zh") == \
+        "第 1 次运行：第 1-86 行；第 2 次运行：第 87-170 行；第 3 次运行：第 171-end 行"
+    # a "; " inside the field's own brackets stays in the field
+    assert t("needs the osrt_sum report (nsys stats -r osrt_sum; profile with --trace=osrt)", "zh") == \
+        "需要 osrt_sum 报告（nsys stats -r osrt_sum；用 --trace=osrt 采集）"

@@ -185,7 +185,7 @@ LABELS = {
         "not_evaluated": "未评估的规则", "next_steps": "下一步：采集上述规则缺少的数据", "warnings": "警告", "inputs": "输入文件", "gpus": "GPU",
         "span": "采集时长", "eras": "报告格式", "source": "选取依据", "start": "开始", "end": "结束",
         "length": "时长", "rel_note": "自采集的第一个事件起算；nsys 时间轴上为 {abs}，即 --window 使用的时间", "rel_note_trace": "自采集的第一个事件起算；trace 时钟上为 {abs}，即 --window 使用的时间", "startup": "窗口前的启动时间", "iterations": "迭代",
-        "median_iter": "中位数", "first_iter": "第一次（预热）", "slowest": "最慢",
+        "median_iter": "中位数", "first_iter": "预热的首次迭代", "slowest": "最慢",
         "active": "GPU 活跃时间占比", "kernel_active": "kernel", "memcpy_active": "拷贝",
         "idle_by_cause": "空闲时间按主机行为归因", "cause": "原因", "share": "占窗口比例",
         "gaps": "间隙数", "rank": "排名", "name": "Kernel 名称", "total": "总耗时 (ms)", "calls": "调用次数", "avg": "平均耗时 (us)",
