@@ -304,3 +304,17 @@ def test_a_field_does_not_swallow_the_next_clause():
     # a "; " inside the field's own brackets stays in the field
     assert t("needs the osrt_sum report (nsys stats -r osrt_sum; profile with --trace=osrt)", "zh") == \
         "需要 osrt_sum 报告（nsys stats -r osrt_sum；用 --trace=osrt 采集）"
+
+
+def test_zh_terminal_summary_uses_chinese_punctuation():
+    from rich.console import Console
+
+    from nsys_expert.report import terminal
+
+    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh"))
+    buf = io.StringIO()
+    terminal.summary(doc, "zh", console=Console(file=buf, width=200, color_system=None))
+    out = buf.getvalue()
+    assert "结论：同步瓶颈" in out and "发现的问题：" in out
+    assert "GPU 活跃 13.7 %（占窗口，整个采集 9.9 %） · 主要空闲原因：阻塞同步之后（85.9 %）" in out
+    assert "窗口 0.412–1.460 s（nvtx:step）" in out and " (" not in out
