@@ -228,7 +228,7 @@ def test_explain_lang_zh_prints_the_chinese_fact_descriptions():
         english = [ln for ln in facts if ln.strip() and ENGLISH.search(prose(ln))]
         assert english == [], (rule.id, english)
     gil = CliRunner().invoke(main, ["explain", "gil-contention", "--lang", "zh"]).output
-    assert "来自 含 --trace=osrt 的 SQLite 导出" in gil and "SQLite export with" not in gil
+    assert "来自 SQLite 导出（需用 --trace=osrt 采集）" in gil and "SQLite export with" not in gil
 
 
 def test_facts_lang_zh_lists_the_chinese_descriptions():
