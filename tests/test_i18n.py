@@ -4,6 +4,7 @@ and the prose uses one kind of bracket."""
 from __future__ import annotations
 
 import io
+import os
 import re
 
 import pytest
@@ -35,20 +36,23 @@ def test_the_shipped_mo_is_the_compiled_po():
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
 
-    po = f"{i18n.LOCALE_DIR}/zh/LC_MESSAGES/{i18n.DOMAIN}.po"
-    with open(po, "rb") as fh:
-        cat = read_po(fh, locale="zh")
-    buf = io.BytesIO()
-    write_mo(buf, cat, use_fuzzy=False)
-    with open(po[:-3] + ".mo", "rb") as fh:
-        assert fh.read() == buf.getvalue(), "run: python -m nsys_expert.report.i18n"
-    assert len(cat) > 40 and all(m.string for m in cat if m.id)   # every entry translated
+    files = i18n.catalog_files()
+    assert {os.path.basename(p) for p, _ in files} >= {f"{i18n.DOMAIN}.po", "facts.po"}
+    for po, lang in files:
+        with open(po, "rb") as fh:
+            cat = read_po(fh, locale=lang)
+        buf = io.BytesIO()
+        write_mo(buf, cat, use_fuzzy=False)
+        with open(po[:-3] + ".mo", "rb") as fh:
+            assert fh.read() == buf.getvalue(), f"{po}: run python -m nsys_expert.report.i18n"
+        assert len(cat) > 40 and all(m.string for m in cat if m.id), po   # every entry translated
 
 
 def test_fields_reorder_and_nest():
     t = i18n.translate
     assert t("needs the cuda_gpu_trace report or NVTX ranges with timestamps", "zh") == \
-        "需要 cuda_gpu_trace 报告 或 带时间戳的 NVTX 区间"
+        "需要 cuda_gpu_trace 报告或带时间戳的 NVTX 区间"   # 或 and 需要 take a space beside a Latin word only
+    assert t("needs NVTX ranges with timestamps or the cuda_gpu_trace report", "zh") == "需要带时间戳的 NVTX 区间或 cuda_gpu_trace 报告"
     assert t("only 0.02 ms of GPU work in the 4.1 ms window (less than 1 ms): too little to judge the run; "
              "findings are capped at low severity; profile more steps", "zh").startswith("4.1 ms 的窗口内只有 0.02 ms")
     assert t("something new; iteration 1 left out as warm-up", "zh") == "something new；第 1 次迭代作为预热被排除"
@@ -132,10 +136,10 @@ def test_explain_lang_zh_prints_the_chinese_why_and_param_docs():
     assert "- `min_pageable_pct` = 50：使用可分页内存的主机-设备拷贝时间所占比例" in zh.output
     assert "预估收益：`replay_gain_pinned_copies_pct if replay_gain_pinned_copies_pct is number else (memcpy_active_pct * 0.5)`" in zh.output
     assert "没有 trace 时：pinned 拷贝通常比可分页内存拷贝快 2-5 倍）" in zh.output
-    # explain's own words are Chinese too; what stays English is code, fact docs (the fact registry)
-    # and the references' titles
+    # explain's own words are Chinese too, and the facts' docs; what stays English is code and the
+    # references' titles
     own = [ln for ln in zh.output.splitlines()
-           if ENGLISH.search(prose(ln)) and not ln.startswith(("- `memcpy_", "- docs/", "- nsys analyze", "- http"))]
+           if ENGLISH.search(prose(ln)) and not ln.startswith(("- docs/", "- nsys analyze", "- http"))]
     assert own == [], own
     assert "触发条件：" in zh.output and "- 全部满足：" in zh.output and "参考资料：" in zh.output
     en = CliRunner().invoke(main, ["explain", "pageable-memcpy"])
@@ -166,3 +170,151 @@ def test_a_pack_param_doc_is_text_or_en_zh(tmp_path):
     rule.write_text(text.replace(old, 'doc: {en: "lowest GPU-active %", fr: "plancher"}'))
     bad = run()
     assert bad.exit_code == 2 and "team-min-gpu-util.yaml" in bad.output and "Traceback" not in bad.output
+
+
+# --- the facts' descriptions (issue 35 item 9): facts/registry.py in English, facts.po in Chinese ---
+
+def test_every_registered_fact_has_a_chinese_description():
+    """Each fact's doc has an entry in ``locale/zh/LC_MESSAGES/facts.po`` keyed by its name and its
+    English doc as the registry has it (a fact added, or a doc reworded, without its Chinese text is
+    listed here), in real Chinese: no three English words in a row outside code, full-width brackets."""
+    from nsys_expert.facts import registry
+
+    assert registry.untranslated("zh") == [], "add to locale/zh/LC_MESSAGES/facts.po: " + ", ".join(registry.untranslated("zh"))
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    bad = []
+    for scope, table in registry.SCOPES.items():
+        for f in table.values():
+            zh = registry.doc(f, "zh")
+            if not cjk.search(zh) or ENGLISH.search(prose(zh)) or re.search(r"(^|[\s\u3000-\u9fff])\((?!\))", prose(zh)):
+                bad.append(f"{scope}:{f.name}: {zh}")
+    assert bad == []
+    assert len([f for t in registry.SCOPES.values() for f in t.values()]) > 200
+
+
+def test_a_fact_without_chinese_text_falls_back_to_english():
+    from nsys_expert.facts import registry
+
+    new = registry.Fact("brand_new_fact_pct", "%", "run", "a fact nobody has translated yet", ("gpu_trace",))
+    assert registry.doc(new, "zh") == new.doc
+    reworded = registry.Fact("gpu_idle_pct", "%", "run", "100 - gpu_active_pct, reworded", ("gpu_trace",))
+    assert registry.doc(reworded, "zh") == reworded.doc            # a stale translation is not shown
+    assert registry.doc(registry.lookup("run", "gpu_idle_pct"), "zh") == "100 减去 gpu_active_pct"
+    span = registry.lookup("run", "memcpy_active_pct_span")
+    assert registry.doc(span, "zh") == "memcpy 区间的并集占窗口的比例（整个采集，含启动阶段）"
+    assert registry.doc(span, "en") == "union of memcpy intervals as a share of the window (whole profile, start-up included)"
+    registry.register("run", new)
+    try:
+        assert registry.untranslated("zh") == ["run:brand_new_fact_pct"]
+    finally:
+        del registry.RUN_FACTS["brand_new_fact_pct"]
+
+
+def test_explain_lang_zh_prints_the_chinese_fact_descriptions():
+    from click.testing import CliRunner
+
+    from nsys_expert.cli import main
+
+    zh = CliRunner().invoke(main, ["explain", "pageable-memcpy", "--lang", "zh"])
+    assert zh.exit_code == 0, zh.output
+    assert "- `memcpy_pageable_share_pct`（%）：主机-设备拷贝时间中使用可分页（非 pinned）主机内存的比例；来自 cuda_gpu_trace" in zh.output
+    assert "share of host-device copy time that uses pageable" not in zh.output
+    en = CliRunner().invoke(main, ["explain", "pageable-memcpy"])
+    assert "- `memcpy_pageable_share_pct` (%): share of host-device copy time that uses pageable (not pinned) host memory; from cuda_gpu_trace" in en.output
+    # every built-in rule: the facts it reads are described in Chinese, and so are the inputs they come from
+    for rule in _builtin_rules():
+        out = CliRunner().invoke(main, ["explain", rule.id, "--lang", "zh"]).output
+        facts = out.split("读取的事实：", 1)[1].split("\n\n", 1)[0].splitlines() if "读取的事实：" in out else []
+        english = [ln for ln in facts if ln.strip() and ENGLISH.search(prose(ln))]
+        assert english == [], (rule.id, english)
+    gil = CliRunner().invoke(main, ["explain", "gil-contention", "--lang", "zh"]).output
+    assert "来自 SQLite 导出（需用 --trace=osrt 采集）" in gil and "SQLite export with" not in gil
+
+
+def test_facts_lang_zh_lists_the_chinese_descriptions():
+    import json
+
+    from click.testing import CliRunner
+
+    from nsys_expert.cli import main
+
+    zh = CliRunner().invoke(main, ["facts", "--lang", "zh"])
+    assert zh.exit_code == 0, zh.output
+    row = next(ln for ln in zh.output.splitlines() if ln.startswith("memcpy_h2d_gbps "))
+    assert row.endswith("主机到设备的拷贝带宽（字节数 / 拷贝时间）") and "cuda_gpu_trace 或 cuda_gpu_mem_time_sum" in row
+    assert "每个运行级事实都另有 <name>_span" in zh.output
+    rows = json.loads(CliRunner().invoke(main, ["facts", "--lang", "zh", "--format", "json"]).output)
+    assert next(r for r in rows if r["name"] == "sm_count")["doc"] == "GPU 的 SM 数"
+    en = CliRunner().invoke(main, ["facts"]).output
+    assert "host-to-device copy bandwidth (bytes / copy time)" in en and "主机" not in en
+
+
+def test_why_a_fact_is_missing_reads_in_chinese_for_every_input():
+    """The not-evaluated lines and ``--show-facts`` say which input a fact needs (registry.INPUTS, with
+    its command or without): every fact's reason translates whole, a text holding " or " of its own
+    (the ranks input) included."""
+    from nsys_expert.engine.missing import input_text
+    from nsys_expert.facts import registry
+
+    reasons = set()
+    for table in registry.SCOPES.values():
+        for f in table.values():
+            reasons.add("needs " + " or ".join(registry.INPUTS.get(n, n) for n in f.needs))
+            reasons.add("needs " + " or ".join(input_text(n) for n in f.needs))
+    english = [(r, i18n.translate(r, "zh")) for r in sorted(reasons) if ENGLISH.search(prose(i18n.translate(r, "zh")))]
+    assert english == []
+    assert i18n.translate("needs " + registry.INPUTS["ranks"], "zh") == \
+        "需要同一作业的多个 rank（每个 rank 一组 CSV 或一个 SQLite 文件，或一个包含多个进程的导出）"
+
+
+def test_show_facts_in_chinese_says_why_each_fact_is_absent_in_chinese():
+    from click.testing import CliRunner
+
+    from nsys_expert.cli import main
+
+    out = CliRunner().invoke(main, ["diagnose", str(FIXTURES / "sync_bound_summaries" / "input"), "--lang", "zh",
+                                    "--show-facts", "--format", "md"]).output
+    tail = out.split("\n## 指标\n", 1)[1]
+    assert "缺失（需要它们的规则未被评估）：" in tail
+    assert "- `gpu_active_pct`：需要 cuda_gpu_trace 报告（nsys stats -r cuda_gpu_trace）" in tail
+    absent = [ln for ln in tail.split("缺失", 1)[1].splitlines() if ln.startswith("- ")]
+    assert len(absent) > 50 and [ln for ln in absent if ENGLISH.search(prose(ln))] == []
+
+
+def test_zh_report_punctuation_and_brackets_read_as_chinese():
+    """Issue 35 item 9, the bracket spacing: Chinese punctuation beside Chinese words, a value's notes in
+    one bracket, no bracket closing right inside another, no space between 需要 and a Chinese input."""
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh")), "zh")
+    assert md.splitlines()[2].startswith("**结论：** 同步瓶颈") and md.splitlines()[2].endswith("（高）。")
+    assert "- GPU 活跃时间占比：**13.7 %**（占窗口，kernel 13.6 %，拷贝 0.0595 %）；整个采集：9.9 %" in md
+    assert "- 主要空闲原因：阻塞同步之后（85.9 %，占窗口）" in md
+    assert "（高，预期收益 ≈ 10 %，占窗口，回放）" in md
+    assert "- 开始 0.412 s，结束 1.460 s，时长 1,048 ms" in md and "（中位数 2.62 ms，预热的首次迭代 73.7×，最慢 1.20×）" in md
+    assert "：需要主要 kernel 的 Nsight Compute 数据" in md and "：需要按线程的 OS runtime trace" in md
+    text = prose(md)
+    assert not re.search(r"[\u4e00-\u9fff][,;:] |[,;:] [\u4e00-\u9fff]", text)
+    assert not re.search(r"（[^（）]*（[^（）]*））", text)
+    assert not re.search(r"需要 [\u4e00-\u9fff]", text)
+
+
+def test_a_field_does_not_swallow_the_next_clause():
+    t = i18n.translate
+    assert t("run 1: lines 1-86; run 2: lines 87-170; run 3: lines 171-end", "zh") == \
+        "第 1 次运行：第 1-86 行；第 2 次运行：第 87-170 行；第 3 次运行：第 171-end 行"
+    # a "; " inside the field's own brackets stays in the field
+    assert t("needs the osrt_sum report (nsys stats -r osrt_sum; profile with --trace=osrt)", "zh") == \
+        "需要 osrt_sum 报告（nsys stats -r osrt_sum；用 --trace=osrt 采集）"
+
+
+def test_zh_terminal_summary_uses_chinese_punctuation():
+    from rich.console import Console
+
+    from nsys_expert.report import terminal
+
+    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh"))
+    buf = io.StringIO()
+    terminal.summary(doc, "zh", console=Console(file=buf, width=200, color_system=None))
+    out = buf.getvalue()
+    assert "结论：同步瓶颈" in out and "发现的问题：" in out
+    assert "GPU 活跃 13.7 %（占窗口，整个采集 9.9 %） · 主要空闲原因：阻塞同步之后（85.9 %）" in out
+    assert "窗口 0.412–1.460 s（nvtx:step）" in out and " (" not in out

@@ -124,7 +124,7 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     else:
         text = report.to_json(doc) if fmt == "json" else report.render_markdown(doc, lang)
     if show_facts and fmt == "md":
-        text += report.render_facts(doc)
+        text += report.render_facts(doc, lang)
     if output:
         import os
 

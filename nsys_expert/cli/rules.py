@@ -103,20 +103,26 @@ def check_rules_cmd(pack, strict, fmt, output):
         sys.exit(1)
 
 
+_SPAN_NOTE = {"en": "Every run fact also exists as <name>_span: the same number over the whole profile.",
+              "zh": "每个运行级事实都另有 <name>_span：同一个量在整个采集上的值。"}
+
+
 @command("facts")
 @format_option(["text", "json"], "text")
 @output_option()
-def facts_cmd(fmt, output):
+@click.option("--lang", type=Choice(["en", "zh"]), default="en", help="the language of the descriptions")
+def facts_cmd(fmt, output, lang):
     """Every fact a rule may use: name, unit, scope, meaning, and the nsys reports (or other inputs)
     that supply it, by the names nsys stats -r takes."""
     from ..facts import registry
 
-    rows = [{"name": f.name, "unit": f.unit, "scope": f.scope, "doc": f.doc,
-             "needs": [registry.user_name(n) for n in f.needs]}
+    rows = [{"name": f.name, "unit": f.unit, "scope": f.scope, "doc": registry.doc(f, lang),
+             "needs": [registry.user_name(n, lang) for n in f.needs]}
             for scope in registry.SCOPES.values() for f in scope.values()]
     if fmt == "json":
         emit(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", output)
         return
-    lines = [f"{r['name']:<36} {r['unit']:<5} {r['scope']:<6} {' or '.join(r['needs']):<44} {r['doc']}" for r in rows]
-    lines.append("\nEvery run fact also exists as <name>_span: the same number over the whole profile.")
+    alt = " 或 " if lang == "zh" else " or "
+    lines = [f"{r['name']:<36} {r['unit']:<5} {r['scope']:<6} {alt.join(r['needs']):<44} {r['doc']}" for r in rows]
+    lines.append("\n" + _SPAN_NOTE[lang])
     emit("\n".join(lines) + "\n", output)

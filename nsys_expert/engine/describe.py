@@ -65,7 +65,7 @@ _OPS = {"lt": "<", "lte": "≤", "gt": ">", "gte": "≥", "eq": "=", "neq": "≠
         "contains": "contains", "icontains": "contains (any case)", "startswith": "starts with",
         "endswith": "ends with", "matches": "matches", "exists": "is known"}
 
-# explain's own words in Chinese (the rule's texts come from its YAML; fact docs from the registry stay English)
+# explain's own words in Chinese (the rule's texts come from its YAML, the facts' docs from registry.doc)
 _ZH = {
     "in": "属于", "not in": "不属于", "contains": "包含", "contains (any case)": "包含（不区分大小写）",
     "starts with": "开头为", "ends with": "结尾为", "matches": "匹配", "is known": "已知",
@@ -169,8 +169,8 @@ def explain(r: Rule, lang: str = "en") -> str:
         lines += ["", w("Facts it reads:")]
         for f in facts:
             d = registry.lookup(r.scope, f)
-            lines.append(w("- `{}` ({}): {}; from {}", f, d.unit or "-", d.doc,
-                           w(" or ").join(registry.user_name(n) for n in d.needs)) if d else f"- `{f}`")
+            lines.append(w("- `{}` ({}): {}; from {}", f, d.unit or "-", registry.doc(d, lang),
+                           w(" or ").join(registry.user_name(n, lang) for n in d.needs)) if d else f"- `{f}`")
     if r.estimate:
         lines += ["", w("Estimated gain: `{}`", r.estimate["expr"]) + (w(" ({})", doc_text(r.estimate, lang)) if r.estimate.get("doc") else "")]
     adv = r.advice.get(lang) or r.advice.get("en") or []

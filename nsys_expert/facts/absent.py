@@ -15,10 +15,10 @@ def compute(ctx: Context) -> None:
         if not any(n in have_tables for n in f.needs):
             fs.absent[name] = "needs " + " or ".join(registry.INPUTS.get(n, n) for n in f.needs)
         elif f"{name}_span" in fs.run:
+            traces = [registry.INPUTS.get(n, n) for n in f.needs if n.endswith("trace")]
             fs.absent[name] = (f"only the whole-profile value is known from the summary reports "
-                               f"({name}_span = {fs.run[name + '_span']}); export " +
-                               " and ".join(registry.INPUTS.get(n, n) for n in f.needs if n.endswith("trace"))
-                               + " for the steady-state value")
+                               f"({name}_span = {fs.run[name + '_span']})"
+                               + (f"; export {' and '.join(traces)} for the steady-state value" if traces else ""))
         elif f.needs == ("nvtx_trace",) and "nvtx_trace" in have_tables and (
                 fs.window is None or fs.window.iterations is None or fs.window.iterations.height < 2):
             fs.absent[name] = ("no repeated top-level NVTX range marks the iterations: wrap each step in one "

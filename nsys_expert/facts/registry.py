@@ -44,12 +44,15 @@ _OTHER_NAMES = {"osrt_trace": "SQLite export with --trace=osrt", "ranks": "sever
                 "ncu": "ncu --csv --page details", "gpu_metrics": "SQLite export with --gpu-metrics-devices=all"}
 
 
-def user_name(input_id: str) -> str:
+def user_name(input_id: str, lang: str = "en") -> str:
     """The name a user knows an input by: ``gpu_trace`` -> ``cuda_gpu_trace`` (the nsys stats report)."""
     import re
 
     m = re.search(r"nsys stats -r (\w+)", INPUTS.get(input_id, ""))
-    return m.group(1) if m else _OTHER_NAMES.get(input_id, input_id)
+    if m:
+        return m.group(1)
+    other = _OTHER_NAMES.get(input_id)
+    return text_in(lang, "input:" + input_id, other) if other else input_id
 
 
 @dataclass(frozen=True)
@@ -356,6 +359,9 @@ KERNEL_FACTS: dict[str, Fact] = {f.name: f for f in _KERNEL}
 SCOPES = {"run": RUN_FACTS, "kernel": KERNEL_FACTS}
 
 
+SPAN_NOTE = "whole profile, start-up included"   # what a ``_span`` fact adds to its window fact's doc
+
+
 def span_name(name: str) -> str:
     return f"{name}_span"
 
@@ -366,7 +372,7 @@ def lookup(scope: str, name: str) -> Fact | None:
         return table[name]
     if name.endswith("_span") and name[:-5] in table:
         f = table[name[:-5]]
-        return Fact(name, f.unit, f.scope, f.doc + " (whole profile, start-up included)", f.needs)
+        return Fact(name, f.unit, f.scope, f.doc + f" ({SPAN_NOTE})", f.needs)
     return None
 
 
@@ -378,3 +384,56 @@ def all_names(scope: str) -> list[str]:
 def register(scope: str, fact: Fact) -> None:
     """Add a fact (used by later layers, e.g. ncu kernel metrics)."""
     SCOPES.setdefault(scope, {})[fact.name] = fact
+
+
+# --- the descriptions in other languages -------------------------------------------------------------
+# A fact's doc in Chinese (or another language) lives in the gettext catalog
+# ``nsys_expert/locale/<lang>/LC_MESSAGES/facts.po``: one entry per fact, its msgctxt the fact's name
+# and its msgid the English doc above, so an English doc that changes loses its stale translation (and
+# falls back to English) until the catalog is updated; ``tests/test_i18n.py`` lists the facts without
+# one. Edit the .po, then ``python -m nsys_expert.report.i18n`` compiles the shipped .mo.
+FACTS_DOMAIN = "facts"
+
+
+def _catalog(lang: str) -> dict[str, str]:
+    import gettext
+    import os
+
+    if lang not in _CATALOGS:
+        locale = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale")
+        try:
+            cat = gettext.translation(FACTS_DOMAIN, locale, languages=[lang])._catalog   # noqa: SLF001
+        except OSError:
+            cat = {}
+        _CATALOGS[lang] = {k: v for k, v in cat.items() if isinstance(k, str) and "\x04" in k and v}
+    return _CATALOGS[lang]
+
+
+_CATALOGS: dict[str, dict[str, str]] = {}
+
+
+def text_in(lang: str | None, context: str, english: str) -> str | None:
+    """``english`` (the text of ``context``: a fact's name, ``input:<id>``) in ``lang``; ``english``
+    itself for English or where the catalog has no entry for exactly this text."""
+    if not lang or lang == "en":
+        return english
+    return _catalog(lang).get(f"{context}\x04{english}", english)
+
+
+def doc(fact: Fact, lang: str | None = "en") -> str:
+    """A fact's description in ``lang`` (English where the catalog lacks it); a ``_span`` fact is its
+    window fact's description plus the whole-profile note."""
+    if not lang or lang == "en":
+        return fact.doc
+    base = fact.name.removesuffix("_span")
+    note = f" ({SPAN_NOTE})"
+    if base != fact.name and fact.doc.endswith(note):
+        own = text_in(lang, base, fact.doc[:-len(note)])
+        return text_in(lang, "_span", "{doc}" + note).format(doc=own)
+    return text_in(lang, fact.name, fact.doc)
+
+
+def untranslated(lang: str) -> list[str]:
+    """``scope:name`` of every registered fact whose description has no ``lang`` text."""
+    return [f"{scope}:{f.name}" for scope, table in SCOPES.items() for f in table.values()
+            if f"{f.name}\x04{f.doc}" not in _catalog(lang)]

@@ -188,7 +188,7 @@ LABELS = {
         "not_evaluated": "未评估的规则", "next_steps": "下一步：采集上述规则缺少的数据", "warnings": "警告", "inputs": "输入文件", "gpus": "GPU",
         "span": "采集时长", "eras": "报告格式", "source": "选取依据", "start": "开始", "end": "结束",
         "length": "时长", "rel_note": "自采集的第一个事件起算；nsys 时间轴上为 {abs}，即 --window 使用的时间", "rel_note_trace": "自采集的第一个事件起算；trace 时钟上为 {abs}，即 --window 使用的时间", "startup": "窗口前的启动时间", "iterations": "迭代",
-        "median_iter": "中位数", "first_iter": "第一次（预热）", "slowest": "最慢",
+        "median_iter": "中位数", "first_iter": "预热的首次迭代", "slowest": "最慢",
         "active": "GPU 活跃时间占比", "kernel_active": "kernel", "memcpy_active": "拷贝",
         "idle_by_cause": "空闲时间按主机行为归因", "cause": "原因", "share": "占窗口比例",
         "gaps": "间隙数", "rank": "排名", "name": "Kernel 名称", "total": "总耗时 (ms)", "calls": "调用次数", "avg": "平均耗时 (us)",
@@ -391,15 +391,23 @@ def severity_word(lang: str):
     return lambda s: SEVERITY_ZH.get(s, s) if lang == "zh" else s
 
 
-def render_facts(doc: dict) -> str:
-    """``--show-facts``: every fact of the run with unit and source, for rule authors."""
-    lines = ["", "## Facts", "", "| Fact | Value | Unit | Source |", "|---|---:|---|---|"]
+_FACTS_WORDS = {"en": ("Facts", "| Fact | Value | Unit | Source |", "Absent (rules that need them are not evaluated):", ": "),
+               "zh": ("指标", "| 指标 | 数值 | 单位 | 来源 |", "缺失（需要它们的规则未被评估）：", "：")}
+
+
+def render_facts(doc: dict, lang: str = "en") -> str:
+    """``--show-facts``: every fact of the run with unit and source, for rule authors; why each absent
+    fact is absent in ``lang`` (the message catalog, as the not-evaluated lines)."""
+    from .i18n import translate
+
+    title, head, absent_title, colon = _FACTS_WORDS.get(lang, _FACTS_WORDS["en"])
+    lines = ["", f"## {title}", "", head, "|---|---:|---|---|"]
     for name, value in doc["facts"].items():
         d = registry.lookup("run", name)
         src = doc.get("fact_sources", {}).get(name)
         lines.append(f"| `{name}` | {_fmt(value, 3)} | {d.unit if d else ''} | {_md_code(src) if src else '–'} |")
     absent = doc.get("facts_absent", {})
     if absent:
-        lines += ["", "Absent (rules that need them are not evaluated):", ""]
-        lines += [f"- `{k}`: {v}" for k, v in absent.items()]
+        lines += ["", absent_title, ""]
+        lines += [f"- `{k}`{colon}{translate(v, lang)}" for k, v in absent.items()]
     return "\n".join(lines) + "\n"

@@ -51,11 +51,41 @@ def _one(text: str, lang: str) -> str | None:
     s = text.strip()
     if s in exact:
         return exact[s]
+    top = None
     for rx, out in patterns:
         m = rx.match(s)
+        if m and "; " in s:
+            top = top if top is not None else _top_level_clauses(s)
+            if any(i in top for k in m.groupdict() for i in range(m.start(k), m.end(k))):
+                continue        # a field would swallow the next clause: "run 1: lines 1-86; run 2: ..."
         if m:
-            return out.format(**{k: _field(k, v, lang) for k, v in m.groupdict().items()})
+            return _fill(out, {k: _field(k, v, lang) for k, v in m.groupdict().items()})
     return None
+
+
+def _top_level_clauses(s: str) -> set[int]:
+    """Where ``s`` has a clause boundary ("; ") outside brackets."""
+    depth, out = 0, set()
+    for i, ch in enumerate(s):
+        depth += (ch in "(（") - (ch in ")）")
+        if ch == ";" and depth <= 0 and s[i + 1:i + 2] == " ":
+            out.add(i)
+    return out
+
+
+_CJK = "\u3400-\u9fff\uff08\uff09\uff0c\uff1a\uff1b\u3001\u3002"   # Chinese characters and full-width punctuation
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """``template`` with its fields filled; the space a Chinese template keeps between its words and a
+    field (``需要 {inputs_or}``: right before a report name) is dropped where the field's own text
+    starts (or ends) with a Chinese character (``需要主要 kernel 的…``, not ``需要 主要 kernel 的…``)."""
+    for k, v in values.items():
+        if v[:1] and re.match(f"[{_CJK}]", v[0]):
+            template = re.sub(f"(?<=[{_CJK}]) \\{{{k}\\}}", "{" + k + "}", template)
+        if v[-1:] and re.match(f"[{_CJK}]", v[-1]):
+            template = re.sub(f"\\{{{k}\\}} (?=[{_CJK}])", "{" + k + "}", template)
+    return template.format(**values)
 
 
 _JOIN = {"zh": {"or": " 或 ", "list": "，"}}
@@ -63,8 +93,19 @@ _JOIN = {"zh": {"or": " 或 ", "list": "，"}}
 
 def _field(name: str, value: str, lang: str) -> str:
     joins = _JOIN.get(lang, {"or": " or ", "list": ", "})
+    whole = _catalog(lang)[0].get(value.strip())
+    if whole is not None and name.endswith(("_or", "_list")):   # one text whose own words hold " or "
+        return whole
     if name.endswith("_or"):
-        return joins["or"].join(translate(v, lang) for v in value.split(" or "))
+        items = [translate(v, lang) for v in value.split(" or ")]
+        if lang != "zh":
+            return joins["or"].join(items)
+        out = items[0]         # 或 takes a space only beside a Latin word: 报告或带时间戳的…, 区间或 cuda_…
+        for item in items[1:]:
+            left = "" if re.match(f"[{_CJK}]", out[-1:] or "x") else " "
+            right = "" if re.match(f"[{_CJK}]", item[:1] or "x") else " "
+            out += f"{left}或{right}{item}"
+        return out
     if name.endswith("_list"):
         return joins["list"].join(translate(v, lang) for v in re.split(r"(?<=\)), (?=')", value))
     return translate(value, lang) if " " in value else value
@@ -96,10 +137,7 @@ def compile_catalogs() -> list[str]:
     from babel.messages.pofile import read_po
 
     written = []
-    for lang in sorted(os.listdir(LOCALE_DIR)):
-        po = os.path.join(LOCALE_DIR, lang, "LC_MESSAGES", DOMAIN + ".po")
-        if not os.path.exists(po):
-            continue
+    for po, lang in catalog_files():
         with open(po, "rb") as fh:
             cat = read_po(fh, locale=lang)
         mo = po[:-3] + ".mo"
@@ -107,6 +145,17 @@ def compile_catalogs() -> list[str]:
             write_mo(fh, cat, use_fuzzy=False)
         written.append(mo)
     return written
+
+
+def catalog_files() -> list[tuple[str, str]]:
+    """(path, language) of every ``.po``: the run-time sentences (``nsys_expert.po``) and the facts'
+    descriptions (``facts.po``, read by ``facts/registry.doc``)."""
+    out = []
+    for lang in sorted(os.listdir(LOCALE_DIR)):
+        folder = os.path.join(LOCALE_DIR, lang, "LC_MESSAGES")
+        if os.path.isdir(folder):
+            out += [(os.path.join(folder, f), lang) for f in sorted(os.listdir(folder)) if f.endswith(".po")]
+    return out
 
 
 if __name__ == "__main__":
@@ -138,9 +187,31 @@ def _brackets(seg: str) -> str:
     return re.sub(r"）[ ]+(?=[\u3000-\u9fff\uff00-\uffef])", "）", text)
 
 
+_C = f"[{_CJK}]"
+_ENTITY_END = re.compile(r"&#?\w+$")    # the ";" that ends an HTML entity (&#39;) is no semicolon
+
+
+def _punct(seg: str) -> str:
+    """Chinese prose punctuation in a text made of Chinese labels and values: an ASCII comma, semicolon
+    or colon beside a Chinese character is the full-width one (its space goes), a full stop after one
+    that ends a sentence is 。; a value's note in brackets followed by another is one note (10 %（占窗口）（回放）
+    is 10 %（占窗口，回放）) and a bracket that ends where its outer bracket ends is a clause of it
+    (（85.9 %（占窗口）） is （85.9 %，占窗口）)."""
+    for a, z in ((",", "，"), (";", "；"), (":", "：")):
+        seg = re.sub(f"(?<={_C}){a} ?|{a} (?={_C})",
+                     lambda m, z=z: m.group(0) if _ENTITY_END.search(m.string, 0, m.start()) else z, seg)
+    seg = re.sub(f"(?<={_C})\\.(?: |(?=\\s*$))", "。", seg)
+    seg = re.sub(r"([\d%]\**)（([^（）]*)）（", r"\1（\2，", seg)    # a value's notes: 13.7 %（占窗口，kernel …）
+    while True:
+        merged = re.sub(r"（([^（）]*)）(?=）)", r"，\1", seg)
+        if merged == seg:
+            return seg
+        seg = merged
+
+
 def zh_markdown_brackets(md: str) -> str:
     """A Chinese Markdown report with one kind of bracket in its prose: full-width （）, outside code
-    spans and fenced blocks (commands keep theirs)."""
+    spans and fenced blocks (commands keep theirs), and Chinese punctuation beside Chinese words."""
     out, fenced = [], False
     for line in md.split("\n"):
         if line.lstrip().startswith("```"):
@@ -155,7 +226,7 @@ def zh_markdown_brackets(md: str) -> str:
         def keep(m, spans=spans):
             spans.append(m.group(0))
             return f"\x00{len(spans) - 1}\x00"
-        masked = _brackets(re.sub(r"`[^`]*`|“[^”]*”", keep, line))   # code, and quoted tool text
+        masked = _punct(_brackets(re.sub(r"`[^`]*`|“[^”]*”", keep, line)))   # code, and quoted tool text
         out.append(re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], masked))
     return "\n".join(out)
 
@@ -174,5 +245,5 @@ def zh_html_brackets(page: str) -> str:
                 depth += -1 if m.group(1) else 1
             out.append(tok)
         else:
-            out.append(tok if depth > 0 else _brackets(tok))
+            out.append(tok if depth > 0 else _punct(_brackets(tok)))
     return "".join(out)

@@ -145,6 +145,11 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     console = console or Console()
     sev = severity_word(lang)
     f, t, w = doc["facts"], doc["tables"], doc["window"]
+    zh = lang == "zh"        # Chinese punctuation: ：（）, one bracket for a value's notes
+    colon = "：" if zh else ": "
+
+    def par(text: str) -> str:
+        return f"（{text}）" if zh else f" ({text})"
 
     head = Text()
     head.append(L["title"], style="bold")
@@ -154,33 +159,39 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     console.print(head)
 
     vw = verdict.words(doc, L, sev)
-    v = Text(f"{vw['label']}: ", style="bold")
+    v = Text(f"{vw['label']}{colon}", style="bold")
     v.append(visible(vw["text"]), style="green" if vw["ok"] else "")
     if vw["severity"]:
         v.append(f"  [{sev(vw['severity'])}]", style=SEVERITY_STYLES.get(vw["severity"], ""))
     console.print(v)
     if vw["command"]:
-        console.print(Text(f"  {vw['command_label']}: {vw['command']}", style="dim"))
+        console.print(Text(f"  {vw['command_label']}{colon}{vw['command']}", style="dim"))
 
     line = Text()
     if "gpu_active_pct" in f:
         a = f["gpu_active_pct"]
         line.append(f"{W['active']} ")
         line.append(_pct(a), style="bold green" if a >= 80 else ("bold yellow" if a >= 50 else "bold red"))
-        line.append(f" {W['of_window']}")
-        if "gpu_active_pct_span" in f:
-            line.append(f" ({W['whole']} {_pct(f['gpu_active_pct_span'])})", style="dim")
+        if zh:     # 13.7 %（占窗口，整个采集 9.9 %）
+            line.append("（" + W["of_window"].strip("（）"))
+            if "gpu_active_pct_span" in f:
+                line.append(f"，{W['whole']} {_pct(f['gpu_active_pct_span'])}", style="dim")
+            line.append("）")
+        else:
+            line.append(f" {W['of_window']}")
+            if "gpu_active_pct_span" in f:
+                line.append(f" ({W['whole']} {_pct(f['gpu_active_pct_span'])})", style="dim")
     elif "gpu_active_pct_span" in f:
-        line.append(f"{W['active']} {_pct(f['gpu_active_pct_span'])} ({W['whole']})")
+        line.append(f"{W['active']} {_pct(f['gpu_active_pct_span'])}{par(W['whole'])}")
     if t.get("idle_breakdown"):
         r = t["idle_breakdown"][0]
-        line.append(f" · {W['main_idle']}: {L['idle_causes'][r['cause']]} ({_pct(r['pct'])})")
+        line.append(f" · {W['main_idle']}{colon}{L['idle_causes'][r['cause']]}{par(_pct(r['pct']))}")
     if line.plain:
         console.print(line)
     line = Text(style="dim")
     if w.get("start_ns") is not None and w.get("end_ns") is not None and w.get("source") != "whole":
         t0 = w.get("span_start_ns") or 0      # times from the profile's first event, as the report says them
-        line.append(f"{W['window']} {(w['start_ns'] - t0) / 1e9:.3f}–{(w['end_ns'] - t0) / 1e9:.3f} s ({w['source']})")
+        line.append(f"{W['window']} {(w['start_ns'] - t0) / 1e9:.3f}–{(w['end_ns'] - t0) / 1e9:.3f} s{par(w['source'])}")
     if "iter_median_ms" in f:
         line.append(f"{' · ' if line.plain else ''}{W['iter']} {f['iter_median_ms']:.2f} ms")
     if "critical_path_host_pct" in f and "critical_path_gpu_pct" in f:
@@ -201,7 +212,7 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
             tab.add_row(str(x["rank"]), Text(sev(x["severity"]).upper() if lang == "en" else sev(x["severity"]),
                                              style=SEVERITY_STYLES.get(x["severity"], "")),
                         visible(x["title"]), gain)
-        console.print(Text(f"{W['findings']}:", style="bold"))
+        console.print(Text(f"{W['findings']}{colon.strip()}", style="bold"))
         console.print(tab)
         if len(doc["findings"]) > max_findings:
             console.print(Text(f"  … +{len(doc['findings']) - max_findings}", style="dim"))
