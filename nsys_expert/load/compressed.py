@@ -88,6 +88,25 @@ def read_all(path: str) -> bytes:
             raise _bad(path, e) from None
 
 
+def blocks(path: str, size: int = 4 << 20):
+    """The (decompressed) content in pieces of about ``size`` bytes, never all of it at once."""
+    gz = is_gzip(path)
+    with _open(path) as raw:
+        if not gz:
+            while piece := raw.read(size):
+                yield piece
+            return
+        if raw.read(2) != MAGIC:
+            raise _bad(path, ValueError("no gzip header: the file is not compressed"))
+        raw.seek(0)
+        try:
+            with gzip.GzipFile(fileobj=raw) as f:
+                while piece := f.read(size):
+                    yield piece
+        except (OSError, EOFError, zlib.error) as e:
+            raise _bad(path, e) from None
+
+
 @contextlib.contextmanager
 def local_copy(path: str):
     """Yield a path SQLite can open: the file itself, or its decompressed copy in a private

@@ -24,19 +24,13 @@ says which platform made the trace (facts/platform.py gives the rules ``gpu_vend
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 
 import polars as pl
 
 from ..errors import InputError
-from . import compressed
-
-try:                       # a faster parser when it is installed; the standard one otherwise
-    import orjson as _fastjson
-except ImportError:        # pragma: no cover - depends on the environment
-    _fastjson = None
+from . import compressed, kineto_decode
 
 GPU_CATS = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
             "gpu_memset": "memset", "Memset": "memset"}
@@ -44,7 +38,6 @@ API_CATS = {"cuda_runtime", "cuda_driver", "Runtime", "Driver"}
 RANGE_CATS = {"user_annotation"}
 CPU_CATS = {"cpu_op", "Operator", "python_function"}
 STEP = re.compile(r"^ProfilerStep#\d+$")
-HINT = "save it again with torch.profiler's export_chrome_trace or tensorboard_trace_handler"
 
 _COPY = re.compile(r"^Memcpy\s+(\w+)(?:\s*\(\s*([^)]*?)\s*->\s*([^)]*?)\s*\))?")
 _SET = re.compile(r"^Memset\s*(?:\(\s*([^)]*?)\s*\))?")
@@ -65,19 +58,6 @@ def looks_like(path: str, head: bytes | None = None) -> bool:
     return text.startswith(b"{") and (b'"traceEvents"' in head or b'"schemaVersion"' in head)
 
 
-def _parse(path: str) -> dict:
-    data = compressed.read_all(path)
-    try:
-        doc = _fastjson.loads(data) if _fastjson is not None else json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        what = str(e).splitlines()[0][:100] if str(e) else type(e).__name__
-        raise InputError(f"this torch.profiler trace is not valid JSON ({what}; the file may be cut)",
-                         path, HINT) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise InputError("this JSON file is not a torch.profiler trace (no traceEvents list)", path, HINT)
-    return doc
-
-
 def _ns(us) -> int:
     return int(round(float(us) * 1000.0))
 
@@ -89,84 +69,109 @@ def _copy_name(name: str) -> tuple[str, str | None, str | None]:
     return f"[CUDA memcpy {m.group(1)}]", m.group(2), m.group(3)
 
 
+_T = {"start_ns": pl.Int64, "dur_ns": pl.Int64}
+GPU = {**_T, "corr_id": pl.Int64, "bytes": pl.Float64, "src_kind": pl.String, "dst_kind": pl.String,
+       "device_id": pl.Int64, "stream": pl.Int64, "name": pl.String}
+API = {**_T, "name": pl.String, "corr_id": pl.Int64, "pid": pl.Int64, "tid": pl.Int64}
+RNG = CPU = {**_T, "name": pl.String, "pid": pl.Int64, "tid": pl.Int64}
+
+
+class _Columns:
+    """The tables' columns, one piece of events at a time: lists for the piece, then a frame each."""
+
+    def __init__(self):
+        self.frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "rng": [], "cpu": []}
+        self.flows: dict[tuple, int] = {}   # (pid, tid, ts) of a flow's GPU end -> its id (a correlation id)
+        self.n_flows = self.n_cpu = self.n_gpu = 0
+        self.no_corr: list = []              # rows of GPU events whose args give no correlation id
+
+    def add(self, events: list) -> None:
+        gpu = {k: [] for k in GPU}
+        api, rng, cpu = ({k: [] for k in API}, {k: [] for k in RNG}, {k: [] for k in CPU})
+        no_args, unset = kineto_decode.NO_ARGS, kineto_decode.UNSET
+        for e in events:
+            ph, cat = e.ph, e.cat
+            if ph in ("s", "f") and cat == "ac2g":
+                self.n_flows += ph == "s"
+                if ph == "f" and e.id is not unset:
+                    self.flows[(e.pid, e.tid, e.ts)] = e.id
+                continue
+            if ph != "X" or e.ts is None:
+                continue
+            name = str(e.name)
+            try:
+                ts, dur = _ns(e.ts), _ns(e.dur)
+            except (TypeError, ValueError):
+                continue
+            kind = GPU_CATS.get(cat)
+            if kind is not None:
+                args = e.args or no_args
+                src = dst = None
+                if kind == "memcpy":
+                    name, src, dst = _copy_name(name)
+                elif kind == "memset":
+                    m = _SET.match(name)
+                    src, name = (m.group(1) if m else None), "[CUDA memset]"
+                corr = args.correlation
+                if corr is None:
+                    self.no_corr.append((self.n_gpu + len(gpu["name"]), (e.pid, e.tid, e.ts)))
+                dev = e.pid if args.device is unset else args.device
+                strm = e.tid if args.stream is unset else args.stream
+                for k, v in (("start_ns", ts), ("dur_ns", dur), ("corr_id", corr), ("bytes", args.bytes),
+                             ("src_kind", src), ("dst_kind", dst), ("device_id", dev if isinstance(dev, int) else 0),
+                             ("stream", strm if isinstance(strm, int) else None), ("name", name)):
+                    gpu[k].append(v)
+            elif cat in API_CATS:
+                for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name),
+                             ("corr_id", (e.args or no_args).correlation), ("pid", _int(e.pid)), ("tid", _int(e.tid))):
+                    api[k].append(v)
+            elif cat in RANGE_CATS or (cat in CPU_CATS and STEP.match(name)):
+                for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name), ("pid", _int(e.pid)),
+                             ("tid", _int(e.tid))):
+                    rng[k].append(v)
+            elif cat in CPU_CATS:
+                self.n_cpu += 1
+                if cat != "python_function":     # Python frames (with_stack) are many and name no operator
+                    for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name), ("pid", _int(e.pid)),
+                                 ("tid", _int(e.tid))):
+                        cpu[k].append(v)
+        self.n_gpu += len(gpu["name"])
+        for key, cols, schema in (("gpu", gpu, GPU), ("api", api, API), ("rng", rng, RNG), ("cpu", cpu, CPU)):
+            if cols["name"]:
+                self.frames[key].append(pl.DataFrame(cols, schema=schema))
+
+    def frame(self, key: str, schema: dict) -> pl.DataFrame:
+        """One table over all pieces, in file order."""
+        parts = self.frames.pop(key)
+        return pl.concat(parts, rechunk=True) if parts else pl.DataFrame(schema=schema)
+
+
 def read_kineto(path: str):
     """-> Part (kind ``kineto``). Raises InputError when the file is no readable trace."""
     from .profile import Part
     from .sqlite_tables import _size_summary, _summary
 
-    doc = _parse(path)
-    base = os.path.basename(path)
-    gpu = {k: [] for k in ("start_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id",
-                           "stream", "name")}
-    api = {k: [] for k in ("start_ns", "dur_ns", "name", "corr_id", "pid", "tid")}
-    rng = {k: [] for k in ("start_ns", "dur_ns", "name", "pid", "tid")}
-    cpu = {k: [] for k in ("start_ns", "dur_ns", "name", "pid", "tid")}
-    flows: dict[tuple, int] = {}     # (pid, tid, ts) of a flow's GPU end -> its id (a correlation id)
-    n_flows = n_cpu = 0
-    no_corr = []                     # rows of GPU events whose args give no correlation id
-    for e in doc["traceEvents"]:
-        if not isinstance(e, dict):
-            continue
-        ph, cat = e.get("ph"), e.get("cat")
-        if ph in ("s", "f") and cat == "ac2g":
-            n_flows += ph == "s"
-            if ph == "f" and "id" in e:
-                flows[(e.get("pid"), e.get("tid"), e.get("ts"))] = e["id"]
-            continue
-        if ph != "X" or "ts" not in e:
-            continue
-        args = e.get("args") or {}
-        name = str(e.get("name", ""))
-        try:
-            ts, dur = _ns(e["ts"]), _ns(e.get("dur", 0))
-        except (TypeError, ValueError):
-            continue
-        kind = GPU_CATS.get(cat)
-        if kind is not None:
-            src = dst = None
-            if kind == "memcpy":
-                name, src, dst = _copy_name(name)
-            elif kind == "memset":
-                m = _SET.match(name)
-                src, name = (m.group(1) if m else None), "[CUDA memset]"
-            corr = args.get("correlation")
-            if corr is None:
-                no_corr.append((len(gpu["name"]), (e.get("pid"), e.get("tid"), e.get("ts"))))
-            dev = args.get("device", e.get("pid"))
-            strm = args.get("stream", e.get("tid"))
-            for k, v in (("start_ns", ts), ("dur_ns", dur), ("corr_id", corr), ("bytes", args.get("bytes")),
-                         ("src_kind", src), ("dst_kind", dst), ("name", name),
-                         ("device_id", dev if isinstance(dev, int) else 0),
-                         ("stream", strm if isinstance(strm, int) else None)):
-                gpu[k].append(v)
-        elif cat in API_CATS:
-            for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name), ("corr_id", args.get("correlation")),
-                         ("pid", _int(e.get("pid"))), ("tid", _int(e.get("tid")))):
-                api[k].append(v)
-        elif cat in RANGE_CATS or (cat in CPU_CATS and STEP.match(name)):
-            for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name), ("pid", _int(e.get("pid"))),
-                         ("tid", _int(e.get("tid")))):
-                rng[k].append(v)
-        elif cat in CPU_CATS:
-            n_cpu += 1
-            if cat != "python_function":     # Python frames (with_stack) are many and name no operator
-                for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name), ("pid", _int(e.get("pid"))),
-                             ("tid", _int(e.get("tid")))):
-                    cpu[k].append(v)
-    for row, key in no_corr:        # 2021-era kernels: the correlation id is the flow's id
-        gpu["corr_id"][row] = flows.get(key)
+    cols = [_Columns()]
 
-    rocm = _is_rocm(doc, api["name"])
+    def restart() -> None:
+        cols[0] = _Columns()
+    doc, parser = kineto_decode.decode(path, lambda events: cols[0].add(events), restart)
+    c = cols[0]
+    base = os.path.basename(path)
+    g, a = c.frame("gpu", GPU), c.frame("api", API)
+    if c.no_corr:                    # 2021-era kernels: the correlation id is the flow's id
+        corr = g["corr_id"].to_list()
+        for row, key in c.no_corr:
+            corr[row] = c.flows.get(key)
+        g = g.with_columns(pl.Series("corr_id", corr, dtype=pl.Int64))
+    c.flows.clear()
+
+    rocm = _is_rocm(doc, a["name"])
     part = Part(kind="kineto", path=path, version=_version(doc, rocm))
-    part.meta.update(_meta(doc, rocm, gpu["name"]))
-    main_pid = _main_pid(api["pid"])
-    g = pl.DataFrame(gpu, schema={"start_ns": pl.Int64, "dur_ns": pl.Int64, "corr_id": pl.Int64,
-                                  "bytes": pl.Float64, "src_kind": pl.String, "dst_kind": pl.String,
-                                  "device_id": pl.Int64, "stream": pl.Int64, "name": pl.String})
+    part.meta.update(_meta(doc, rocm, g["name"]))
+    main_pid = _main_pid(a["pid"])
     g = g.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
                        pl.lit(main_pid, pl.Int64).alias("pid")).sort("start_ns", maintain_order=True)
-    a = pl.DataFrame(api, schema={"start_ns": pl.Int64, "dur_ns": pl.Int64, "name": pl.String,
-                                  "corr_id": pl.Int64, "pid": pl.Int64, "tid": pl.Int64})
     a = a.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns")).sort("start_ns", maintain_order=True)
     part.tables["gpu_trace"] = g
     part.tables["kern_sum"] = _summary(g.filter(~pl.col("name").str.starts_with("[CUDA ")), "dur_ns")
@@ -179,12 +184,12 @@ def read_kineto(path: str):
     else:
         part.warnings.append(f"{base}: no cuda_runtime events in this trace (profiled without the CPU activity?): "
                              f"launches and synchronizations are not seen")
-    if cpu["name"]:
-        c = pl.DataFrame(cpu, schema={"start_ns": pl.Int64, "dur_ns": pl.Int64, "name": pl.String,
-                                      "pid": pl.Int64, "tid": pl.Int64})
-        part.tables["cpu_trace"] = c.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns")).sort(
+    cpu = c.frame("cpu", CPU)
+    if cpu.height:
+        part.tables["cpu_trace"] = cpu.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns")).sort(
             "start_ns", maintain_order=True)
-    if rng["name"]:
+    rng = c.frame("rng", RNG)
+    if rng.height:
         n = _ranges(rng)
         part.tables["nvtx_trace"] = n
         part.tables["nvtx_sum"] = _summary(n, "dur_ns", style=True)
@@ -192,7 +197,7 @@ def read_kineto(path: str):
         joined = g.filter(pl.col("corr_id").is_not_null() & ~pl.col("name").str.starts_with("[CUDA "))
         launched = joined.join(a.select("corr_id").unique(), on="corr_id", how="semi").height
         part.meta["kineto"]["kernels_joined_to_launch"] = launched
-    part.meta["kineto"].update(flows=n_flows, cpu_ops=n_cpu, ranges=len(rng["name"]))
+    part.meta["kineto"].update(flows=c.n_flows, cpu_ops=c.n_cpu, ranges=rng.height, parser=parser)
     if part.meta["kineto"].get("rank") is not None:
         part.meta["processes"] = [{"pid": main_pid, "name": f"rank {part.meta['kineto']['rank']}"}]
     return part
@@ -202,19 +207,18 @@ def _int(v) -> int | None:
     return v if isinstance(v, int) else None
 
 
-def _main_pid(pids: list) -> int | None:
-    counts: dict = {}
-    for p in pids:
-        if p is not None:
-            counts[p] = counts.get(p, 0) + 1
-    return max(counts, key=counts.get) if counts else None
+def _main_pid(pids: pl.Series) -> int | None:
+    """The pid with the most runtime calls (on a tie, the one seen first)."""
+    counts = (pl.DataFrame({"pid": pids}).with_row_index("first").drop_nulls("pid")
+              .group_by("pid").agg(pl.len(), pl.col("first").min()))
+    if not counts.height:
+        return None
+    return counts.sort(["len", "first"], descending=[True, False])["pid"][0]
 
 
-def _ranges(rng: dict) -> pl.DataFrame:
+def _ranges(n: pl.DataFrame) -> pl.DataFrame:
     """user_annotation ranges with their nesting depth on their thread (0 = top), as push/pop NVTX."""
     from .sqlite_tables import NVTX_PUSHPOP, _levels
-    n = pl.DataFrame(rng, schema={"start_ns": pl.Int64, "dur_ns": pl.Int64, "name": pl.String,
-                                  "pid": pl.Int64, "tid": pl.Int64})
     n = n.sort("start_ns", maintain_order=True).with_row_index("range_id", offset=1).with_columns(
         pl.col("range_id").cast(pl.Int64), (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
         pl.lit(NVTX_PUSHPOP).alias("event"), pl.lit("PushPop").alias("style"),
@@ -223,23 +227,23 @@ def _ranges(rng: dict) -> pl.DataFrame:
     return n.select("start_ns", "end_ns", "dur_ns", "name", "style", "pid", "tid", "level", "range_id")
 
 
-def _is_rocm(doc: dict, api_names: list) -> bool:
+def _is_rocm(doc: dict, api_names: pl.Series) -> bool:
     """ROCm: the header says so (``hip_runtime_version``, ``roctracer_version``), or, in traces whose header
     names no runtime (HTA's MI250 sample), the runtime calls are HIP's."""
     if doc.get("hip_runtime_version") or doc.get("roctracer_version"):
         return True
     if doc.get("cuda_runtime_version") or doc.get("cupti_version"):
         return False
-    hip = sum(1 for n in api_names[:5000] if n.startswith("hip"))
+    hip = sum(1 for n in api_names.head(5000) if n.startswith("hip"))
     return hip > 0 and hip * 2 >= min(len(api_names), 5000)
 
 
 _ISA = re.compile(r"_ISA(\d{2,4}[a-z]?)_")
 
 
-def _arch(kernel_names: list) -> str | None:
+def _arch(kernel_names: pl.Series) -> str | None:
     """The gfx target hipBLASLt / Tensile names in its kernels (``Cijk_..._ISA90a_...`` -> ``gfx90a``)."""
-    for n in kernel_names[:200_000]:
+    for n in kernel_names.head(200_000):
         if n.startswith("Cijk_"):
             m = _ISA.search(n)
             if m:
@@ -255,10 +259,10 @@ def _version(doc: dict, rocm: bool = False) -> str:
     return f"torch.profiler (schema {doc.get('schemaVersion', '?')}" + (f", CUDA runtime {cuda})" if cuda else ")")
 
 
-def _meta(doc: dict, rocm: bool = False, kernel_names: list | None = None) -> dict:
+def _meta(doc: dict, rocm: bool = False, kernel_names: pl.Series | None = None) -> dict:
     meta: dict = {}
     props = doc.get("deviceProperties")
-    arch = _arch(kernel_names or []) if rocm else None
+    arch = _arch(kernel_names) if rocm and kernel_names is not None else None
     if isinstance(props, list):
         gpus = []
         for i, p in enumerate(props):
