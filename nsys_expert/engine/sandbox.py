@@ -99,10 +99,22 @@ class LimitedSandbox(SandboxedEnvironment):
         return bounded_binop(operator_, left, right)
 
 
+def context(template: jinja2.Template, ctx) -> jinja2.runtime.Context:
+    """``template.new_context(ctx, shared=True)`` for less: Jinja2 builds the set of the template's global
+    names (a ChainMap walked on every render, a third of rendering a short rule text) only for
+    ``{% import %}``, which rule text cannot hold (``check``); here that set is made once per template."""
+    keys = template.__dict__.get("_nsx_global_keys")
+    if keys is None:
+        keys = template._nsx_global_keys = frozenset(template.globals)
+    c = template.environment.context_class(template.environment, ctx, template.name, template.blocks)
+    c.globals_keys = keys
+    return c
+
+
 def render(template: jinja2.Template, ctx) -> str:
     """Render over a mapping (not copied), the output bounded by MAX_TEXT."""
     out, n = [], 0
-    for chunk in template.root_render_func(template.new_context(ctx, shared=True)):
+    for chunk in template.root_render_func(context(template, ctx)):
         n += len(chunk)
         if n > MAX_TEXT:
             raise LimitError(f"the rendered text is longer than {MAX_TEXT:,} characters")
