@@ -286,10 +286,12 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
     per_rule: dict[str, int] = {}
     for f in ev.findings:
         per_rule[f["rule"]] = per_rule.get(f["rule"], 0) + 1
+    tests: dict[str, list] = {}       # a rule's advice conditions, compiled once per evaluation
     for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
         rule, ctx, params = pending[id(f)]
         pays = _memo_pays(tries.get(f["rule"], [0, 0]))
-        f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 and pays else None)
+        f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 and pays else None,
+                              tests)
     return ev
 
 
@@ -302,9 +304,16 @@ def _memo_pays(tried: list[int]) -> bool:
     return done < 64 or anew * 4 <= done * 3
 
 
-def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: dict | None = None) -> list[str]:
-    """The advice items that fit the data (an item's ``when`` holds), rendered."""
+def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: dict | None = None,
+            tests: dict | None = None) -> list[str]:
+    """The advice items that fit the data (an item's ``when`` holds), rendered. ``tests``: the rules'
+    advice conditions compiled (conditions.compiled), filled here, for one evaluation (its params and
+    tables)."""
     items = rule.advice.get(lang) or rule.advice.get("en") or []
     when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
-    return [_render(a, ctx, rule, "advice", memo) for a, w in zip(items, when)
-            if conditions.holds(w, ctx, params, tables, rule.pack_conditions)]
+    fits = tests.get(rule.id) if tests is not None else None
+    if fits is None:
+        fits = [conditions.compiled(w, params, tables, rule.pack_conditions) for w in when]
+        if tests is not None:
+            tests[rule.id] = fits
+    return [_render(a, ctx, rule, "advice", memo) for a, fit in zip(items, fits) if fit(ctx)]
