@@ -255,11 +255,11 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         if shape is None:       # what depends on the rule and its branch only: worked out once per evaluate
             matched = compiler.alternatives(rule)[b]
             shape = shapes[(rid, b)] = (matched, [
-                (f, *_threshold(matched, f, params), registry.lookup(rule.scope, f)) for f in (rule.evidence or rule.facts_used())],
-                _positive_facts(matched))
+                (f, *_threshold(matched, f, params), _unit(registry.lookup(rule.scope, f)), fs.sources.get(f))
+                for f in (rule.evidence or rule.facts_used())], _positive_facts(matched))
         matched, ev_shape, positive = shape
-        evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": d.unit if d else "",
-                     "source": fs.sources.get(f)} for f, thr, op, d in ev_shape if f in bound]
+        evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": unit, "source": src}
+                    for f, thr, op, unit, src in ev_shape if f in bound]
         use = memo if rid in bases_used and _memo_pays(tries.setdefault(rid, [0, 0])) else None
         before = len(memo)
         title, message, estimate = _finding_texts(rule, lang, ctx, use)
@@ -295,6 +295,10 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
     return ev
 
 
+def _unit(d) -> str:
+    return d.unit if d else ""
+
+
 def _memo_pays(tried: list[int]) -> bool:
     """Whether a rule's texts are still worth memoising: the key of the values a text reads costs about
     as much as rendering it, so a rule whose findings all read other values (distinct kernel figures, as
@@ -313,7 +317,8 @@ def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: di
     when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
     fits = tests.get(rule.id) if tests is not None else None
     if fits is None:
-        fits = [conditions.compiled(w, params, tables, rule.pack_conditions) for w in when]
+        shared: dict = {}        # the rule's items share their named conditions (three test library-kernel)
+        fits = [conditions.compiled(w, params, tables, rule.pack_conditions, shared=shared) for w in when]
         if tests is not None:
             tests[rule.id] = fits
     return [_render(a, ctx, rule, "advice", memo) for a, fit in zip(items, fits) if fit(ctx)]

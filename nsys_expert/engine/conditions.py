@@ -122,19 +122,23 @@ def leaves(cond: dict | None):
 
 
 def compiled(cond: dict | None, params: dict | None = None, inputs=frozenset(), named: dict | None = None,
-             negate: bool = False):
+             negate: bool = False, shared: dict | None = None):
     """``holds`` made into one function of the facts, for a condition tested on many findings (an advice
     item's ``when`` on every kernel a rule fires on): ``compiled(cond, params, inputs, named)(facts) ==
     holds(cond, facts, params, inputs, named)``. The tree is walked once: the parameters, the constant
     right-hand sides and the negations are worked out here, so a test is a few calls instead of a walk
     that looks at every key of every node (a named condition of 17 name tests on each advice item of
     each kernel). ``params``, ``inputs`` and ``named`` must not change while it is used (they do not
-    within one evaluation). tests/test_conditions.py checks it against ``holds``."""
+    within one evaluation). Conditions compiled with one ``shared`` dict share their named conditions,
+    and a named condition tested again on the same facts (the same mapping, unchanged in between: the
+    advice items of one finding) gives its last answer. tests/test_conditions.py checks it against
+    ``holds``."""
     params = params or {}
+    shared = {} if shared is None else shared
     if cond is None:
         return _true
     if "all" in cond or "any" in cond:
-        parts = [compiled(c, params, inputs, named, negate) for c in cond.get("all", cond.get("any"))]
+        parts = [compiled(c, params, inputs, named, negate, shared) for c in cond.get("all", cond.get("any"))]
         if ("all" in cond) != negate:
             def conj(facts):
                 for p in parts:
@@ -150,18 +154,26 @@ def compiled(cond: dict | None, params: dict | None = None, inputs=frozenset(), 
             return False
         return disj
     if "not" in cond:
-        return compiled(cond["not"], params, inputs, named, not negate)
+        return compiled(cond["not"], params, inputs, named, not negate, shared)
     if "input" in cond:
         out = (cond["input"] in inputs) != negate
         return _true if out else _false
     if "condition" in cond:
-        memo: list = []
+        key = ("condition", cond["condition"], negate)
+        fn = shared.get(key)
+        if fn is None:
+            memo: list = []          # [the compiled condition, the facts last tested, its answer]
+            name = cond["condition"]
 
-        def named_condition(facts):      # looked up when first tested, as holds does
-            if not memo:
-                memo.append(compiled((named or {})[cond["condition"]], params, inputs, named, negate))
-            return memo[0](facts)
-        return named_condition
+            def fn(facts):           # looked up when first tested, as holds does
+                if not memo:
+                    memo[:] = [compiled((named or {})[name], params, inputs, named, negate, shared), None, None]
+                if memo[1] is not facts:
+                    memo[2] = memo[0](facts)
+                    memo[1] = facts
+                return memo[2]
+            shared[key] = fn
+        return fn
     fact, value = cond["fact"], cond.get("value")
     if negate and cond["op"] not in NEG or isinstance(value, dict) or isinstance(value, list) and any(isinstance(x, dict) for x in value) \
             or isinstance(value, str) and value.startswith("$") and isinstance(params.get(value[1:]), (dict, list)):

@@ -170,6 +170,8 @@ def _rename(d, alias: dict[str, str]):
 
 
 def clean_fact(kind: str, n: int, fact: dict, alias: dict[str, str] | None = None) -> dict:
+    if alias is not None and len(fact) <= MAX_PROPS:
+        return _clean_aliased(kind, n, fact, alias)
     out = {"kind": kind, "id": f"{kind}:{n}"}
     items = [(k, v) for k, v in fact.items() if v is not None]
     if len(items) > MAX_PROPS:
@@ -197,6 +199,37 @@ def clean_fact(kind: str, n: int, fact: dict, alias: dict[str, str] | None = Non
         if isinstance(v, (dict, list)):
             continue
         out[k] = safe_number(v)
+    return out
+
+
+def _clean_aliased(kind: str, n: int, fact: dict, alias: dict[str, str]) -> dict:
+    """clean_fact for a fact of at most MAX_PROPS values whose names are aliased (the common case, one
+    pass with the checks inline): the same fact."""
+    out = {"kind": kind, "id": f"{kind}:{n}"}
+    isfinite = math.isfinite
+    for k, v in fact.items():
+        a = alias.get(k)
+        if a is None:          # no rule names it (an alias is never a reserved name)
+            if k in RESERVED and v is not None:
+                raise ValueError(f"fact key {k!r} is reserved by the rules engine")
+            continue
+        t = type(v)
+        if t is float:
+            if not isfinite(v):
+                continue
+            if v and not 1e-4 <= abs(v) < 1e16:
+                v = safe_number(v)
+            out[a] = v
+        elif t is int or t is bool:
+            out[a] = v
+        elif t is str:
+            out[a] = v[:MAX_STR] if len(v) > MAX_STR else v
+        elif v is None or isinstance(v, (dict, list)):
+            continue
+        elif isinstance(v, float) and not isfinite(v):
+            continue
+        else:
+            out[a] = safe_number(v[:MAX_STR] if isinstance(v, str) and len(v) > MAX_STR else v)
     return out
 
 

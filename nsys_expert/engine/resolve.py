@@ -338,6 +338,14 @@ def recoverable(findings: list[dict], run: dict, kernels: dict, rules: dict[str,
 
 
 def _union(findings: list[dict], run: dict, kernels: dict) -> dict:
+    known: dict[str, float] = {}
+
+    def shares(sid: str) -> float:       # share() of each subject once (it is asked three times)
+        v = known.get(sid)
+        if v is None:
+            v = known[sid] = share(sid, run, kernels)
+        return v
+
     own: dict[str, list[float]] = {}
     for f in findings:
         if f["estimated_gain_pct"] is not None:
@@ -354,12 +362,12 @@ def _union(findings: list[dict], run: dict, kernels: dict) -> dict:
             children.setdefault(_parent(n), []).append(n)
 
     def union(n: str) -> float:
-        s = share(n, run, kernels)
+        s = shares(n)
         below = min(s, sum(union(c) for c in children.get(n, [])))
         return overlap(s, own.get(n, []) + ([below] if below else []))
 
     total = union("run") if nodes else 0.0
     return {"total_pct": round(total, 1),
-            "subjects": [{"subject": sid, "share_pct": round(share(sid, run, kernels), 1),
-                          "gain_pct": round(overlap(share(sid, run, kernels), g), 1), "findings": len(g)}
+            "subjects": [{"subject": sid, "share_pct": round(shares(sid), 1),
+                          "gain_pct": round(overlap(shares(sid), g), 1), "findings": len(g)}
                          for sid, g in sorted(own.items())]}
