@@ -112,14 +112,43 @@ def context(template: jinja2.Template, ctx) -> jinja2.runtime.Context:
 
 
 def render(template: jinja2.Template, ctx) -> str:
-    """Render over a mapping (not copied), the output bounded by MAX_TEXT."""
+    """Render over a mapping (not copied), the output bounded by MAX_TEXT. A text without a loop yields a
+    fixed number of pieces, each already bounded (a value of the facts, or made under the limits above):
+    it is joined at once and its length checked after (the same text, the same error); a text with a
+    loop is checked piece by piece, so that it stops as soon as it is too long."""
+    gen = template.root_render_func(context(template, ctx))
+    if not _loops(template):
+        text = "".join(gen)
+        if len(text) > MAX_TEXT:
+            raise LimitError(f"the rendered text is longer than {MAX_TEXT:,} characters")
+        return text
     out, n = [], 0
-    for chunk in template.root_render_func(context(template, ctx)):
+    for chunk in gen:
         n += len(chunk)
         if n > MAX_TEXT:
             raise LimitError(f"the rendered text is longer than {MAX_TEXT:,} characters")
         out.append(chunk)
     return "".join(out)
+
+
+def _loops(template: jinja2.Template) -> bool:
+    """Whether a compiled text may hold a loop (its code makes a ``LoopContext`` or iterates: looked up
+    once per template in the names its code uses)."""
+    v = template.__dict__.get("_nsx_loops")
+    if v is None:
+        code = template.root_render_func.__code__
+        names = set(code.co_names) | set(code.co_varnames)
+        for const in code.co_consts:     # nested functions (a loop body may be one)
+            if hasattr(const, "co_names"):
+                names |= set(const.co_names) | set(const.co_varnames)
+        v = template._nsx_loops = bool(names & {"LoopContext", "loop", "_loop_vars"}) or _has_for(code)
+    return v
+
+
+def _has_for(code) -> bool:
+    import dis
+
+    return any(i.opname in ("FOR_ITER", "GET_ITER") for i in dis.get_instructions(code))
 
 
 _BINOPS = {nodes.Mul: "*", nodes.Pow: "**", nodes.Add: "+", nodes.Mod: "%"}
