@@ -54,3 +54,16 @@ def test_the_render_context_reads_and_writes_as_jinja2s():
     c = sandbox.context(t, ctx)
     assert isinstance(c, jinja2.runtime.Context) and c.parent is ctx and c.globals_keys == frozenset(t.globals)
     assert "".join(t.root_render_func(c)) == "3Q" and ctx == {"q": "Q"}     # writes go to the context's own vars
+
+
+def test_float_arithmetic_takes_the_short_path_with_the_same_results():
+    for op in ("*", "+", "**", "%"):
+        for a, b in ((1.5, 2), (3, 0.25), (2.0, 3.0), (7, 2), (10 ** 300, 10 ** 300), ("ab", 3), (1e308, 10.0)):
+            try:
+                want = sandbox.bounded_binop(op, a, b)
+            except Exception as e:  # noqa: BLE001
+                with pytest.raises(type(e)):
+                    ENV.call_binop(None, op, a, b)
+                continue
+            got = ENV.call_binop(None, op, a, b)
+            assert got == want and type(got) is type(want)

@@ -126,7 +126,9 @@ def confidence(cond: dict, fs: FactSet, bound: dict) -> str:
 
 
 def _confidence(positive: set[str], fs: FactSet, bound: dict) -> str:
-    tiers = fs.tiers if bound is fs.run else {}
+    if bound is not fs.run or not fs.tiers:        # a kernel's facts have no summary tier
+        return "measured"
+    tiers = fs.tiers
     return "likely" if any(tiers.get(f) == "summary" for f in positive) else "measured"
 
 
@@ -169,7 +171,9 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
     overrides = overrides or {}
     ev = Evaluation()
     run_have = set(fs.run)
-    kernel_have = set().union(*(set(k) for k in fs.kernels)) if fs.kernels else set()
+    kernel_have: set[str] = set()
+    for k in fs.kernels:
+        kernel_have.update(k)
     runnable = []
     amd = fs.run.get("gpu_vendor") == "amd"
     for r in rules:

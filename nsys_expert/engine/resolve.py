@@ -220,7 +220,8 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         for f in alive.overlapping(rel["rule"], a["subject"]):
             if f is a:
                 continue
-            if conditions.holds(rel["when"], ctx(f), params(r), inputs, r.pack_conditions):
+            # (no condition holds: the finding's names are not gathered for nothing)
+            if rel["when"] is None or conditions.holds(rel["when"], ctx(f), params(r), inputs, r.pack_conditions):
                 yield f
 
     # 1. refutations

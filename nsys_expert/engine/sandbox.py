@@ -87,6 +87,9 @@ def _replace(s, old, new, count=None):
     return s.replace(old, new, -1 if count is None else count)
 
 
+_FLOAT_OPS = {"*": operator.mul, "+": operator.add}
+
+
 class LimitedSandbox(SandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+", "%"})
 
@@ -96,6 +99,10 @@ class LimitedSandbox(SandboxedEnvironment):
         self.filters["replace"] = _replace
 
     def call_binop(self, context, operator_, left, right):
+        # a float and a number (an estimate's arithmetic): no limit applies to a float result
+        tl, tr = type(left), type(right)
+        if (tl is float and (tr is float or tr is int) or tr is float and tl is int) and operator_ in _FLOAT_OPS:
+            return _FLOAT_OPS[operator_](left, right)
         return bounded_binop(operator_, left, right)
 
 
