@@ -67,3 +67,13 @@ def test_float_arithmetic_takes_the_short_path_with_the_same_results():
                 continue
             got = ENV.call_binop(None, op, a, b)
             assert got == want and type(got) is type(want)
+
+
+def test_is_number_is_jinja2s():
+    import decimal
+    import fractions
+
+    from jinja2.tests import test_number
+
+    for v in (1, 1.5, True, False, None, "3", decimal.Decimal("2"), fractions.Fraction(1, 3), complex(1, 2), [1], float("nan")):
+        assert ENV.tests["number"](v) == test_number(v), v

@@ -213,10 +213,8 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
                 used[r.scope].add(c["fact"])
                 if isinstance(c.get("value"), dict):
                     used[r.scope].add(c["value"]["fact"])
-    facts = [("run", {k: v for k, v in fs.run.items() if k in used["run"]})]
-    if used["kernel"]:
-        facts += [("kernel", {k: v for k, v in kf.items() if k in used["kernel"]}) for kf in fs.kernels]
-    fired = eng.run(facts)
+    facts = [("run", fs.run)] + ([("kernel", kf) for kf in fs.kernels] if used["kernel"] else [])
+    fired = eng.run(facts, used)
     by_id = {r.id: r for r in runnable}
     hits: dict[tuple[str, str], str] = {}
     branch: dict[tuple[str, str], int] = {}

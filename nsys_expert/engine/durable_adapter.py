@@ -202,15 +202,16 @@ def clean_fact(kind: str, n: int, fact: dict, alias: dict[str, str] | None = Non
     return out
 
 
-def _clean_aliased(kind: str, n: int, fact: dict, alias: dict[str, str]) -> dict:
+def _clean_aliased(kind: str, n: int, fact: dict, alias: dict[str, str], strict: bool = True) -> dict:
     """clean_fact for a fact of at most MAX_PROPS values whose names are aliased (the common case, one
-    pass with the checks inline): the same fact."""
+    pass with the checks inline): the same fact. ``strict`` False: names not in ``alias`` are dropped
+    unchecked (Engine._clean_kept: the fact as if it held only the aliased names)."""
     out = {"kind": kind, "id": f"{kind}:{n}"}
     isfinite = math.isfinite
     for k, v in fact.items():
         a = alias.get(k)
         if a is None:          # no rule names it (an alias is never a reserved name)
-            if k in RESERVED and v is not None:
+            if strict and k in RESERVED and v is not None:
                 raise ValueError(f"fact key {k!r} is reserved by the rules engine")
             continue
         t = type(v)
@@ -267,13 +268,33 @@ class Engine:
                 self._errors.setdefault(c.s.sid, []).append(traceback.format_exc())
         return action
 
+    def _clean_kept(self, facts: list[tuple[str, dict]], keys: dict[str, set]) -> list[dict]:
+        alias = self._alias
+        kept: dict[str, dict] = {}      # kind -> {name: alias} of the names kept
+        out = []
+        for i, (kind, f) in enumerate(facts):
+            names = keys.get(kind, ())
+            if alias is None or len(f) > MAX_PROPS or any(k in RESERVED for k in names):
+                out.append(clean_fact(kind, i, {k: v for k, v in f.items() if k in names}, alias))
+                continue
+            a = kept.get(kind)
+            if a is None:
+                a = kept[kind] = {k: alias[k] for k in names if k in alias}
+            out.append(_clean_aliased(kind, i, f, a, strict=False))
+        return out
+
     def _record(self, c, name: str) -> None:
         m = c.m            # a list of facts: the rules have a ``cap`` (compiler.CAP)
         self._runs[c.s.sid].extend((name, f["id"]) for f in (m if isinstance(m, list) else [m]))
 
-    def run(self, facts: list[tuple[str, dict]]) -> list[tuple[str, str]]:
-        """Assert ``[(kind, fact)]``; -> ``[(durable rule name, fact id)]`` in firing order, deduplicated."""
-        batch = [clean_fact(kind, i, f, self._alias) for i, (kind, f) in enumerate(facts)]
+    def run(self, facts: list[tuple[str, dict]], keys: dict[str, set] | None = None) -> list[tuple[str, str]]:
+        """Assert ``[(kind, fact)]``; -> ``[(durable rule name, fact id)]`` in firing order, deduplicated.
+        ``keys``: {kind: the names of a fact of that kind to send}, the others dropped (as if the facts held
+        only those); in one pass with the cleaning when the facts' names have short aliases."""
+        if keys is None:
+            batch = [clean_fact(kind, i, f, self._alias) for i, (kind, f) in enumerate(facts)]
+        else:
+            batch = self._clean_kept(facts, keys)
         fired: list = []
         errors: list = []
         with self._lock:
