@@ -282,7 +282,9 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
             "references": rule.references,
         }
         ev.findings.append(finding)
-        pending[id(finding)] = (rule, ctx, params)
+        # what its advice needs, if it survives resolution: not ``ctx`` (a few hundred names per finding, kept
+        # for every finding, was over a gigabyte at 100,000 kernel facts), made again for the survivors
+        pending[id(finding)] = (rule, bound, params)
     res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang, fs.tables.get("_replay"))
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
     per_rule: dict[str, int] = {}
@@ -290,7 +292,9 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         per_rule[f["rule"]] = per_rule.get(f["rule"], 0) + 1
     tests: dict[str, list] = {}       # a rule's advice conditions, compiled once per evaluation
     for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
-        rule, ctx, params = pending[id(f)]
+        rule, bound, params = pending[id(f)]
+        base = bases[rule.id]
+        ctx = {**base, "kernel": bound, **bound} if rule.scope == "kernel" else base
         pays = _memo_pays(tries.get(f["rule"], [0, 0]))
         f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 and pays else None,
                               tests)
