@@ -98,13 +98,26 @@ class _Alive:
     looking at the other findings (resolution is linear in the findings, not quadratic)."""
 
     def __init__(self, items):
-        self._d = {id(f): f for f in items}
-        self._pos = {id(f): i for i, f in enumerate(items)}
-        self._by_rule: dict[str, dict[int, dict]] = {}
-        self._by_subject: dict[str, dict[str, dict[int, dict]]] = {}   # rule -> subject -> findings
-        for f in items:
-            self._by_rule.setdefault(f["rule"], {})[id(f)] = f
-            self._by_subject.setdefault(f["rule"], {}).setdefault(f["subject"], {})[id(f)] = f
+        d: dict[int, dict] = {}
+        pos: dict[int, int] = {}
+        by_rule: dict[str, dict[int, dict]] = {}
+        by_subject: dict[str, dict[str, dict[int, dict]]] = {}   # rule -> subject -> findings
+        for i, f in enumerate(items):      # (one pass, no default dicts made for nothing: 18,000 findings at 10 k)
+            k = id(f)
+            d[k] = f
+            pos[k] = i
+            r = f["rule"]
+            mine = by_rule.get(r)
+            if mine is None:
+                mine = by_rule[r] = {}
+                by_subject[r] = {}
+            mine[k] = f
+            subjects = by_subject[r]
+            bucket = subjects.get(f["subject"])
+            if bucket is None:
+                bucket = subjects[f["subject"]] = {}
+            bucket[k] = f
+        self._d, self._pos, self._by_rule, self._by_subject = d, pos, by_rule, by_subject
 
     def __iter__(self):
         return iter(list(self._d.values()))
