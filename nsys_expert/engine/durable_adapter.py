@@ -202,16 +202,44 @@ def clean_fact(kind: str, n: int, fact: dict, alias: dict[str, str] | None = Non
     return out
 
 
-def _clean_aliased(kind: str, n: int, fact: dict, alias: dict[str, str], strict: bool = True) -> dict:
+def _clean_named(kind: str, n: int, fact: dict, names: list[tuple[str, str]]) -> dict:
+    """clean_fact of the fact cut down to ``names`` ([(name, alias)], no reserved one), looked up one by
+    one (a kernel fact has ~60 values, the rules read ~20): the same values (in the order of ``names``:
+    the engine reads a fact by its names)."""
+    out = {"kind": kind, "id": f"{kind}:{n}"}
+    isfinite = math.isfinite
+    get = fact.get
+    for k, a in names:
+        v = get(k)
+        t = type(v)
+        if t is float:
+            if not isfinite(v):
+                continue
+            if v and not 1e-4 <= abs(v) < 1e16:
+                v = safe_number(v)
+            out[a] = v
+        elif t is int or t is bool:
+            out[a] = v
+        elif t is str:
+            out[a] = v[:MAX_STR] if len(v) > MAX_STR else v
+        elif v is None or isinstance(v, (dict, list)):
+            continue
+        elif isinstance(v, float) and not isfinite(v):
+            continue
+        else:
+            out[a] = safe_number(v[:MAX_STR] if isinstance(v, str) and len(v) > MAX_STR else v)
+    return out
+
+
+def _clean_aliased(kind: str, n: int, fact: dict, alias: dict[str, str]) -> dict:
     """clean_fact for a fact of at most MAX_PROPS values whose names are aliased (the common case, one
-    pass with the checks inline): the same fact. ``strict`` False: names not in ``alias`` are dropped
-    unchecked (Engine._clean_kept: the fact as if it held only the aliased names)."""
+    pass with the checks inline): the same fact."""
     out = {"kind": kind, "id": f"{kind}:{n}"}
     isfinite = math.isfinite
     for k, v in fact.items():
         a = alias.get(k)
         if a is None:          # no rule names it (an alias is never a reserved name)
-            if strict and k in RESERVED and v is not None:
+            if k in RESERVED and v is not None:
                 raise ValueError(f"fact key {k!r} is reserved by the rules engine")
             continue
         t = type(v)
@@ -270,17 +298,18 @@ class Engine:
 
     def _clean_kept(self, facts: list[tuple[str, dict]], keys: dict[str, set]) -> list[dict]:
         alias = self._alias
-        kept: dict[str, dict] = {}      # kind -> {name: alias} of the names kept
+        kept: dict[str, list | None] = {}      # kind -> [(name, alias)] of the names kept (None: the general path)
         out = []
         for i, (kind, f) in enumerate(facts):
             names = keys.get(kind, ())
-            if alias is None or len(f) > MAX_PROPS or any(k in RESERVED for k in names):
+            a = kept.get(kind, False)
+            if a is False:
+                a = kept[kind] = None if alias is None or any(k in RESERVED for k in names) else \
+                    [(k, alias[k]) for k in sorted(names) if k in alias]
+            if a is None or len(f) > MAX_PROPS:
                 out.append(clean_fact(kind, i, {k: v for k, v in f.items() if k in names}, alias))
-                continue
-            a = kept.get(kind)
-            if a is None:
-                a = kept[kind] = {k: alias[k] for k in names if k in alias}
-            out.append(_clean_aliased(kind, i, f, a, strict=False))
+            else:
+                out.append(_clean_named(kind, i, f, a))
         return out
 
     def _record(self, c, name: str) -> None:
