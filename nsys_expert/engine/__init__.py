@@ -126,7 +126,9 @@ def confidence(cond: dict, fs: FactSet, bound: dict) -> str:
 
 
 def _confidence(positive: set[str], fs: FactSet, bound: dict) -> str:
-    tiers = fs.tiers if bound is fs.run else {}
+    if bound is not fs.run or not fs.tiers:        # a kernel's facts have no summary tier
+        return "measured"
+    tiers = fs.tiers
     return "likely" if any(tiers.get(f) == "summary" for f in positive) else "measured"
 
 
@@ -169,7 +171,9 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
     overrides = overrides or {}
     ev = Evaluation()
     run_have = set(fs.run)
-    kernel_have = set().union(*(set(k) for k in fs.kernels)) if fs.kernels else set()
+    kernel_have: set[str] = set()
+    for k in fs.kernels:
+        kernel_have.update(k)
     runnable = []
     amd = fs.run.get("gpu_vendor") == "amd"
     for r in rules:
@@ -209,10 +213,8 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
                 used[r.scope].add(c["fact"])
                 if isinstance(c.get("value"), dict):
                     used[r.scope].add(c["value"]["fact"])
-    facts = [("run", {k: v for k, v in fs.run.items() if k in used["run"]})]
-    if used["kernel"]:
-        facts += [("kernel", {k: v for k, v in kf.items() if k in used["kernel"]}) for kf in fs.kernels]
-    fired = eng.run(facts)
+    facts = [("run", fs.run)] + ([("kernel", kf) for kf in fs.kernels] if used["kernel"] else [])
+    fired = eng.run(facts, used)
     by_id = {r.id: r for r in runnable}
     hits: dict[tuple[str, str], str] = {}
     branch: dict[tuple[str, str], int] = {}
@@ -255,11 +257,11 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         if shape is None:       # what depends on the rule and its branch only: worked out once per evaluate
             matched = compiler.alternatives(rule)[b]
             shape = shapes[(rid, b)] = (matched, [
-                (f, *_threshold(matched, f, params), registry.lookup(rule.scope, f)) for f in (rule.evidence or rule.facts_used())],
-                _positive_facts(matched))
+                (f, *_threshold(matched, f, params), _unit(registry.lookup(rule.scope, f)), fs.sources.get(f))
+                for f in (rule.evidence or rule.facts_used())], _positive_facts(matched))
         matched, ev_shape, positive = shape
-        evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": d.unit if d else "",
-                     "source": fs.sources.get(f)} for f, thr, op, d in ev_shape if f in bound]
+        evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": unit, "source": src}
+                    for f, thr, op, unit, src in ev_shape if f in bound]
         use = memo if rid in bases_used and _memo_pays(tries.setdefault(rid, [0, 0])) else None
         before = len(memo)
         title, message, estimate = _finding_texts(rule, lang, ctx, use)
@@ -280,17 +282,27 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
             "references": rule.references,
         }
         ev.findings.append(finding)
-        pending[id(finding)] = (rule, ctx, params)
+        # what its advice needs, if it survives resolution: not ``ctx`` (a few hundred names per finding, kept
+        # for every finding, was over a gigabyte at 100,000 kernel facts), made again for the survivors
+        pending[id(finding)] = (rule, bound, params)
     res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang, fs.tables.get("_replay"))
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
     per_rule: dict[str, int] = {}
     for f in ev.findings:
         per_rule[f["rule"]] = per_rule.get(f["rule"], 0) + 1
+    tests: dict[str, list] = {}       # a rule's advice conditions, compiled once per evaluation
     for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
-        rule, ctx, params = pending[id(f)]
+        rule, bound, params = pending[id(f)]
+        base = bases[rule.id]
+        ctx = {**base, "kernel": bound, **bound} if rule.scope == "kernel" else base
         pays = _memo_pays(tries.get(f["rule"], [0, 0]))
-        f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 and pays else None)
+        f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 and pays else None,
+                              tests)
     return ev
+
+
+def _unit(d) -> str:
+    return d.unit if d else ""
 
 
 def _memo_pays(tried: list[int]) -> bool:
@@ -302,9 +314,17 @@ def _memo_pays(tried: list[int]) -> bool:
     return done < 64 or anew * 4 <= done * 3
 
 
-def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: dict | None = None) -> list[str]:
-    """The advice items that fit the data (an item's ``when`` holds), rendered."""
+def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: dict | None = None,
+            tests: dict | None = None) -> list[str]:
+    """The advice items that fit the data (an item's ``when`` holds), rendered. ``tests``: the rules'
+    advice conditions compiled (conditions.compiled), filled here, for one evaluation (its params and
+    tables)."""
     items = rule.advice.get(lang) or rule.advice.get("en") or []
     when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
-    return [_render(a, ctx, rule, "advice", memo) for a, w in zip(items, when)
-            if conditions.holds(w, ctx, params, tables, rule.pack_conditions)]
+    fits = tests.get(rule.id) if tests is not None else None
+    if fits is None:
+        shared: dict = {}        # the rule's items share their named conditions (three test library-kernel)
+        fits = [conditions.compiled(w, params, tables, rule.pack_conditions, shared=shared) for w in when]
+        if tests is not None:
+            tests[rule.id] = fits
+    return [_render(a, ctx, rule, "advice", memo) for a, fit in zip(items, fits) if fit(ctx)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import numbers
 import os
 import re
 from dataclasses import dataclass, field
@@ -33,6 +34,16 @@ def _num(v) -> str:
 
 
 ENV.filters["num"] = _num
+
+
+def _is_number(v) -> bool:
+    """Jinja2's ``is number`` (an instance of numbers.Number) without the ABC check for the common types
+    (at 100,000 kernel facts the ABC's instance check was 870,000 calls)."""
+    t = type(v)
+    return True if t is float or t is int else isinstance(v, numbers.Number)
+
+
+ENV.tests["number"] = _is_number
 
 
 def _command(scenario: str, **options) -> str:

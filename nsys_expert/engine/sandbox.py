@@ -87,6 +87,9 @@ def _replace(s, old, new, count=None):
     return s.replace(old, new, -1 if count is None else count)
 
 
+_FLOAT_OPS = {"*": operator.mul, "+": operator.add}
+
+
 class LimitedSandbox(SandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+", "%"})
 
@@ -96,18 +99,63 @@ class LimitedSandbox(SandboxedEnvironment):
         self.filters["replace"] = _replace
 
     def call_binop(self, context, operator_, left, right):
+        # a float and a number (an estimate's arithmetic): no limit applies to a float result
+        tl, tr = type(left), type(right)
+        if (tl is float and (tr is float or tr is int) or tr is float and tl is int) and operator_ in _FLOAT_OPS:
+            return _FLOAT_OPS[operator_](left, right)
         return bounded_binop(operator_, left, right)
 
 
+def context(template: jinja2.Template, ctx) -> jinja2.runtime.Context:
+    """``template.new_context(ctx, shared=True)`` for less: Jinja2 builds the set of the template's global
+    names (a ChainMap walked on every render, a third of rendering a short rule text) only for
+    ``{% import %}``, which rule text cannot hold (``check``); here that set is made once per template."""
+    keys = template.__dict__.get("_nsx_global_keys")
+    if keys is None:
+        keys = template._nsx_global_keys = frozenset(template.globals)
+    c = template.environment.context_class(template.environment, ctx, template.name, template.blocks)
+    c.globals_keys = keys
+    return c
+
+
 def render(template: jinja2.Template, ctx) -> str:
-    """Render over a mapping (not copied), the output bounded by MAX_TEXT."""
+    """Render over a mapping (not copied), the output bounded by MAX_TEXT. A text without a loop yields a
+    fixed number of pieces, each already bounded (a value of the facts, or made under the limits above):
+    it is joined at once and its length checked after (the same text, the same error); a text with a
+    loop is checked piece by piece, so that it stops as soon as it is too long."""
+    gen = template.root_render_func(context(template, ctx))
+    if not _loops(template):
+        text = "".join(gen)
+        if len(text) > MAX_TEXT:
+            raise LimitError(f"the rendered text is longer than {MAX_TEXT:,} characters")
+        return text
     out, n = [], 0
-    for chunk in template.root_render_func(template.new_context(ctx, shared=True)):
+    for chunk in gen:
         n += len(chunk)
         if n > MAX_TEXT:
             raise LimitError(f"the rendered text is longer than {MAX_TEXT:,} characters")
         out.append(chunk)
     return "".join(out)
+
+
+def _loops(template: jinja2.Template) -> bool:
+    """Whether a compiled text may hold a loop (its code makes a ``LoopContext`` or iterates: looked up
+    once per template in the names its code uses)."""
+    v = template.__dict__.get("_nsx_loops")
+    if v is None:
+        code = template.root_render_func.__code__
+        names = set(code.co_names) | set(code.co_varnames)
+        for const in code.co_consts:     # nested functions (a loop body may be one)
+            if hasattr(const, "co_names"):
+                names |= set(const.co_names) | set(const.co_varnames)
+        v = template._nsx_loops = bool(names & {"LoopContext", "loop", "_loop_vars"}) or _has_for(code)
+    return v
+
+
+def _has_for(code) -> bool:
+    import dis
+
+    return any(i.opname in ("FOR_ITER", "GET_ITER") for i in dis.get_instructions(code))
 
 
 _BINOPS = {nodes.Mul: "*", nodes.Pow: "**", nodes.Add: "+", nodes.Mod: "%"}
