@@ -202,6 +202,19 @@ def clean_fact(kind: str, n: int, fact: dict, alias: dict[str, str] | None = Non
     return out
 
 
+_SKIP = object()
+
+
+def _other(v, t):
+    """clean_fact's value for what is not a plain float, int or bool: a string cut to MAX_STR, nothing
+    (``_SKIP``) for a dict, a list or a non-finite float subclass, else a safe number."""
+    if t is str:
+        return v[:MAX_STR] if len(v) > MAX_STR else v
+    if isinstance(v, (dict, list)) or (isinstance(v, float) and not math.isfinite(v)):
+        return _SKIP
+    return safe_number(v[:MAX_STR] if isinstance(v, str) and len(v) > MAX_STR else v)
+
+
 def _clean_named(kind: str, n: int, fact: dict, names: list[tuple[str, str]]) -> dict:
     """clean_fact of the fact cut down to ``names`` ([(name, alias)], no reserved one), looked up one by
     one (a kernel fact has ~60 values, the rules read ~20): the same values (in the order of ``names``:
@@ -220,14 +233,10 @@ def _clean_named(kind: str, n: int, fact: dict, names: list[tuple[str, str]]) ->
             out[a] = v
         elif t is int or t is bool:
             out[a] = v
-        elif t is str:
-            out[a] = v[:MAX_STR] if len(v) > MAX_STR else v
-        elif v is None or isinstance(v, (dict, list)):
-            continue
-        elif isinstance(v, float) and not isfinite(v):
-            continue
-        else:
-            out[a] = safe_number(v[:MAX_STR] if isinstance(v, str) and len(v) > MAX_STR else v)
+        elif v is not None:
+            v = _other(v, t)
+            if v is not _SKIP:
+                out[a] = v
     return out
 
 
@@ -251,14 +260,10 @@ def _clean_aliased(kind: str, n: int, fact: dict, alias: dict[str, str]) -> dict
             out[a] = v
         elif t is int or t is bool:
             out[a] = v
-        elif t is str:
-            out[a] = v[:MAX_STR] if len(v) > MAX_STR else v
-        elif v is None or isinstance(v, (dict, list)):
-            continue
-        elif isinstance(v, float) and not isfinite(v):
-            continue
-        else:
-            out[a] = safe_number(v[:MAX_STR] if isinstance(v, str) and len(v) > MAX_STR else v)
+        elif v is not None:
+            v = _other(v, t)
+            if v is not _SKIP:
+                out[a] = v
     return out
 
 
