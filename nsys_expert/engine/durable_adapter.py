@@ -205,9 +205,18 @@ def clean_fact(kind: str, n: int, fact: dict, alias: dict[str, str] | None = Non
 _SKIP = object()
 
 
-def _other(v, t):
-    """clean_fact's value for what is not a plain float, int or bool: a string cut to MAX_STR, nothing
-    (``_SKIP``) for a dict, a list or a non-finite float subclass, else a safe number."""
+def _value(v):
+    """clean_fact's value: a finite float (a safe number outside 1e-4..1e16), an int or bool as it is, a
+    string cut to MAX_STR, nothing (``_SKIP``) for None, a dict, a list or a non-finite float."""
+    t = type(v)
+    if t is float:
+        if not math.isfinite(v):
+            return _SKIP
+        return safe_number(v) if v and not 1e-4 <= abs(v) < 1e16 else v
+    if t is int or t is bool:
+        return v
+    if v is None:
+        return _SKIP
     if t is str:
         return v[:MAX_STR] if len(v) > MAX_STR else v
     if isinstance(v, (dict, list)) or (isinstance(v, float) and not math.isfinite(v)):
@@ -220,23 +229,12 @@ def _clean_named(kind: str, n: int, fact: dict, names: list[tuple[str, str]]) ->
     one (a kernel fact has ~60 values, the rules read ~20): the same values (in the order of ``names``:
     the engine reads a fact by its names)."""
     out = {"kind": kind, "id": f"{kind}:{n}"}
-    isfinite = math.isfinite
     get = fact.get
     for k, a in names:
         v = get(k)
-        t = type(v)
-        if t is float:
-            if not isfinite(v):
-                continue
-            if v and not 1e-4 <= abs(v) < 1e16:
-                v = safe_number(v)
+        v = _value(v)
+        if v is not _SKIP:
             out[a] = v
-        elif t is int or t is bool:
-            out[a] = v
-        elif v is not None:
-            v = _other(v, t)
-            if v is not _SKIP:
-                out[a] = v
     return out
 
 
@@ -244,26 +242,15 @@ def _clean_aliased(kind: str, n: int, fact: dict, alias: dict[str, str]) -> dict
     """clean_fact for a fact of at most MAX_PROPS values whose names are aliased (the common case, one
     pass with the checks inline): the same fact."""
     out = {"kind": kind, "id": f"{kind}:{n}"}
-    isfinite = math.isfinite
     for k, v in fact.items():
         a = alias.get(k)
         if a is None:          # no rule names it (an alias is never a reserved name)
             if k in RESERVED and v is not None:
                 raise ValueError(f"fact key {k!r} is reserved by the rules engine")
             continue
-        t = type(v)
-        if t is float:
-            if not isfinite(v):
-                continue
-            if v and not 1e-4 <= abs(v) < 1e16:
-                v = safe_number(v)
+        v = _value(v)
+        if v is not _SKIP:
             out[a] = v
-        elif t is int or t is bool:
-            out[a] = v
-        elif v is not None:
-            v = _other(v, t)
-            if v is not _SKIP:
-                out[a] = v
     return out
 
 

@@ -339,8 +339,8 @@ def recoverable(findings: list[dict], run: dict, kernels: dict, rules: dict[str,
     its transformation (``estimate.replay``) and the iteration was replayed, the total is those
     transformations replayed together (``basis: replayed``)."""
     gaining = [f for f in findings if f["estimated_gain_pct"]]
-    names = [((rules or {}).get(f.get("rule")).estimate or {}).get("replay") if (rules or {}).get(f.get("rule")) else None
-             for f in gaining]
+    rules = rules or {}
+    names = [(rules[f["rule"]].estimate or {}).get("replay") if f.get("rule") in rules else None for f in gaining]
     if replay is not None and gaining and all(names):
         out = _union(findings, run, kernels)
         gains = [f["estimated_gain_pct"] for f in gaining]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from . import timeline
+from .kernels import with_kernel_classes
 from .names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
 SYNC_TOL_NS = timeline.SYNC_TOLERANCE_NS
@@ -103,7 +104,6 @@ def build(gpu: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame | None, t0: i
     tot = float(by_tid["t"].sum()) or 1.0
     other = 100.0 * (1.0 - float(by_tid["t"][0]) / tot)
     mine = calls.filter(pl.col("tid") == tid) if "tid" in calls.columns else calls
-    from .kernels import with_kernel_classes
     ops_df = with_kernel_classes(launched.join(mine.select("corr_id"), on="corr_id", how="semi").sort("start_ns"))
     pageable = pl.lit(False)
     if "src_kind" in ops_df.columns:

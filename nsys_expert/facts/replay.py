@@ -18,7 +18,7 @@ from __future__ import annotations
 from . import depmodel
 from .base import Context
 from .depmodel import Run, simulate  # noqa: F401 - the replay's API, used by tests and benchmarks
-from .transforms import (APPLIES, PARAMS, TRANSFORMS, _gain, apply, comm_overlap, copies, copy_overlap,  # noqa: F401
+from .transforms import (APPLIES, PARAMS, TRANSFORMS, apply, gain, comm_overlap, copies, copy_overlap,  # noqa: F401
                          cuda_graphs, data_workers, distinct, fusion, host_offload, pinned_copies, remove_syncs,
                          table_gbps, tensor_cores)
 
@@ -50,6 +50,12 @@ def _fit(api, t0: int, t1: int, t_end: int, starts: list[int]) -> tuple[int, int
     return starts[0], starts[k], starts[k], starts[:k]
 
 
+def _absent(fs, why: str, also: tuple[str, ...] = ()) -> None:
+    """No replayed gain (and, with ``also``, no critical path either): say why."""
+    for name in (*also, *(f"replay_gain_{t}_pct" for t in TRANSFORMS), "replay_gain_all_pct"):
+        fs.absent[name] = why
+
+
 def compute(ctx: Context) -> None:
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
     gpu, api = prof.tables.get("gpu_trace"), prof.tables.get("api_trace")
@@ -70,13 +76,8 @@ def compute(ctx: Context) -> None:
     if m is not None and m.other_thread_gpu_pct > PARAMS["slice"]["max_other_thread_gpu_pct"]:
         why = f"{m.other_thread_gpu_pct:.0f} % of the GPU time is launched by other threads"
         m = None
-    for name in ("critical_path_host_pct", "critical_path_gpu_pct", "replay_model_error_pct"):
-        if why:
-            fs.absent[name] = why
     if m is None:
-        for t in TRANSFORMS:
-            fs.absent[f"replay_gain_{t}_pct"] = why
-        fs.absent["replay_gain_all_pct"] = why
+        _absent(fs, why, ("critical_path_host_pct", "critical_path_gpu_pct", "replay_model_error_pct"))
         return
     src = " + ".join(dict.fromkeys(s for s in (prof.source_name("gpu_trace"), prof.source_name("api_trace")) if s))
     base = simulate(m)
@@ -91,25 +92,22 @@ def compute(ctx: Context) -> None:
         fs.put("critical_path_gpu_pct", 100.0 * base.gpu_ns / path, src)
         fs.put("critical_path_iter_ms", base.period / periods / 1e6, src)
     if err is None or abs(err) > PARAMS["slice"]["max_error_pct"]:
-        why = f"the replay is {err:+.0f} % off the measured iterations" if err is not None else "nothing measured"
-        for t in TRANSFORMS:
-            fs.absent[f"replay_gain_{t}_pct"] = why
-        fs.absent["replay_gain_all_pct"] = why
+        _absent(fs, f"the replay is {err:+.0f} % off the measured iterations" if err is not None else "nothing measured")
         return
     gpu_name = (prof.meta.get("gpus") or [{}])[0].get("name") if getattr(prof, "meta", None) else None
-    gains = {t: _gain(m, (t,), base.period, gpu_name) if APPLIES[t](m) else 0.0 for t in TRANSFORMS if t != "copies"}
+    gains = {t: gain(m, (t,), base.period, gpu_name) if APPLIES[t](m) else 0.0 for t in TRANSFORMS if t != "copies"}
     gains["copies"] = max(gains["pinned_copies"], gains["copy_overlap"])   # (the better of the two: replayed above)
     for t, g in gains.items():
         fs.put(f"replay_gain_{t}_pct", g, src)
     everything = distinct(t for t, g in gains.items() if g >= 0.5)
-    fs.put("replay_gain_all_pct", _gain(m, everything, base.period, gpu_name) if everything else 0.0, src)
+    fs.put("replay_gain_all_pct", gain(m, everything, base.period, gpu_name) if everything else 0.0, src)
     memo: dict[tuple, float] = {}
 
     def together(names) -> float:
         """The gain of these transformations replayed together (the engine's total of the findings)."""
         key = distinct(names)
         if key not in memo:
-            memo[key] = round(_gain(m, key, base.period, gpu_name), 1)
+            memo[key] = round(gain(m, key, base.period, gpu_name), 1)
         return memo[key]
     fs.tables["_replay"] = together
     fs.tables["critical_path"] = {"host_pct": 100.0 * base.host_ns / path, "gpu_pct": 100.0 * base.gpu_ns / path,

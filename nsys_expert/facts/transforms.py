@@ -219,7 +219,7 @@ def apply(m: Model, names, gpu_name: str | None = None) -> Model:
     return m
 
 
-def _gain(m: Model, names, base_period: float, gpu_name: str | None) -> float:
+def gain(m: Model, names, base_period: float, gpu_name: str | None) -> float:
     after = simulate(apply(m, names, gpu_name)).period
     return max(0.0, 100.0 * (1.0 - after / base_period)) if base_period > 0 else 0.0
 
