@@ -78,7 +78,7 @@ def stages(path: str) -> str:
     t1 = time.perf_counter()
     fs = facts.compute(prof)
     t2 = time.perf_counter()
-    ev = engine.evaluate(rules, fs, set(prof.tables))
+    ev = engine.evaluate(engine.RuleSet.of(rules), fs, set(prof.tables))
     t3 = time.perf_counter()
     report.render_markdown(report.build(prof, fs, ev))
     t4 = time.perf_counter()

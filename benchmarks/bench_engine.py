@@ -56,6 +56,7 @@ def main() -> None:
     prof = load.load_paths([a.case])
     fs0 = facts.compute(prof)
     rules = engine.select_rules(engine.load_packs())
+    rs = engine.RuleSet.of(rules)
     tables = set(prof.tables)
     print(f"case {os.path.basename(os.path.normpath(a.case))}: {len(fs0.kernels)} kernel facts of "
           f"{len(fs0.kernels[0]) if fs0.kernels else 0} values, {len(rules)} rules "
@@ -67,7 +68,7 @@ def main() -> None:
         fs = facts.FactSet(run=dict(fs0.run), kernels=kernel_facts(fs0.kernels, n, not a.identical), window=fs0.window,
                            sources=dict(fs0.sources), absent=dict(fs0.absent), tables=dict(fs0.tables),
                            warnings=list(fs0.warnings), tiers=dict(fs0.tiers))
-        ev = engine.evaluate(rules, fs, tables)           # warm-up: the ruleset compiled once per process
+        ev = engine.evaluate(rs, fs, tables)           # warm-up: the ruleset compiled once per process
         runs, cpu = [], []
         spans: dict[str, list[float]] = {"durable": [], "resolve": []}
         real = {"durable": (durable_adapter.Engine, "run"), "resolve": (engine.resolve, "resolve")}
@@ -86,7 +87,7 @@ def main() -> None:
         try:
             for _ in range(a.repeat):
                 t, c = time.perf_counter(), time.process_time()
-                ev = engine.evaluate(rules, fs, tables)
+                ev = engine.evaluate(rs, fs, tables)
                 runs.append(time.perf_counter() - t)
                 cpu.append(time.process_time() - c)
         finally:

@@ -1,4 +1,7 @@
-"""Settings from ``[tool.nsys-expert]`` in pyproject.toml or an ``nsys-expert.toml`` (the CLI wins).
+"""Settings from ``[tool.nsys-expert]`` in pyproject.toml or an ``nsys-expert.toml`` (the CLI wins),
+resolved once: :func:`resolve` merges the command line's values with the file's into one frozen
+:class:`Settings`, which the pipeline passes down (the rule packs it names become the engine's
+``RuleSet`` there, once; facts get their ``Options`` from it). Nothing below re-reads a setting.
 
 Keys: ``rules`` (pack folders, relative to the settings file), ``select``, ``ignore`` (rule ids or
 categories), ``set`` (a table ``{"rule.param" = value}`` or a list of ``"rule.param=value"``),
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from dataclasses import dataclass
 
 from .errors import InputError
 
@@ -68,31 +72,56 @@ def _list(v, where: str, key: str) -> list:
     raise InputError(f"setting '{key}' must be a string or a list of strings", where)
 
 
-def merge(cfg: dict, req):
-    """Fill the request from the settings; what the command line gave wins."""
-    if not cfg:
-        if req.lang is None:
-            req.lang = "en"
-        return req
+@dataclass(frozen=True)
+class Settings:
+    """Everything a diagnosis was asked for, merged from the command line and the settings file."""
+    packs: tuple[str, ...] = ()            # extra rule pack folders (the file's, then the command line's)
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()        # RULE.param=VALUE (the file's, then the command line's: it wins)
+    window: tuple[int, int] | None = None
+    skip_iterations: int | None = None
+    iteration_range: str | None = None
+    lang: str = "en"
+    scheduler: str | None = None           # local (None), dask or tcp://HOST:PORT; checked by the scheduler
+    jobs: int | None = None
+    fail_on: str | None = None
+    file: str | None = None                # the settings file read, if any
+
+
+def resolve(cli, cfg: dict | None = None) -> Settings:
+    """The settings of a run: ``cli`` holds the command line's values (any object with the attributes
+    of :class:`Settings` but ``file``; None or empty: not given), ``cfg`` the settings file's
+    (:func:`load`). What the command line gave wins; a list setting is the file's plus the command
+    line's (``set``: one value per key, the command line's)."""
+    cfg = cfg or {}
     where = cfg.get("_file", "settings")
-    req.packs = list(cfg.get("rules", [])) + [p for p in req.packs if p not in cfg.get("rules", [])]
-    if not req.select:
-        req.select = _list(cfg.get("select"), where, "select")
-    if not req.ignore:
-        req.ignore = _list(cfg.get("ignore"), where, "ignore")
+
+    def given(name):
+        return getattr(cli, name, None)
+
+    file_packs = list(cfg.get("rules", []))
+    packs = file_packs + [p for p in given("packs") or () if p not in file_packs]
     sets = cfg.get("set", {})
-    if isinstance(sets, dict):
-        from_cfg = [f"{k}={v}" for k, v in sets.items()]
-    else:
-        from_cfg = _list(sets, where, "set")
-    given = {o.split("=", 1)[0] for o in req.overrides}
-    req.overrides = [o for o in from_cfg if o.split("=", 1)[0] not in given] + list(req.overrides)
-    if req.lang is None:
-        req.lang = cfg.get("lang", "en")
-    if getattr(req, "iteration_range", None) is None and cfg.get("iteration-range"):
-        req.iteration_range = str(cfg["iteration-range"])
-    if getattr(req, "scheduler", None) is None and cfg.get("scheduler") is not None:
-        req.scheduler = str(cfg["scheduler"])
-    if req.skip_iterations is None and cfg.get("skip-iterations") is not None:
-        req.skip_iterations = int(cfg["skip-iterations"])
-    return req
+    from_cfg = [f"{k}={v}" for k, v in sets.items()] if isinstance(sets, dict) else _list(sets, where, "set")
+    cli_sets = list(given("overrides") or ())
+    keys = {o.split("=", 1)[0] for o in cli_sets}
+    skip = given("skip_iterations")
+    if skip is None and cfg.get("skip-iterations") is not None:
+        skip = int(cfg["skip-iterations"])
+    sched = given("scheduler")
+    if sched is None and cfg.get("scheduler") is not None:
+        sched = str(cfg["scheduler"])
+    return Settings(
+        packs=tuple(packs),
+        select=tuple(given("select") or _list(cfg.get("select"), where, "select")),
+        ignore=tuple(given("ignore") or _list(cfg.get("ignore"), where, "ignore")),
+        overrides=tuple([o for o in from_cfg if o.split("=", 1)[0] not in keys] + cli_sets),
+        window=given("window"),
+        skip_iterations=skip,
+        iteration_range=given("iteration_range") or (str(cfg["iteration-range"]) if cfg.get("iteration-range") else None),
+        lang=given("lang") or cfg.get("lang") or "en",
+        scheduler=sched,
+        jobs=given("jobs"),
+        fail_on=given("fail_on") or cfg.get("fail-on"),
+        file=cfg.get("_file"))

@@ -6,8 +6,13 @@ processes) gives one fact set per rank, computed by :func:`rank_unit` - a plain 
 arguments, so the same unit of work runs in a local process pool or on Dask (``Request.scheduler``,
 :mod:`nsys_expert.scheduler`; docs/multi-rank.md) - then cross-rank facts from those small per-rank
 results only, and the job is diagnosed from the representative rank (the median one) plus those
-cross-rank facts. A rank that fails is reported and the job diagnosed from the others, unless fewer
-than half of the ranks remain.
+cross-rank facts, in one engine run over the job's facts and every rank's (each rank's findings apart:
+its row), and one report. A rank that fails is reported and the job diagnosed from the others, unless
+fewer than half of the ranks remain.
+
+The settings are resolved once, at the entry (``config.resolve``: the command line's values, which a
+``Request`` holds, over the settings file's); the rule packs they name become one ``engine.RuleSet``
+(rules, every parameter's value, the language) and the facts' ``Options``, both passed down.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from . import load, scheduler
+from . import config, load, scheduler
 from .units import RankResult, rank_unit  # noqa: F401 - the unit of work per rank (units.py)
 from .errors import InputError
 from .load import ranks as rank_inputs
@@ -31,6 +36,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Request:
+    """What a diagnosis is asked: the inputs and the command line's settings (None or empty: not given;
+    ``config``: the settings file's, ``config.load``)."""
     paths: list[str]
     packs: list[str] = field(default_factory=list)
     select: list[str] = field(default_factory=list)
@@ -38,11 +45,13 @@ class Request:
     overrides: list[str] = field(default_factory=list)
     window: tuple[int, int] | None = None
     skip_iterations: int | None = None
-    lang: str | None = "en"
+    lang: str | None = None          # en (default) or zh
     jobs: int | None = None          # worker processes for per-rank facts (None: automatic)
     iteration_range: str | None = None   # --iteration-range NAME: the NVTX range that marks iterations
     scheduler: str | None = None     # where per-rank work runs: local (default), dask, tcp://HOST:PORT
     charts: bool = False             # the HTML report's series (set by diagnose_with_series)
+    fail_on: str | None = None
+    config: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -50,14 +59,15 @@ class Result:
     doc: dict
     prof: load.Profile | None = None     # the loaded run and its facts (one run; None for a multi-rank job)
     fs: facts.FactSet | None = None
+    settings: config.Settings | None = None
 
 
 def diagnose(req: Request, progress: Callable[..., None] | None = None) -> dict:
     return run(req, progress).doc
 
 
-def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = None
-                         ) -> tuple[dict, dict, dict | None]:
+def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = None,
+                         settings: config.Settings | None = None) -> tuple[dict, dict, dict | None]:
     """The report plus the chart series the HTML report draws: ``(doc, series, window_series)``.
 
     The series (:func:`nsys_expert.facts.series.series`) come from the profile and facts this run
@@ -65,7 +75,7 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
     half of the profile (else None). For a multi-rank job (``doc["ranks"]``) there is no timeline:
     the series say why. ``progress`` is told ``"charts"`` when the series start.
     """
-    res = run(dataclasses.replace(req, charts=True), progress)
+    res = run(dataclasses.replace(req, charts=True), progress, settings)
     doc, prof, fs = res.doc, res.prof, res.fs
     if doc.get("ranks") or prof is None:   # one row per rank instead (report/html.py: rank_timeline_chart)
         return doc, {"available": False, "reason": "a multi-rank job: one row per rank below, no single timeline",
@@ -84,10 +94,17 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
     return doc, ser, zoom
 
 
-def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
-    """``progress`` (optional) is told ``("ranks", done, total)`` as each rank of a multi-rank job ends."""
-    req.lang = req.lang or "en"
-    req.scheduler = scheduler.check(req.scheduler)   # a bad value is a usage error before any reading
+def settings_of(req: Request) -> config.Settings:
+    """The request's settings: its command line's values over its settings file's (once per run)."""
+    return config.resolve(req, req.config)
+
+
+def run(req: Request, progress: Callable[..., None] | None = None, settings: config.Settings | None = None) -> Result:
+    """``progress`` (optional) is told ``("ranks", done, total)`` as each rank of a multi-rank job ends.
+    ``settings``: the request's, when the caller resolved them already (the CLI: it reads the language
+    and ``--fail-on``), else resolved here."""
+    s = settings if settings is not None else settings_of(req)
+    s = dataclasses.replace(s, scheduler=scheduler.check(s.scheduler))  # a bad value: a usage error before any reading
     per_path, skipped = load.list_inputs(req.paths)
     ranks, notes = rank_inputs.discover(per_path)
     # one run: start reading it (Polars, off the GIL) while the rule packs load and validate
@@ -96,12 +113,11 @@ def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
         try:
             from . import engine, facts, report  # imported while the input is read (durable, Jinja2, JSON Schema)
 
-            packs = engine.load_packs(req.packs)   # a rule error is reported before any input error
-            opts = facts.Options(user_window=req.window, skip_iterations=req.skip_iterations,
-                                 iteration_range=req.iteration_range, rank_rows=req.charts,
+            packs = engine.load_packs(list(s.packs))   # a rule error is reported before any input error
+            opts = facts.Options(user_window=s.window, skip_iterations=s.skip_iterations,
+                                 iteration_range=s.iteration_range, rank_rows=req.charts,
                                  phases=tuple(e for pk in packs for e in getattr(pk, "phases", ()) or ()))
-            rules = engine.select_rules(packs, req.select, req.ignore)
-            overrides = engine.parse_overrides(req.overrides, [r for p in packs for r in p.rules])
+            rs = engine.RuleSet.build(packs, list(s.select), list(s.ignore), list(s.overrides), s.lang)
         except Exception:
             if pending is not None:
                 pending.cancel()
@@ -115,11 +131,11 @@ def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
         pids = rank_inputs.processes_with_gpu_work(prof.tables.get("gpu_trace"))
         if len(pids) < 2:
             fs = facts.compute(prof, opts)
-            ev = engine.evaluate(rules, fs, set(prof.tables), overrides, req.lang)
-            return Result(report.build(prof, fs, ev, req.lang), prof, fs)
+            ev = engine.evaluate(rs, fs, set(prof.tables))
+            return Result(report.build(prof, fs, ev, s.lang), prof, fs, s)
         ranks = [rank_inputs.RankInput(f"pid {p}", ranks[0].files, pid=p) for p in pids]
         notes.append(f"{len(pids)} processes ran GPU work in one export: each is diagnosed as a rank")
-    return Result(_diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress))
+    return Result(_diagnose_ranks(ranks, notes, skipped, rs, opts, s, progress), settings=s)
 
 
 def _why(e: BaseException) -> str:
@@ -129,15 +145,16 @@ def _why(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def _gather(ranks, opts, req, progress, arrived: Callable[[int, RankResult], None]
-            ) -> tuple[list[RankResult], list[dict]]:
+def _gather(ranks, opts, s: config.Settings, progress, arrived: Callable[[int, RankResult], None]
+            ) -> tuple[list[RankResult], list[int], list[dict]]:
     """Every rank's result, in rank order, as the scheduler streams them back (``arrived(i, result)``
-    is called as each comes in, while the others still run); the failed ranks ``[{"rank", "error"}]``.
+    is called as each comes in, while the others still run); the index in ``ranks`` of each; the
+    failed ranks ``[{"rank", "error"}]``.
     Fewer than half of the ranks left: the job is not diagnosed."""
     got: list[RankResult | None] = [None] * len(ranks)
     errors: dict[int, BaseException] = {}
     done = 0
-    for i, out in scheduler.run_units(ranks, opts, req.scheduler, req.jobs):
+    for i, out in scheduler.run_units(ranks, opts, s.scheduler, s.jobs):
         if isinstance(out, BaseException):
             errors[i] = out
         else:
@@ -156,33 +173,23 @@ def _gather(ranks, opts, req, progress, arrived: Callable[[int, RankResult], Non
         raise InputError(f"{len(failed)} of {len(ranks)} ranks could not be diagnosed, fewer than half remain "
                          f"({failed[0]['rank']}: {failed[0]['error']}{more})",
                          hint="fix or leave out those ranks' files")
-    return [g for g in got if g is not None], failed
+    return [g for g in got if g is not None], [i for i, g in enumerate(got) if g is not None], failed
 
 
-def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress=None) -> dict:
+def _diagnose_ranks(ranks, notes, skipped, rs, opts, s: config.Settings, progress=None) -> dict:
     from . import engine, facts, report
     from .facts import ranks as rank_facts
 
-    # each rank's own diagnosis is made as its result arrives (the rank's facts alone: no rule of a
-    # single rank reads a cross-rank fact; its cross-rank facts are added to its row below). Then only
-    # what the cross-rank facts and the job's report read of it is kept (its facts, NCCL kernel
-    # sequence, warnings, inputs): the client's memory grows by a few KB per rank, not by its tables
-    entries: dict[int, dict] = {}
-
+    # as each rank's result arrives, only what the engine, the cross-rank facts and the job's report
+    # read of it is kept (its facts and their sources, its kernels' facts, the NCCL kernel sequence, its
+    # chart row, warnings, inputs): the client's memory grows by tens of KB per rank, not by its tables
     def arrived(i: int, r: RankResult) -> None:
-        rev = engine.evaluate(rules, r.fs, r.tables, overrides, req.lang)
-        rdoc = report.build(r.prof, r.fs, rev, req.lang)
-        entries[i] = {"rank": r.label, "pid": r.prof.meta.get("pid"), "facts": rdoc["facts"],
-                      "window": rdoc["window"], "verdict": rdoc["verdict"],
-                      "findings": [{k: f[k] for k in ("rule", "category", "severity", "rank", "title",
-                                                      "estimated_gain_pct", "scope")} for f in rdoc["findings"]]}
-        kept = {k: r.fs.tables[k] for k in ("_nccl_sequence", "_rank_row") if r.fs.tables.get(k) is not None}
-        r.fs = facts.FactSet(run=r.fs.run, warnings=r.fs.warnings, tables=kept)
+        f = r.fs
+        kept = {k: f.tables[k] for k in ("_nccl_sequence", "_rank_row", "ncu_command") if f.tables.get(k) is not None}
+        r.fs = facts.FactSet(run=f.run, kernels=f.kernels, window=f.window, sources=f.sources, absent=f.absent,
+                             tiers=f.tiers, warnings=f.warnings, tables=kept)
 
-    results, failed = _gather(ranks, opts, req, progress, arrived)
-    rank_docs = [entries[i] for i in sorted(entries)]
-    indices = sorted(entries)                         # results[j] is ranks[indices[j]]
-    entries.clear()
+    results, indices, failed = _gather(ranks, opts, s, progress, arrived)   # results[j] is ranks[indices[j]]
     if all(r.pid is None for r in ranks):   # separate files: ranks of one job, one run twice, or unrelated runs?
         from .load import runs
 
@@ -190,24 +197,19 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
                                  [runs.describe(ranks[i].files) for i in indices])
         notes = notes + said
         if len(keep) < len(results):
-            results, rank_docs, indices = ([xs[j] for j in keep] for xs in (results, rank_docs, indices))
+            results, indices = ([xs[j] for j in keep] for xs in (results, indices))
         if len(results) == 1:      # one run after all: its report, saying what was read once
             r = ranks[indices[0]]
             one = rank_unit(r.label, r.files, r.pid, opts)   # its tables were dropped when it arrived
-            ev = engine.evaluate(rules, one.fs, one.tables, overrides, req.lang)
-            doc = report.build(one.prof, one.fs, ev, req.lang)
+            doc = report.build(one.prof, one.fs, engine.evaluate(rs, one.fs, one.tables), s.lang)
             doc["warnings"] += notes
             return doc
     labels = [r.label for r in results]
     cross = rank_facts.cross_rank(labels, [r.fs for r in results])
-    for r, rdoc, extra in zip(results, rank_docs, cross["per_rank"]):
-        for k, v in extra.items():
-            r.fs.put(k, v, "cross-rank")
-        rdoc["facts"] = dict(sorted((rdoc["facts"] | {k: report.clean_value(v) for k, v in extra.items()}).items()))
     # the representative rank is the typical one: median iteration time, then median compute per
     # iteration (ranks in lockstep share one iteration time; a straggler has more compute)
     def typical(i):
-        f = results[i].fs.run
+        f = {**results[i].fs.run, **cross["per_rank"][i]}
         return (f.get("iter_median_ms") or 0.0, f.get("compute_ms_per_iter") or 0.0, f.get("gpu_active_pct") or 0.0, i)
     order = sorted(range(len(results)), key=typical)
     mid = order[len(order) // 2]
@@ -225,9 +227,14 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
     for k in list(job.absent):
         if k in job.run:
             del job.absent[k]
-    ev = engine.evaluate(rules, job, rep.tables | {"ranks"}, overrides, req.lang)
+    # the job and every rank in one engine run; a rank is evaluated on its own facts (no rule of one rank
+    # reads a cross-rank fact), which its row then shows with its cross-rank facts
+    ev = engine.evaluate(rs, job, rep.tables | {"ranks"}, ranks=[(r.label, r.fs, r.tables) for r in results])
+    for r, extra in zip(results, cross["per_rank"]):
+        for k, v in extra.items():
+            r.fs.put(k, v, "cross-rank")
     prof = rep.prof
-    doc = report.build(prof, job, ev, req.lang)
+    doc = report.build(prof, job, ev, s.lang, ranks=[(r.label, r.prof, r.fs) for r in results])
     doc["inputs"] = [dict(i, rank=r.label) for r in results for i in r.prof.inputs]
     # a warning every rank has is said once; the others name their rank
     per_rank = [r.prof.warnings + r.fs.warnings for r in results]
@@ -245,5 +252,5 @@ def _diagnose_ranks(ranks, notes, skipped, rules, overrides, opts, req, progress
     doc["representative_rank"] = rep.label
     if opts.rank_rows:
         doc["_rank_rows"] = [{"rank": r.label, **(r.fs.tables.get("_rank_row") or {})} for r in results]
-    doc["ranks"] = rank_docs
+    doc["ranks"] = doc.pop("ranks")      # last in the JSON, after the job's own fields
     return doc

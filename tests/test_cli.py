@@ -49,7 +49,7 @@ def test_a_bug_is_one_line_and_exit_3(monkeypatch, args):
     def boom(req, *progress):
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(pipeline, "diagnose", boom)
+    monkeypatch.setattr(pipeline, "run", boom)   # diagnose and diff both reach it
     monkeypatch.delenv("NSX_DEBUG", raising=False)
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 3

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from nsys_expert.engine import compiler, durable_adapter, load_packs, select_rules, evaluate
+from nsys_expert.engine import RuleSet, compiler, durable_adapter, load_packs, select_rules, evaluate
 from nsys_expert.engine.rules import Rule
 from nsys_expert.facts import FactSet, registry
 
@@ -18,7 +18,7 @@ def mk(rule_id="r", when=None, severity="high", scope="run", params=None, **kw):
 
 def fire(rules, run=None, kernels=None):
     fs = FactSet(run=run or {}, kernels=kernels or [])
-    return [f["rule"] for f in evaluate(rules, fs, set(registry.INPUTS)).findings]
+    return [f["rule"] for f in evaluate(RuleSet.of(rules), fs, set(registry.INPUTS)).findings]
 
 
 def test_threshold_edges_and_int_float():
@@ -38,7 +38,7 @@ def test_non_finite_and_missing_values_are_absent_not_zero():
     r = mk()
     assert fire([r], {"gpu_active_pct": float("nan")}) == []
     assert fire([r], {"gpu_active_pct": float("inf")}) == []
-    ev = evaluate([r], FactSet(run={}), set(registry.INPUTS))
+    ev = evaluate(RuleSet.of([r]), FactSet(run={}), set(registry.INPUTS))
     assert ev.findings == [] and ev.not_evaluated[0]["rule"] == "r"
 
 
@@ -94,13 +94,13 @@ def test_thousand_runs_flat_threads_and_memory():
     run = {"gpu_active_pct": 4.7, "gpu_idle_launch_pct": 95.2, "gpu_idle_short_gaps_pct": 95.2,
            "kernel_small_share_pct": 100.0, "kernel_median_us": 0.86, "kernels_per_iter": 200.0}
     kernels = [{"name": f"k{i}", "kernel_class": "elementwise", "time_share_pct": 1.0, "count": 5} for i in range(20)]
-    evaluate(rules, FactSet(run=dict(run), kernels=kernels), set(registry.INPUTS))
+    evaluate(RuleSet.of(rules), FactSet(run=dict(run), kernels=kernels), set(registry.INPUTS))
     gc.collect()
     threads0 = threading.active_count()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     for i in range(1000):
         fs = FactSet(run=dict(run, gpu_active_pct=4.7 + (i % 7)), kernels=kernels)
-        ev = evaluate(rules, fs, set(registry.INPUTS))
+        ev = evaluate(RuleSet.of(rules), fs, set(registry.INPUTS))
         assert ev.findings and ev.findings[0]["rule"] == "launch-bound"
     gc.collect()
     grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024

@@ -192,7 +192,7 @@ RULES = [r for p in engine.load_packs() for r in p.rules]
 def diagnose_dir(d):
     prof = load.load_paths([d])
     fs = facts.compute(prof)
-    ev = engine.evaluate(RULES, fs, set(prof.tables))
+    ev = engine.evaluate(engine.RuleSet.of(RULES), fs, set(prof.tables))
     return prof, fs, ev
 
 
@@ -389,7 +389,7 @@ def test_generated_rules_never_crash(data, fvals):
             return
         fs = facts.FactSet(run=dict(fvals))
         try:
-            ev = engine.evaluate([r], fs, set(registry.INPUTS))
+            ev = engine.evaluate(engine.RuleSet.of([r]), fs, set(registry.INPUTS))
         except RuleError:
             return  # e.g. 'not' around a string operator: refused with a message
         for f in ev.findings:

@@ -42,7 +42,7 @@ def _pack(tmp_path, rules, pack=PACK):
 def _run(tmp_path, rules, run, kernels=(), tables=("gpu_trace",), pack=PACK):
     packs = load_packs([_pack(tmp_path, rules, pack)], builtin=False, installed=False)
     fs = FactSet(run=dict(run), kernels=[dict(k) for k in kernels])
-    return engine.evaluate([r for p in packs for r in p.rules], fs, set(tables))
+    return engine.evaluate(engine.RuleSet.of([r for p in packs for r in p.rules]), fs, set(tables))
 
 
 KW = {"when": {"fact": "tensor_pipe_active_pct", "op": "lt", "value": 5}, "scope": "kernel", "subject": "kernel",

@@ -77,7 +77,7 @@ def test_related_findings_are_not_found_by_scanning_every_pair(tmp_path, monkeyp
     calls = []
     real = resolve.within
     monkeypatch.setattr(resolve, "within", lambda a, b: calls.append(1) or real(a, b))
-    ev = engine.evaluate([r for p in packs for r in p.rules], FactSet(run=dict(RUN), kernels=ks), {"gpu_trace"})
+    ev = engine.evaluate(engine.RuleSet.of([r for p in packs for r in p.rules]), FactSet(run=dict(RUN), kernels=ks), {"gpu_trace"})
     assert sorted(f["rule"] for f in ev.findings) == ["kern-a"] * 500
     assert all(len(f["supporting"]) == 1 for f in ev.findings)
     assert len(calls) < 5 * len(ks)

@@ -73,9 +73,9 @@ def test_bad_scheduler_is_one_line_exit_2(tmp_path):
 
 def test_scheduler_from_settings(tmp_path):
     (tmp_path / "nsys-expert.toml").write_text('scheduler = "tcp://127.0.0.1:8786"\n')
-    req = config.merge(config.load(str(tmp_path / "nsys-expert.toml")), pipeline.Request(["x"]))
-    assert req.scheduler == "tcp://127.0.0.1:8786"
-    given = config.merge(config.load(str(tmp_path / "nsys-expert.toml")), pipeline.Request(["x"], scheduler="local"))
+    cfg = config.load(str(tmp_path / "nsys-expert.toml"))
+    assert pipeline.settings_of(pipeline.Request(["x"], config=cfg)).scheduler == "tcp://127.0.0.1:8786"
+    given = pipeline.settings_of(pipeline.Request(["x"], scheduler="local", config=cfg))
     assert given.scheduler == "local"                      # the command line wins
 
 

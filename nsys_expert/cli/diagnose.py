@@ -97,12 +97,11 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     """
     from .. import config, pipeline
 
-    cfg = config.load(config_path)
-    req = config.merge(cfg, pipeline.Request(list(paths), list(packs), list(select), list(ignore),
-                                             list(overrides), window, skip_iterations, lang,
-                                             iteration_range=iteration_range, scheduler=scheduler))
-    fail_on = fail_on or cfg.get("fail-on")
-    lang = req.lang
+    req = pipeline.Request(list(paths), list(packs), list(select), list(ignore), list(overrides), window,
+                           skip_iterations, lang, iteration_range=iteration_range, scheduler=scheduler,
+                           fail_on=fail_on, config=config.load(config_path))
+    settings = pipeline.settings_of(req)     # once: the command line over the settings file, passed down
+    fail_on, lang = settings.fail_on, settings.lang
     if fmt == "html" or _isatty(sys.stderr):
         from ..report import terminal
 
@@ -111,16 +110,16 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
         progress = _no_progress
     with progress(paths, lang) as step:   # a spinner on stderr, only at a terminal
         if fmt == "html":   # the pipeline computes the chart series; the report draws them
-            doc, series, zoom = pipeline.diagnose_with_series(req, step)
+            doc, series, zoom = pipeline.diagnose_with_series(req, step, settings)
         else:
-            doc = pipeline.diagnose(req, step)
+            doc = pipeline.run(req, step, settings).doc
     from .. import report
     from ..report import terminal
 
     if fmt == "html":
         from ..report import html
 
-        text = html.render_html(doc, series, req.lang or "en", zoom)
+        text = html.render_html(doc, series, lang, zoom)
     else:
         text = report.to_json(doc) if fmt == "json" else report.render_markdown(doc, lang)
     if show_facts and fmt == "md":
@@ -132,7 +131,7 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
         write_output(output, text, [*paths, *packs, *([config_path] if config_path else [])], this_run)
     elif not show_facts and terminal.wants_summary(
             output, click.get_current_context().get_parameter_source("fmt").name != "DEFAULT"):
-        terminal.summary(doc, req.lang)   # a person at a terminal who asked for nothing: the short version
+        terminal.summary(doc, lang)   # a person at a terminal who asked for nothing: the short version
     else:
         if fmt == "md" and _isatty(sys.stdout):   # a terminal draws no HTML: the folded notes unfolded
             text = terminal.plain_details(text)

@@ -7,19 +7,19 @@ back. Ranking is the report's job; findings come out in rule order.
 """
 from __future__ import annotations
 
+import bisect
 import gc
-import math
 from dataclasses import dataclass, field
 
-from ..errors import RuleError
 from ..facts import FactSet, registry
 from . import compiler
 from . import conditions, resolve
 from . import missing as missing_mod
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
+from .ruleset import RuleSet, parse_overrides, select_rules
 from .texts import _finding_texts, _render, lang_text  # noqa: F401 - lang_text: engine.lang_text
 
-__all__ = ["evaluate", "Evaluation", "load_packs", "Rule", "Pack", "select_rules", "parse_overrides"]
+__all__ = ["evaluate", "Evaluation", "load_packs", "Rule", "Pack", "RuleSet", "select_rules", "parse_overrides"]
 
 
 @dataclass
@@ -31,64 +31,7 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)      # what the resolution says about the run (too little work)
     too_little_work: dict | None = None
     not_collected: list[str] = field(default_factory=list)   # opt-in rules whose input was not collected
-
-
-def _did_you_mean(name: str, names) -> str:
-    import difflib
-
-    hint = difflib.get_close_matches(name, sorted(names), 1, 0.5)
-    return f" (did you mean '{hint[0]}'?)" if hint else ""
-
-
-def select_rules(packs: list[Pack], select: list[str] | None = None, ignore: list[str] | None = None) -> list[Rule]:
-    rules = [r for p in packs for r in p.rules]
-    known = {r.id for r in rules} | {r.category for r in rules}
-    for s in (select or []) + (ignore or []):
-        if s not in known:
-            raise RuleError(f"--select/--ignore: no rule or category named '{s}'{_did_you_mean(s, known)}", None,
-                            "see nsys-expert rules for the list")
-    if select:
-        rules = [r for r in rules if r.id in select or r.category in select]
-    if ignore:
-        rules = [r for r in rules if r.id not in ignore and r.category not in ignore]
-    return rules
-
-
-def parse_overrides(items: list[str], rules: list[Rule]) -> dict[str, dict]:
-    """``--set RULE.param=VALUE`` -> {rule id: {param: value}} (validated: rule, param, type, range)."""
-    by_id = {r.id: r for r in rules}
-    out: dict[str, dict] = {}
-    for item in items or []:
-        key, eq, raw = item.partition("=")
-        rid, dot, param = key.partition(".")
-        if not eq or not dot:
-            raise RuleError(f"--set {item}: expected RULE.param=VALUE", None)
-        if rid not in by_id:
-            raise RuleError(f"--set {item}: no rule '{rid}'{_did_you_mean(rid, by_id)}", None, "see nsys-expert rules")
-        rule = by_id[rid]
-        if param not in rule.params:
-            raise RuleError(f"--set {item}: rule {rid} has no param '{param}'{_did_you_mean(param, rule.params)}", None,
-                            f"its params: {', '.join(rule.params) or 'none'}")
-        spec = rule.params[param]
-        default = spec["default"]
-        try:
-            if isinstance(default, bool):
-                value = raw.lower() in ("1", "true", "yes", "on")
-            elif isinstance(default, (int, float)):
-                value = float(raw)
-                if value.is_integer() and isinstance(default, int):
-                    value = int(value)
-            else:
-                value = raw
-        except ValueError as e:
-            raise RuleError(f"--set {item}: '{raw}' is not a number", None) from e
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if not math.isfinite(value):
-                raise RuleError(f"--set {item}: the value must be finite", None)
-            if "min" in spec and value < spec["min"] or "max" in spec and value > spec["max"]:
-                raise RuleError(f"--set {item}: {value} is outside [{spec.get('min', '-inf')}, {spec.get('max', 'inf')}]", None)
-        out.setdefault(rid, {})[param] = value
-    return out
+    ranks: list[tuple[str, Evaluation]] | None = None        # a multi-rank job: each rank's own (evaluate)
 
 
 def _missing(cond: dict, have: set[str]) -> set[str]:
@@ -154,27 +97,47 @@ def _nvidia_only(rule: Rule, missing: set, missing_inputs: list) -> bool:
     return True
 
 
-def evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict | None = None,
-             lang: str = "en") -> Evaluation:
+def evaluate(rs: RuleSet, fs: FactSet, tables: set[str], ranks: list[tuple[str, FactSet, set[str]]] | None = None
+             ) -> Evaluation:
+    """The findings of ``rs`` on the run ``fs`` (its inputs: ``tables``). ``ranks``: the ranks of a
+    multi-rank job, ``[(label, the rank's facts, its inputs)]``, evaluated in the same engine run as
+    the job, each apart (its own facts, resolution and not-evaluated list, no advice: a rank's row
+    shows its findings' titles): ``Evaluation.ranks``, in their order."""
     # a finding is a few dozen small objects and none of them form cycles: the cyclic collector would only
     # walk them again and again (a fifth of the time at 1,000 kernel facts); it runs again afterwards
     was_on = gc.isenabled()
     gc.disable()
     try:
-        return _evaluate(rules, fs, tables, overrides, lang)
+        groups = [_Group(fs, tables, True)] + [_Group(rfs, rt, False, label) for label, rfs, rt in ranks or ()]
+        _evaluate(rs, groups)
+        ev = groups[0].ev
+        if ranks is not None:
+            ev.ranks = [(g.label, g.ev) for g in groups[1:]]
+        return ev
     finally:
         if was_on:
             gc.enable()
 
 
-def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict | None, lang: str) -> Evaluation:
-    overrides = overrides or {}
-    ev = Evaluation()
+@dataclass
+class _Group:
+    """One fact set of an evaluation (the run, or one rank of a job) and what is worked out for it."""
+    fs: FactSet
+    tables: set[str]
+    advice: bool                      # render the survivors' advice (the job's report; a rank's row has none)
+    label: str | None = None
+    ev: Evaluation = field(default_factory=Evaluation)
+    runnable: list = field(default_factory=list)
+    first: int = 0                    # the index of its run fact in the engine's fact list
+
+
+def _sort_rules(rules, g: _Group) -> None:
+    """Which rules can run on the group's facts; the others are not evaluated (or not collected)."""
+    fs, tables, ev = g.fs, g.tables, g.ev
     run_have = set(fs.run)
     kernel_have: set[str] = set()
     for k in fs.kernels:
         kernel_have.update(k)
-    runnable = []
     amd = fs.run.get("gpu_vendor") == "amd"
     for r in rules:
         have = run_have if r.scope == "run" else kernel_have
@@ -196,11 +159,18 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
                 + missing_mod.reasons(missing, fs, r.scope, tables),
                 "facts": sorted(missing), **({"refines": r.refines} if r.refines else {})})
             continue
-        runnable.append(r)
-    ev.evaluated = [r.id for r in runnable]
+        g.runnable.append(r)
+    ev.evaluated = [r.id for r in g.runnable]
+
+
+def _evaluate(rs: RuleSet, groups: list[_Group]) -> None:
+    for g in groups:
+        _sort_rules(rs.rules, g)
+    can_run = {r.id for g in groups for r in g.runnable}
+    runnable = [r for r in rs.rules if r.id in can_run]
     if not runnable:
-        return ev
-    definition, names = compiler.compile_rules(runnable, overrides)
+        return
+    definition, names = compiler.compile_rules(runnable, rs.params)
     from . import durable_adapter    # the C engine is imported only when rules run
 
     eng = durable_adapter.engine_for(definition)
@@ -213,15 +183,34 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
                 used[r.scope].add(c["fact"])
                 if isinstance(c.get("value"), dict):
                     used[r.scope].add(c["value"]["fact"])
-    facts = [("run", fs.run)] + ([("kernel", kf) for kf in fs.kernels] if used["kernel"] else [])
-    fired = eng.run(facts, used)
-    by_id = {r.id: r for r in runnable}
-    hits: dict[tuple[str, str], str] = {}
-    branch: dict[tuple[str, str], int] = {}
-    order: list[tuple[str, str]] = []
-    for name, fact_id in fired:
+    facts: list[tuple[str, dict]] = []
+    for g in groups:        # every group's facts in one engine run; a fact's id is "<kind>:<its index>"
+        g.first = len(facts)
+        facts.append(("run", g.fs.run))
+        if used["kernel"]:
+            facts += [("kernel", kf) for kf in g.fs.kernels]
+    firsts = [g.first for g in groups]
+    fired: list[list[tuple[str, int]]] = [[] for _ in groups]
+    for name, fact_id in eng.run(facts, used):
+        n = int(fact_id.rpartition(":")[2])
+        gi = bisect.bisect_right(firsts, n) - 1
+        fired[gi].append((name, n - firsts[gi]))     # 0: the group's run, k: its kernel k (from 1)
+    for g, got in zip(groups, fired):
+        _findings(rs, g, names, got)
+
+
+def _findings(rs: RuleSet, g: _Group, names: dict, fired: list[tuple[str, int]]) -> None:
+    """The group's findings from its firings: texts, evidence, then the resolution and the advice."""
+    fs, ev, lang, tables = g.fs, g.ev, rs.lang, g.tables
+    by_id = {r.id: r for r in g.runnable}
+    hits: dict[tuple[str, int], str] = {}
+    branch: dict[tuple[str, int], int] = {}
+    order: list[tuple[str, int]] = []
+    for name, at in fired:
         rid, sev, alt = names[name]
-        key = (rid, fact_id)
+        if rid not in by_id:          # a rule another group could run: its facts or inputs are missing here
+            continue
+        key = (rid, at)
         if key not in hits:
             order.append(key)
             hits[key] = sev
@@ -235,16 +224,13 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
     shapes: dict[tuple, tuple] = {}
     memo: dict[tuple, str] = {}
     bases: dict[str, dict] = {}
-    params_of: dict[str, dict] = {}      # a rule's params, worked out once (read only from here on)
     bases_used: set[str] = set()        # rules that have a finding already: memoise their texts from now on
     tries: dict[str, list[int]] = {}    # rule -> [memoised findings, of them rendered anew]: see _memo_pays
-    kernels_by_id = {f"kernel:{i + 1}": k for i, k in enumerate(fs.kernels)}
-    for rid, fact_id in order:
+    kernels = fs.kernels
+    for rid, at in order:
         rule = by_id[rid]
-        params = params_of.get(rid)
-        if params is None:
-            params = params_of[rid] = rule.param_values(overrides.get(rid))
-        bound = fs.run if rule.scope == "run" else kernels_by_id.get(fact_id, {})
+        params = rs.params[rid]
+        bound = fs.run if rule.scope == "run" else (kernels[at - 1] if 0 < at <= len(kernels) else {})
         # the names a rule's text sees (later ones win): the sandbox's globals, the run's facts, the rule's
         # params, then for a kernel rule the kernel's facts. The run part is made once per rule and shared
         # (rendering never writes into it: the sandbox renders with shared=True, writes go to its own vars).
@@ -252,7 +238,7 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         if base is None:
             base = bases[rid] = {**ENV.globals, **fs.run, **params}
         ctx = {**base, "kernel": bound, **bound} if rule.scope == "kernel" else base
-        b = branch[(rid, fact_id)]
+        b = branch[(rid, at)]
         shape = shapes.get((rid, b))
         if shape is None:       # what depends on the rule and its branch only: worked out once per evaluate
             matched = compiler.alternatives(rule)[b]
@@ -270,7 +256,7 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
             tries[rid][1] += len(memo) > before
         bases_used.add(rid)
         finding = {
-            "rule": rid, "category": rule.category, "severity": hits[(rid, fact_id)],
+            "rule": rid, "category": rule.category, "severity": hits[(rid, at)],
             "title": title,
             "message": message,
             "evidence": evidence,
@@ -285,8 +271,10 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         # what its advice needs, if it survives resolution: not ``ctx`` (a few hundred names per finding, kept
         # for every finding, was over a gigabyte at 100,000 kernel facts), made again for the survivors
         pending[id(finding)] = (rule, bound, params)
-    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, overrides, lang, fs.tables.get("_replay"))
+    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, rs.params, lang, fs.tables.get("_replay"))
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
+    if not g.advice:
+        return
     per_rule: dict[str, int] = {}
     for f in ev.findings:
         per_rule[f["rule"]] = per_rule.get(f["rule"], 0) + 1
@@ -298,7 +286,6 @@ def _evaluate(rules: list[Rule], fs: FactSet, tables: set[str], overrides: dict 
         pays = _memo_pays(tries.get(f["rule"], [0, 0]))
         f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 and pays else None,
                               tests)
-    return ev
 
 
 def _unit(d) -> str:

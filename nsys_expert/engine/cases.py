@@ -50,11 +50,12 @@ def load_cases(rule: Rule) -> list[dict]:
 
 def run_case(rule: Rule, case: dict, overrides: dict | None = None) -> CaseResult:
     from . import evaluate  # late import: engine/__init__ imports this module's siblings
+    from .ruleset import RuleSet
 
     fs = FactSet(run=dict(case.get("facts") or {}), kernels=[dict(k) for k in case.get("kernels") or []])
     for i, k in enumerate(fs.kernels):
         k.setdefault("name", f"kernel{i}")
-    ev = evaluate([rule], fs, set(registry.INPUTS), {rule.id: case.get("params", {}), **(overrides or {})})
+    ev = evaluate(RuleSet.of([rule], {rule.id: case.get("params", {}), **(overrides or {})}), fs, set(registry.INPUTS))
     hits = [f for f in ev.findings if f["rule"] == rule.id]
     name = case.get("name", "?")
     if ev.not_evaluated:

@@ -121,12 +121,15 @@ def alternatives(rule: Rule) -> list[dict]:
     return list(rule.when["any"]) if "any" in rule.when else [rule.when]
 
 
-def compile_rules(rules: list[Rule], overrides: dict[str, dict]) -> tuple[dict, dict]:
-    """-> (durable ruleset definition, {durable rule name: (rule id, severity level, branch index)})."""
+def compile_rules(rules: list[Rule], params_of=None) -> tuple[dict, dict]:
+    """-> (durable ruleset definition, {durable rule name: (rule id, severity level, branch index)}).
+    ``params_of``: rule id -> its parameter values (``RuleSet.params``; a rule it lacks: its defaults)."""
     definition: dict = {}
     names: dict = {}
     for r in rules:
-        params = r.param_values(overrides.get(r.id))
+        params = (params_of or {}).get(r.id)
+        if params is None:
+            params = r.param_values()
         alts = alternatives(r)
         levels = [(r.severity, None)] + [(e["severity"], e["when"]) for e in r.escalate]
         for li, (sev, extra) in enumerate(levels):

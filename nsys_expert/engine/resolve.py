@@ -196,18 +196,20 @@ def allowed_severity(gain: float | None, params: dict) -> str:
 
 
 def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: dict, inputs: set[str],
-            overrides: dict | None = None, lang: str = "en", replay=None) -> Resolution:
-    """``replay``: names of transformations -> their gain replayed together (facts/replay.py), when the
-    iteration could be replayed: the total of the findings then comes from it, never from a sum."""
-    overrides = overrides or {}
+            params_of=None, lang: str = "en", replay=None) -> Resolution:
+    """``params_of``: rule id -> its parameter values (``RuleSet.params``; a rule it lacks has its
+    defaults). ``replay``: names of transformations -> their gain replayed together (facts/replay.py),
+    when the iteration could be replayed: the total of the findings then comes from it, never from a sum."""
+    params_of = params_of if params_of is not None else {}
     kernels = {k.get("name"): k for k in kernels if k.get("name")} if isinstance(kernels, list) else kernels
+    defaults: dict[str, dict] = {}
 
-    params_of: dict[str, dict] = {}     # each rule's params, worked out once (conditions only read them)
-
-    def params(r: Rule) -> dict:
+    def params(r: Rule):
         p = params_of.get(r.id)
         if p is None:
-            p = params_of[r.id] = r.param_values(overrides.get(r.id))
+            p = defaults.get(r.id)
+            if p is None:
+                p = defaults[r.id] = r.param_values()
         return p
 
     for f in findings:

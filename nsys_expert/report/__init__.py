@@ -3,9 +3,7 @@
 ``build`` produces the JSON contract of design.md (schema_version 1) plus the tables the Markdown
 report shows; ``render_markdown`` fills the Jinja2 template. The words of each finding come from its
 rule file; the words around them come from ``LABELS`` (en / zh).
-
-Past ~400 lines on purpose: the en / zh label tables (a third of the file, data) sit beside ``build`` and
-the Markdown rendering that read them.
+The en / zh label tables are in ``labels.py``.
 """
 from __future__ import annotations
 
@@ -22,7 +20,8 @@ from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
 from ..load import Profile
 from ..textsafe import visible
-from . import gpu_metrics as gm_report, verdict
+from . import verdict
+from .labels import LABELS, SEVERITY_ZH  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
 
 SCHEMA_VERSION = 1
 
@@ -55,27 +54,47 @@ def _clean(v):
     return v
 
 
-def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
-    findings = rank_findings(evaluation.findings)
-    ordered = []
-    for f in findings:
-        ordered.append({"rule": f["rule"], "category": f["category"], "severity": f["severity"], "rank": f["rank"],
-                        "title": f["title"], "message": f["message"], "evidence": f["evidence"],
-                        "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"],
-                        **({"gain_basis": f["gain_basis"]} if f.get("gain_basis") else {}),
-                        **({"estimated_gain_range_pct": f["estimated_gain_range_pct"]}
-                           if f.get("estimated_gain_range_pct") else {}),
-                        "confidence": f.get("confidence", "measured"), "scope": f["scope"],
-                        "pack": f.get("pack"), "references": f.get("references", []),
-                        "subject": f.get("subject"), "subject_share_pct": f.get("subject_share_pct"),
-                        "cause": f.get("cause"), "supporting": f.get("supporting", [])})
-    w = fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
+def _ordered(findings: list[dict]) -> list[dict]:
+    """The findings ranked, each with the fields of the JSON contract."""
+    return [{"rule": f["rule"], "category": f["category"], "severity": f["severity"], "rank": f["rank"],
+             "title": f["title"], "message": f["message"], "evidence": f["evidence"],
+             "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"],
+             **({"gain_basis": f["gain_basis"]} if f.get("gain_basis") else {}),
+             **({"estimated_gain_range_pct": f["estimated_gain_range_pct"]}
+                if f.get("estimated_gain_range_pct") else {}),
+             "confidence": f.get("confidence", "measured"), "scope": f["scope"],
+             "pack": f.get("pack"), "references": f.get("references", []),
+             "subject": f.get("subject"), "subject_share_pct": f.get("subject_share_pct"),
+             "cause": f.get("cause"), "supporting": f.get("supporting", [])} for f in rank_findings(findings)]
+
+
+def _window(fs: FactSet) -> dict:
+    return fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
+
+
+def _verdict(doc: dict, evaluation) -> dict:
+    """The verdict of a report (or of a rank's row): ``doc`` holds its ranked findings, facts, inputs,
+    not-evaluated rules and tables; its next steps are added to it."""
+    doc["next_steps"] = _next_steps(doc)
+    out = verdict.decide(doc["findings"], evaluation.not_evaluated, doc["facts"], doc["next_steps"])
+    if getattr(evaluation, "too_little_work", None):     # engine/resolve.py's minimum-work guard: no finding decides
+        out.update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
+                   confidence=None)
+        out.pop("gpu_idle_attributed_pct", None)
+    return out
+
+
+def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
+          ranks: list[tuple[str, Profile, FactSet]] | None = None) -> dict:
+    """The report. ``ranks``: a multi-rank job's ranks ``[(label, profile, facts)]``, in the order of
+    ``evaluation.ranks`` (engine.evaluate): each gets a row (its facts, window, verdict and findings)."""
+    ordered = _ordered(evaluation.findings)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
     doc = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "nsys-expert", "version": __version__},
         "inputs": prof.inputs,
-        "window": w,
+        "window": _window(fs),
         "facts": {k: _clean(v) for k, v in sorted(fs.run.items())},
         "findings": ordered,
         "not_evaluated": evaluation.not_evaluated,
@@ -89,13 +108,22 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en") -> dict:
         "tables": tables,
         "lang": lang,
     }
-    doc["next_steps"] = _next_steps(doc)
-    doc["verdict"] = verdict.decide(ordered, evaluation.not_evaluated, doc["facts"], doc["next_steps"])
-    if doc["too_little_work"]:     # engine/resolve.py's minimum-work guard: no finding decides the run
-        doc["verdict"].update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
-                              confidence=None)
-        doc["verdict"].pop("gpu_idle_attributed_pct", None)
+    doc["verdict"] = _verdict(doc, evaluation)
+    if ranks is not None:
+        doc["ranks"] = [_rank_row(label, rprof, rfs, rev) for (label, rprof, rfs), (_, rev) in zip(ranks, evaluation.ranks)]
     return doc
+
+
+ROW_FIELDS = ("rule", "category", "severity", "rank", "title", "estimated_gain_pct", "scope")
+
+
+def _rank_row(label: str, prof: Profile, fs: FactSet, evaluation) -> dict:
+    """A rank's row of a multi-rank report: its own facts (the cross-rank ones with them), window,
+    verdict and findings (their titles: the job's findings above carry the words and advice)."""
+    row = {"findings": _ordered(evaluation.findings), "facts": {k: _clean(v) for k, v in sorted(fs.run.items())},
+           "inputs": prof.inputs, "tables": {k: v for k, v in fs.tables.items() if not k.startswith("_")}}
+    return {"rank": label, "pid": prof.meta.get("pid"), "facts": row["facts"], "window": _window(fs),
+            "verdict": _verdict(row, evaluation), "findings": [{k: f[k] for k in ROW_FIELDS} for f in row["findings"]]}
 
 
 def _next_steps(doc: dict) -> list[dict]:
@@ -125,120 +153,6 @@ def to_json(doc: dict) -> str:
     public = {k: v for k, v in doc.items() if k != "lang" and not k.startswith("_")}
     return json.dumps(public, indent=2, ensure_ascii=False, default=str) + "\n"
 
-
-LABELS = {
-    "en": {
-        "title": "nsys-expert diagnosis", "environment": "Collection environment", "window": "Analysis window",
-        "utilization": "Overall GPU utilization", "kernels": "Top 10 CUDA kernels", "api": "CUDA API time",
-        "comm": "Communication", "diagnosis": "Bottleneck diagnosis", "advice": "Optimization advice by priority",
-        "not_evaluated": "Not evaluated", "next_steps": "Next steps: collect what the rules above lacked", "warnings": "Warnings", "inputs": "Inputs", "gpus": "GPUs",
-        "span": "Profile span", "eras": "Report formats", "source": "Chosen by", "start": "Start", "end": "End",
-        "length": "Length", "rel_note": "from the profile's first event; {abs} on the nsys timeline, as --window takes them", "rel_note_trace": "from the profile's first event; {abs} on the trace's clock, as --window takes them", "startup": "Start-up before the window", "iterations": "Iterations",
-        "median_iter": "median", "first_iter": "first (warm-up)", "slowest": "slowest",
-        "active": "GPU active", "kernel_active": "kernels", "memcpy_active": "memcpy",
-        "idle_by_cause": "Idle time by what the host was doing", "cause": "Cause", "share": "Share of window",
-        "gaps": "Gaps", "rank": "#", "name": "Name", "total": "Total (ms)", "calls": "Calls", "avg": "Avg (us)",
-        "share_gpu": "Share (%)", "api_name": "API", "share_api": "Share of API time (%)", "med": "Median (us)",
-        "cpu_ops": "torch.profiler CPU operators", "phase": "Phase", "host_per_step": "Host ms / step",
-        "kernel_ms": "Kernel time (ms)", "kernel_share": "Share of kernel time (%)",
-        "phases": {"dataloader": "DataLoader __next__", "optimizer": "optimizer step", "backward": "backward (autograd)",
-                   "forward": "forward and the rest"},
-        "sync_sources": "Blocking calls by the operator that made them", "operator": "Operator", "via": "via",
-        "wait_ms": "Host wait (ms)", "idle_after_ms": "GPU idle after (ms)", "share_sync": "Share (%)",
-        "no_nccl": "No NCCL kernels in the window.", "nccl_share": "NCCL share of GPU busy time",
-        "overlap": "overlapped by compute", "exposed": "exposed (share of window)", "verdict": "Verdict",
-        "none_found": "No system-level bottleneck found in the steady state.", "severity": "Severity",
-        "none_undetermined": "No finding, and none could be made: the rules that judge a system-level bottleneck "
-                             "did not have the data they need (see the verdict and what was not evaluated).",
-        "evidence": "Evidence", "fact": "Fact", "value": "Value", "threshold": "Threshold", "from": "Source",
-        "gain": "expected gain", "gain_replayed": "replayed", "gain_summary": "a range", "of_window": "of the window", "missing": "missing", "main_idle": "Main idle cause",
-        "idle_causes": {"launch": "launching (short gaps)", "sync": "after a blocking sync", "memcpy": "in a copy call",
-                        "data": "loading data", "wait": "host blocked waiting (OS call)", "sleep": "host asleep (a sleep call)", "gil": "waiting for the GIL (other Python threads)", "load": "loading kernel modules (lazy loading)", "alloc": "in cudaMalloc / cudaFree", "host": "host code outside CUDA", "other": "work already queued (dependency)"},
-        "rule": "Rule", "nsys_version": "nsys version", "memcpy": "Copies in the window",
-        "direction": "Direction", "memory": "Memory", "facts_from": "Numbers from", "no_findings_advice": "Nothing to do at the system level.",
-        "whole": "whole profile", "ranks_title": "Ranks", "representative": "facts above from",
-        "iter_ms": "iteration (ms)", "unknown_gpu": "GPU model not recorded", "compute_per_iter": "compute / iteration (ms)", "last_arrival": "last arrival",
-        "verdict_likely": "Verdict (likely, from summary reports)", "verdict_partial": "Verdict (likely: not every system-level rule could run)",
-        "compute_ok": "Compute-bound: the GPU is doing useful work; gains now come from the kernels or the algorithm.",
-        "verdict_undetermined": "Verdict (undetermined)", "found_so_far": "Found so far", "also_noted": "Also noted",
-        "confirm": "To confirm", "export_next": "To decide", "likely": "likely, from summary reports",
-        "reason_utilization_unknown": "The GPU utilization is unknown: there is no GPU trace, and no NVTX step ranges in the summary reports to estimate it from",
-        "reason_idle_unexplained": "The GPU is active only {active} % of the window and no rule names a cause",
-        "reason_idle_explained": "The GPU is active only {active} % of the window; the idle-gap causes account for {attributed} % of the window, but no fix the rules know wins much of it back: the time is the host's work between GPU submissions (shorten it or move it off the critical path)",
-        "reason_no_finding_partial": "No system-level bottleneck found by the rules that could run; the GPU is busy {active} % of the time ({basis})",
-        "basis_measured": "measured on the GPU trace", "basis_estimated": "estimated from the summary reports",
-        "reason_no_finding_bound": "No system-level bottleneck found by the rules that could run; the summary reports hold more GPU work than iteration time ({work} % of it: work outside the iterations or on concurrent streams), so they cannot tell how busy the GPU is inside an iteration",
-        "not_checked": "Not evaluated", "input_notes": "{n} note(s) on the inputs (which file each table was read from, files not read)",
-        "supporting": "Supporting evidence", "does_not_apply_cap": "Does not apply", "and_more": "and {n} more kernel(s)",
-        "reason_too_little_work": "Too little GPU work in the window to judge: the GPU is busy {active} % of a short window; profile more steps",
-        "phases_title": "NVTX phases", "range_name": "Range", "phase": "Phase", "parent": "Inside", "share_parent": "Share of it (%)", "instances": "Instances",
-        "median_ms": "Median (ms)", "nesting_trace": "nesting from the NVTX trace", "nesting_inferred": "no NVTX trace: nesting inferred from totals and counts",
-        "phase_names": {"data": "data loading", "checkpoint": "checkpoint", "eval": "evaluation", "log": "logging", "comm": "communication",
-                        "optimizer": "optimizer", "backward": "backward", "forward": "forward", "step": "step"},
-        "api_shares": "Share of CUDA API time by kind", "api_kinds": {"memcpy": "copies", "sync": "syncs", "launch": "launches", "alloc": "malloc / free", "load": "code loading"},
-        "copy_calls_of": "copy calls", "of_span": "of the span",
-        "recoverable": "Total recoverable time", "recoverable_replayed_how": "the findings' fixes replayed together on the iteration's dependency model, each on what the others leave (never a sum)",
-        "cp_line": "Critical path of an iteration: host **%s %%**, GPU **%s %%** (replayed over %s iterations: %s ms each, %s ms measured)",
-        "recoverable_how": "gains on one part of the window (the idle gaps, one kernel, the copies) overlap, each fix working on what the others leave; different parts add; no part gives back more than its share",
-    },
-    "zh": {
-        "title": "Nsight Systems 性能分析报告", "environment": "采集环境", "window": "分析窗口",
-        "utilization": "总体 GPU 利用率", "kernels": "Top 10 CUDA Kernel（按总耗时）", "api": "CUDA API 耗时分布",
-        "comm": "通信分析（多卡场景）", "diagnosis": "瓶颈诊断", "advice": "优化建议（按优先级）",
-        "not_evaluated": "未评估的规则", "next_steps": "下一步：采集上述规则缺少的数据", "warnings": "警告", "inputs": "输入文件", "gpus": "GPU",
-        "span": "采集时长", "eras": "报告格式", "source": "选取依据", "start": "开始", "end": "结束",
-        "length": "时长", "rel_note": "自采集的第一个事件起算；nsys 时间轴上为 {abs}，即 --window 使用的时间", "rel_note_trace": "自采集的第一个事件起算；trace 时钟上为 {abs}，即 --window 使用的时间", "startup": "窗口前的启动时间", "iterations": "迭代",
-        "median_iter": "中位数", "first_iter": "预热的首次迭代", "slowest": "最慢",
-        "active": "GPU 活跃时间占比", "kernel_active": "kernel", "memcpy_active": "拷贝",
-        "idle_by_cause": "空闲时间按主机行为归因", "cause": "原因", "share": "占窗口比例",
-        "gaps": "间隙数", "rank": "排名", "name": "Kernel 名称", "total": "总耗时 (ms)", "calls": "调用次数", "avg": "平均耗时 (us)",
-        "share_gpu": "占比 (%)", "api_name": "API", "share_api": "占 API 时间 (%)", "med": "中位数 (us)",
-        "cpu_ops": "torch.profiler CPU 算子", "phase": "阶段", "host_per_step": "每步主机时间 (ms)",
-        "kernel_ms": "Kernel 时间 (ms)", "kernel_share": "占 Kernel 时间 (%)",
-        "phases": {"dataloader": "DataLoader __next__", "optimizer": "优化器 step", "backward": "反向传播（autograd）",
-                   "forward": "前向及其余部分"},
-        "sync_sources": "阻塞调用按发起的算子归类", "operator": "算子", "via": "经由",
-        "wait_ms": "主机等待 (ms)", "idle_after_ms": "之后 GPU 空闲 (ms)", "share_sync": "占比 (%)",
-        "no_nccl": "窗口内没有 NCCL kernel。", "nccl_share": "NCCL 占 GPU 忙碌时间",
-        "overlap": "与计算重叠", "exposed": "暴露时间（占窗口）", "verdict": "结论",
-        "none_found": "稳态下未发现系统级瓶颈。", "severity": "严重程度",
-        "none_undetermined": "没有发现，也无法判断：判断系统级瓶颈的规则缺少所需数据（见结论与未评估的规则）。",
-        "evidence": "依据", "fact": "指标", "value": "数值", "threshold": "阈值", "from": "来源",
-        "gain": "预期收益", "gain_replayed": "回放", "gain_summary": "范围", "of_window": "（占窗口）", "missing": "缺少", "main_idle": "主要空闲原因",
-        "idle_causes": {"launch": "提交 kernel（短间隙）", "sync": "阻塞同步之后", "memcpy": "拷贝调用中",
-                        "data": "加载数据", "wait": "主机阻塞等待（系统调用）", "sleep": "主机在休眠（sleep 调用）", "gil": "等待 GIL（其他 Python 线程）", "load": "加载 kernel 模块（懒加载）", "alloc": "cudaMalloc / cudaFree 调用中", "host": "CUDA 之外的主机代码", "other": "工作已排队（依赖等待）"},
-        "rule": "规则", "nsys_version": "nsys 版本", "memcpy": "窗口内的拷贝",
-        "direction": "方向", "memory": "内存", "facts_from": "数据来源", "no_findings_advice": "系统层面无需优化。",
-        "whole": "整个采集", "ranks_title": "各 rank", "representative": "上文数据来自",
-        "iter_ms": "迭代 (ms)", "unknown_gpu": "未记录 GPU 型号", "compute_per_iter": "每次迭代计算 (ms)", "last_arrival": "最后到达",
-        "verdict_likely": "结论（可能，基于汇总报告）", "verdict_partial": "结论（可能：部分系统级规则无法运行）",
-        "compute_ok": "计算受限：GPU 在做有用的工作；进一步的收益来自 kernel 或算法本身。",
-        "verdict_undetermined": "结论（无法判定）", "found_so_far": "目前已发现", "also_noted": "另见",
-        "confirm": "确认方法", "export_next": "判定所需", "likely": "可能，基于汇总报告",
-        "reason_utilization_unknown": "GPU 利用率未知：没有 GPU trace，汇总报告中也没有可用于估计的 NVTX 步骤区间",
-        "reason_idle_unexplained": "GPU 仅 {active} % 的时间活跃，且没有规则指出原因",
-        "reason_idle_explained": "GPU 仅 {active} % 的时间活跃；空闲间隙的原因解释了窗口的 {attributed} %，但规则所知的修改都收回不了多少：这段时间是两次 GPU 提交之间主机自身的工作（缩短它，或把它移出关键路径）",
-        "reason_no_finding_partial": "可运行的规则未发现系统级瓶颈；GPU 忙碌 {active} %（{basis}）",
-        "basis_measured": "由 GPU trace 测得", "basis_estimated": "由汇总报告估计",
-        "reason_no_finding_bound": "可运行的规则未发现系统级瓶颈；汇总报告中的 GPU 工作量多于迭代时间（为其 {work} %：迭代之外或并发 stream 上的工作），因此无法据此判断迭代内 GPU 的忙碌程度",
-        "not_checked": "未评估", "input_notes": "关于输入的 {n} 条说明（各表读自哪个文件、未读取的文件）",
-        "supporting": "佐证", "does_not_apply_cap": "不适用", "and_more": "及另外 {n} 个 kernel",
-        "reason_too_little_work": "窗口内 GPU 工作太少，无法判断：在很短的窗口内 GPU 仅 {active} % 的时间忙碌；请采集更多步",
-        "phases_title": "NVTX 阶段", "range_name": "区间", "phase": "阶段", "parent": "所在区间", "share_parent": "占所在区间 (%)", "instances": "实例数",
-        "median_ms": "中位数 (ms)", "nesting_trace": "嵌套关系来自 NVTX trace", "nesting_inferred": "没有 NVTX trace：嵌套关系由总时间与次数推断",
-        "phase_names": {"data": "数据加载", "checkpoint": "保存检查点", "eval": "评估", "log": "日志", "comm": "通信",
-                        "optimizer": "优化器", "backward": "反向", "forward": "前向", "step": "训练步"},
-        "api_shares": "CUDA API 时间按类别的占比", "api_kinds": {"memcpy": "拷贝", "sync": "同步", "launch": "launch", "alloc": "分配 / 释放", "load": "加载代码"},
-        "copy_calls_of": "拷贝调用", "of_span": "（占采集时长）",
-        "recoverable": "可挽回的总时间", "recoverable_replayed_how": "各项发现的优化在迭代的依赖模型上一起回放，每项作用于其余优化剩下的部分（绝不是简单相加）",
-        "cp_line": "一次迭代的关键路径：主机 **%s %%**，GPU **%s %%**（在 %s 次迭代上回放：每次 %s ms，实测 %s ms）",
-        "recoverable_how": "同一部分时间（空闲间隙、某个 kernel、拷贝）上的收益相互重叠，每项优化作用于其余优化剩下的时间；不同部分相加；任何部分都不超过它所占的份额",
-    },
-}
-SEVERITY_ZH = {"info": "提示", "low": "低", "medium": "中", "high": "高", "critical": "严重"}
-
-for _lang, _words in gm_report.LABELS.items():   # the GPU metrics words (report/gpu_metrics.py)
-    LABELS[_lang]["gm"] = _words
 
 def _md_code(s) -> str:
     s = str(s).replace("`", "'").replace("|", "\\|").replace("\n", " ")
