@@ -46,7 +46,7 @@ def test_unknown_subcommand_is_a_usage_error():
 def test_a_bug_is_one_line_and_exit_3(monkeypatch, args):
     from nsys_expert import pipeline
 
-    def boom(req, *progress):
+    def boom(req, *progress, **settings):
         raise RuntimeError("boom\nsecond line")
 
     monkeypatch.setattr(pipeline, "run", boom)   # diagnose and diff both reach it

@@ -19,12 +19,18 @@ from .options import command, emit, format_option, output_option, say
                    "(points for % facts, percent for times), or a new high finding appears")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
 @click.option("--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE")
-def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides):
-    """Compare two runs (profiles, or JSON reports from diagnose --format json)."""
-    from .. import diff, pipeline
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="settings file (default: [tool.nsys-expert] in ./pyproject.toml, or ./nsys-expert.toml)")
+def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides, config_path):
+    """Compare two runs (profiles, or JSON reports from diagnose --format json), each diagnosed with
+    the settings `diagnose` would use (the command line over the settings file), resolved once."""
+    from .. import config, diff, pipeline
+
+    settings = pipeline.settings_of(pipeline.Request([], list(packs), overrides=list(overrides),
+                                                     config=config.load(config_path)))
 
     def run(path):
-        return pipeline.diagnose(pipeline.Request([path], list(packs), overrides=list(overrides)))
+        return pipeline.run(pipeline.Request([path]), settings=settings).doc
 
     d = diff.compare(diff.load_side(before, run), diff.load_side(after, run), fail_pct)
     if fmt == "json":
