@@ -132,10 +132,17 @@ def run(req: Request, progress: Callable[..., None] | None = None, settings: con
         if len(pids) < 2:
             fs = facts.compute(prof, opts)
             ev = engine.evaluate(rs, fs, set(prof.tables))
-            return Result(report.build(prof, fs, ev, s.lang), prof, fs, s)
+            return Result(report.build(prof, fs, ev, s.lang, settings=_said(s, rs)), prof, fs, s)
         ranks = [rank_inputs.RankInput(f"pid {p}", ranks[0].files, pid=p) for p in pids]
         notes.append(f"{len(pids)} processes ran GPU work in one export: each is diagnosed as a rank")
     return Result(_diagnose_ranks(ranks, notes, skipped, rs, opts, s, progress), settings=s)
+
+
+def _said(s: config.Settings, rs) -> dict:
+    """What the report says of the settings: those that change what is diagnosed (the window and the
+    warm-up are in the report's window)."""
+    return {"file": s.file, "packs": list(s.packs), "select": list(s.select), "ignore": list(s.ignore),
+            "parameters": rs.changed()}
 
 
 def _why(e: BaseException) -> str:
@@ -207,7 +214,8 @@ def _diagnose_ranks(ranks, notes, skipped, rs, opts, s: config.Settings, progres
         if len(results) == 1:      # one run after all: its report, saying what was read once
             r = ranks[indices[0]]
             one = rank_unit(r.label, r.files, r.pid, opts)   # its tables were dropped when it arrived
-            doc = report.build(one.prof, one.fs, engine.evaluate(rs, one.fs, one.tables), s.lang)
+            doc = report.build(one.prof, one.fs, engine.evaluate(rs, one.fs, one.tables), s.lang,
+                               settings=_said(s, rs))
             doc["warnings"] += notes
             return doc
     labels = [r.label for r in results]
@@ -240,7 +248,7 @@ def _diagnose_ranks(ranks, notes, skipped, rs, opts, s: config.Settings, progres
         for k, v in extra.items():
             r.fs.put(k, v, "cross-rank")
     prof = rep.prof
-    doc = report.build(prof, job, ev, s.lang, ranks=[(r.label, r.prof, r.fs) for r in results])
+    doc = report.build(prof, job, ev, s.lang, ranks=[(r.label, r.prof, r.fs) for r in results], settings=_said(s, rs))
     doc["inputs"] = [dict(i, rank=r.label) for r in results for i in r.prof.inputs]
     # a warning every rank has is said once; the others name their rank
     per_rank = [r.prof.warnings + r.fs.warnings for r in results]

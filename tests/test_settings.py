@@ -103,3 +103,21 @@ def test_ranks_are_evaluated_apart_in_one_run():
     for label, fs in (("r0", r0), ("r1", r1)):
         alone = evaluate(rs, fs, ins)
         assert [(f["rule"], f["title"]) for f in alone.findings] == [(f["rule"], f["title"]) for f in dict(ev.ranks)[label].findings]
+
+
+def test_the_report_says_what_was_changed_from_the_defaults():
+    from nsys_expert import report
+
+    plain = pipeline.diagnose(pipeline.Request([str(SYNC)]))
+    assert plain["settings"] == {"file": None, "packs": [], "select": [], "ignore": [], "parameters": []}
+    assert "Settings" not in report.render_markdown(plain)
+    doc = pipeline.diagnose(pipeline.Request([str(SYNC)], overrides=["sync-bound.min_idle_pct=1"],
+                                             ignore=["launch-bound"]))
+    assert doc["settings"]["parameters"] == [{"param": "sync-bound.min_idle_pct", "value": 1, "default": 15}]
+    assert doc["settings"]["ignore"] == ["launch-bound"]
+    md = report.render_markdown(doc)
+    assert ("- Settings: left out `launch-bound`; parameters changed `sync-bound.min_idle_pct` = 1 (default 15)\n"
+            in md)
+    zh = report.render_markdown(pipeline.diagnose(pipeline.Request(
+        [str(SYNC)], overrides=["sync-bound.min_idle_pct=1"], lang="zh")), "zh")
+    assert "- 设置：修改过的参数 `sync-bound.min_idle_pct` = 1（默认 15）\n" in zh

@@ -47,6 +47,13 @@ class RuleSet:
     def __len__(self) -> int:
         return len(self.rules)
 
+    def changed(self) -> list[dict]:
+        """The parameters whose value is not their rule's default (what ``--set`` or the settings file
+        changed), ``[{"param": "RULE.param", "value", "default"}]`` in rule order."""
+        return [{"param": f"{r.id}.{k}", "value": v, "default": r.params[k]["default"]}
+                for r in self.rules for k, v in self.params[r.id].items()
+                if k in r.params and v != r.params[k]["default"]]
+
 
 def _did_you_mean(name: str, names) -> str:
     hint = difflib.get_close_matches(name, sorted(names), 1, 0.5)

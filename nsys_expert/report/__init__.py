@@ -84,10 +84,15 @@ def _verdict(doc: dict, evaluation) -> dict:
     return out
 
 
+NO_SETTINGS = {"file": None, "packs": [], "select": [], "ignore": [], "parameters": []}
+
+
 def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
-          ranks: list[tuple[str, Profile, FactSet]] | None = None) -> dict:
+          ranks: list[tuple[str, Profile, FactSet]] | None = None, settings: dict | None = None) -> dict:
     """The report. ``ranks``: a multi-rank job's ranks ``[(label, profile, facts)]``, in the order of
-    ``evaluation.ranks`` (engine.evaluate): each gets a row (its facts, window, verdict and findings)."""
+    ``evaluation.ranks`` (engine.evaluate): each gets a row (its facts, window, verdict and findings).
+    ``settings``: what the run was asked beyond the defaults (``NO_SETTINGS``'s keys: the settings file
+    read, extra rule packs, ``--select`` / ``--ignore``, the parameters changed from their defaults)."""
     ordered = _ordered(evaluation.findings)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
     doc = {
@@ -106,6 +111,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "environment": {"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),
                         **{k: v for k, v in prof.meta.items() if k not in ("gpus", "report_eras")}},
         "tables": tables,
+        "settings": {**NO_SETTINGS, **(settings or {})},
         "lang": lang,
     }
     doc["verdict"] = _verdict(doc, evaluation)
