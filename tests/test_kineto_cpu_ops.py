@@ -98,6 +98,23 @@ def test_rocm_advice_is_platform_aware():
     assert "nsys" not in text and "HIP graph" in text and "with_stack=True" in text
 
 
+def test_a_rocm_report_names_hip_not_cuda():
+    """The report's own words and host-bound's title say HIP on an AMD run, CUDA on an NVIDIA one."""
+    rocm = os.path.join(FIX, "kineto_rocm_mi250", "input")
+    for lang, words in (("en", ("## 5. HIP API time", "host code outside HIP", "Top 10 GPU kernels",
+                                "the CPU works outside HIP")),
+                        ("zh", ("HIP API 耗时分布", "HIP 之外的主机代码", "CPU 在 HIP 之外忙碌"))):
+        md = _md(rocm, lang)
+        for w in words:
+            assert w in md, w
+        assert "outside CUDA" not in md and "CUDA API" not in md and "CUDA 之外" not in md
+    doc = _doc(rocm)
+    from nsys_expert.report import html
+    assert "HIP API" in html.render_html(doc, None, "en") and "CUDA API" not in html.render_html(doc, None, "en")
+    nvidia = _md(os.path.join(FIX, "host_bound", "input"))
+    assert "the CPU works outside CUDA" in nvidia and "CUDA API time" in nvidia
+
+
 def test_straggler_from_per_rank_traces(tmp_path):
     doc = _doc(os.path.join(FIX, "kineto_3rank_straggler", "input"))
     assert doc["facts"]["rank_count"] == 3 and doc["facts"]["straggler_rank"] == "rank2"

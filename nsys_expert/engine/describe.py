@@ -131,8 +131,20 @@ def doc_text(p: dict, lang: str = "en") -> str:
     return (d if isinstance(d, str) else d.get(lang) or d.get("en", "")).strip()
 
 
+def title_text(r: Rule, lang: str = "en") -> str:
+    """A rule's title for a reader: rendered without a run when it can be (host-bound's names the API
+    of the run's GPU maker: CUDA, the default), else as :func:`reader_text` gives it."""
+    text = (r.title or {}).get(lang) or (r.title or {}).get("en") or ""
+    if "{" not in text:
+        return text
+    try:
+        return ENV.from_string(text).render(**{k: v["default"] for k, v in r.params.items()}).strip()
+    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
+        return reader_text(text, r.params)
+
+
 def rule_summary(r: Rule) -> dict:
-    return {"id": r.id, "title": r.title.get("en"), "category": r.category, "severity": r.severity,
+    return {"id": r.id, "title": title_text(r), "category": r.category, "severity": r.severity,
             "scope": r.scope, "pack": r.pack, "path": r.path,
             "params": {k: {"default": v["default"], "doc": doc_text(v)} for k, v in r.params.items()},
             "facts": r.facts_used(), "escalates_to": [e["severity"] for e in r.escalate]}
@@ -141,7 +153,7 @@ def rule_summary(r: Rule) -> dict:
 def explain(r: Rule, lang: str = "en") -> str:
     t = lambda d: (d or {}).get(lang) or (d or {}).get("en") or ""  # noqa: E731
     w = lambda text, *a: _w(lang, text, *a)  # noqa: E731
-    lines = [f"## `{r.id}`: {t(r.title)}", "",
+    lines = [f"## `{r.id}`: {title_text(r, lang)}", "",
              w("- category `{}`, severity `{}`", r.category, r.severity)
              + (w(" (rises to {} when stronger)", ", ".join(e["severity"] for e in r.escalate)) if r.escalate else "")
              + w(", scope `{}`, pack `{}`", r.scope, r.pack)]

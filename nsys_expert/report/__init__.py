@@ -21,7 +21,7 @@ from ..facts.names import short_kernel_name
 from ..load import Profile
 from ..textsafe import visible
 from . import verdict
-from .labels import LABELS, SEVERITY_ZH  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
+from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
 
 SCHEMA_VERSION = 1
 
@@ -294,7 +294,7 @@ def _unnest(text: str) -> str:
 
 
 def render_markdown(doc: dict, lang: str = "en") -> str:
-    L = LABELS.get(lang, LABELS["en"])
+    L = labels(lang, doc)
     units = {n: (registry.lookup("run", n).unit if registry.lookup("run", n) else "") for n in doc["facts"]}
     tpl = _env().get_template("report.md.j2")
     sev = severity_word(lang)

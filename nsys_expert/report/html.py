@@ -23,7 +23,7 @@ import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
 from ..textsafe import visible
-from . import LABELS, SEVERITY_ZH, _fmt, localized, severity_word, shown_name, template_env, verdict
+from . import SEVERITY_ZH, labels, _fmt, localized, severity_word, shown_name, template_env, verdict
 from . import gpu_metrics as gm_report
 from .svg import _chart, _el, _ink, _legend, _n, _nice_step, _text_w, _tick_label, _ticks, _time_axis  # noqa: F401
 
@@ -346,7 +346,7 @@ def _api_class(name: str) -> str:
 
 
 def charts(doc: dict, ser: dict | None, zoom: dict | None, lang: str) -> dict:
-    L, H = LABELS.get(lang, LABELS["en"]), HTML_LABELS.get(lang, HTML_LABELS["en"])
+    L, H = labels(lang, doc), labels(lang, doc, HTML_LABELS)
     t, f = doc["tables"], doc["facts"]
     out: dict = {}
     out["timeline"] = timeline_chart(ser, L, H) if ser else None
@@ -405,7 +405,7 @@ def render_html(doc: dict, ser: dict | None = None, lang: str = "en", zoom: dict
     """The page. ``ser`` (and ``zoom``) from ``pipeline.diagnose_with_series``; without them the
     timeline is left out and the iteration chart comes from the report's iteration table."""
     lang = lang or "en"
-    L, H = LABELS.get(lang, LABELS["en"]), HTML_LABELS.get(lang, HTML_LABELS["en"])
+    L, H = labels(lang, doc), labels(lang, doc, HTML_LABELS)
     tpl = _env().get_template("report.html.j2")
     sev = severity_word(lang)
     from .i18n import translate, zh_html_brackets

@@ -124,3 +124,28 @@ SEVERITY_ZH = {"info": "提示", "low": "低", "medium": "中", "high": "高", "
 
 for _lang, _words in gm_report.LABELS.items():   # the GPU metrics words (report/gpu_metrics.py)
     LABELS[_lang]["gm"] = _words
+
+
+# the words that name NVIDIA's API, and what a ROCm run (gpu_vendor amd: hip* calls) calls them
+_VENDOR = {"amd": (("CUDA API", "HIP API"), ("CUDA kernels", "GPU kernels"), ("CUDA Kernel", "GPU Kernel"),
+                   ("outside CUDA", "outside HIP"), ("CUDA 之外", "HIP 之外"),
+                   ("cudaMalloc / cudaFree", "hipMalloc / hipFree"))}
+
+
+def labels(lang: str, doc: dict | None = None, table: dict | None = None) -> dict:
+    """The labels of ``lang`` (``table``: another table of labels by language, e.g. the HTML page's),
+    in the words of the run's GPU maker: a ROCm run's report says HIP API, not CUDA API."""
+    table = LABELS if table is None else table
+    words = table.get(lang, table["en"])
+    swaps = _VENDOR.get(((doc or {}).get("facts") or {}).get("gpu_vendor"))
+    if not swaps:
+        return words
+    def swap(v):
+        if isinstance(v, dict):          # a table of words (the idle causes)
+            return {k: swap(x) for k, x in v.items()}
+        if isinstance(v, str) and "cuda" in v.lower():
+            for a, b in swaps:
+                v = v.replace(a, b)
+        return v
+
+    return swap(words)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from ..textsafe import one_line, visible
-from . import LABELS, severity_word, verdict
+from . import labels, severity_word, verdict
 
 SEVERITY_STYLES = {"info": "dim", "low": "blue", "medium": "yellow", "high": "bold red", "critical": "bold white on red"}
 
@@ -141,7 +141,7 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     from rich.text import Text
 
     lang = lang or "en"
-    L, W = LABELS.get(lang, LABELS["en"]), WORDS.get(lang, WORDS["en"])
+    L, W = labels(lang, doc), WORDS.get(lang, WORDS["en"])
     console = console or Console()
     sev = severity_word(lang)
     f, t, w = doc["facts"], doc["tables"], doc["window"]
