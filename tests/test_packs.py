@@ -45,6 +45,9 @@ def test_first_rule_fires_and_is_silenced():
     (GOOD_RULE.replace("message: \"GPU active", "message: \"{{ gpu_active_pct | round(1) }\" #"), "template error"),
     ("!!python/object/apply:os.system ['touch /tmp/nsx-pwned']\n", "not valid YAML"),
     (GOOD_RULE.replace("title: GPU busy", "titel: GPU busy"), "unknown key 'titel'"),
+    # the rules engine refuses a list, a table or null to compare with: said at load, not "error code 102"
+    (GOOD_RULE.replace("op: lt, value: $floor", "op: eq, value: []"), "operator 'eq' needs a number, a string"),
+    (GOOD_RULE.replace("op: lt, value: $floor", "op: eq, value: {}"), "r.yaml"),
 ])
 def test_bad_rules_exit_2_with_one_line(tmp_path, text, expect):
     pack = make_pack(tmp_path, text)

@@ -45,6 +45,9 @@ def _check_operand(rule: Rule, value, op: str, line) -> None:
         raise _fail(path, line, rid, f"operator '{op}' needs a number, got {value!r}")
     if op in ("in", "not_in") and not isinstance(v, list):
         raise _fail(path, line, rid, f"operator '{op}' needs a list")
+    scalar = (int, float, str)          # bool is an int; an empty list the schema lets through, durable refuses
+    if op in ("eq", "neq") and not isinstance(v, scalar):
+        raise _fail(path, line, rid, f"operator '{op}' needs a number, a string or true / false, got {value!r}")
     if op in STRING_OPS and not isinstance(v, str):
         raise _fail(path, line, rid, f"operator '{op}' needs a string")
     if op == "matches":
