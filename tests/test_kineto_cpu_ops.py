@@ -115,6 +115,18 @@ def test_a_rocm_report_names_hip_not_cuda():
     assert "the CPU works outside CUDA" in nvidia and "CUDA API time" in nvidia
 
 
+def test_not_evaluated_speaks_torch_profiler():
+    """A torch.profiler trace is told what it lacks in its own terms (ProfilerStep ranges), not NVTX
+    or nsys --trace options; an nsys input keeps the NVTX words."""
+    doc = _doc(os.path.join(FIX, "kineto_sync_bound", "input"))
+    why = {n["rule"]: " ".join(n["missing"]) for n in doc["not_evaluated"]}
+    assert "ProfilerStep#N" in why["iteration-jitter"] and "ProfilerStep#N" in why["jit-recompilation"]
+    assert "torch.profiler does not record" in why["gil-contention"]
+    assert not any("NVTX" in w or "--trace" in w for w in why.values())
+    nsys = _doc(os.path.join(FIX, "busy_no_nvtx", "input"))
+    assert any("NVTX" in m for n in nsys["not_evaluated"] for m in n["missing"])
+
+
 def test_straggler_from_per_rank_traces(tmp_path):
     doc = _doc(os.path.join(FIX, "kineto_3rank_straggler", "input"))
     assert doc["facts"]["rank_count"] == 3 and doc["facts"]["straggler_rank"] == "rank2"

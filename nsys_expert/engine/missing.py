@@ -15,6 +15,14 @@ from ..facts import FactSet, registry
 
 _COMMAND_HINT = re.compile(r"\s*\((?:[^()]*\b(?:nsys|ncu) [^()]*)\)")
 _NCU_DATA = "needs Nsight Compute data of the top kernels"
+# a torch.profiler trace has no NVTX ranges and no OS runtime trace: what it would need, in its words
+_STEPS = "step ranges (ProfilerStep#N: call prof.step() once per step)"
+_KINETO = (("NVTX ranges with timestamps or the nvtx_sum report", _STEPS),
+           ("NVTX step ranges (profile with --trace=nvtx and mark each step with an NVTX range)", _STEPS),
+           ("NVTX ranges with timestamps", _STEPS),
+           ("the per-thread OS runtime trace (profile with --trace=osrt: the SQLite export holds it as OSRT_API)",
+            "the per-thread OS runtime trace, which torch.profiler does not record"),
+           ("the per-thread OS runtime trace", "the per-thread OS runtime trace, which torch.profiler does not record"))
 
 
 def input_text(name: str) -> str:
@@ -35,6 +43,17 @@ def plain(why: str, fact: str, scope: str, fs: FactSet, held: set[str]) -> str:
     return _COMMAND_HINT.sub("", why).strip()
 
 
+def for_trace(why: str, fs: FactSet) -> str:
+    """A reason in the words of the run's profiler: a torch.profiler trace (the only input that says
+    its GPUs' maker, facts/platform.py) needs ProfilerStep ranges, not NVTX ranges."""
+    if "gpu_vendor" not in fs.run:
+        return why
+    for nsys_words, kineto_words in _KINETO:
+        if nsys_words in why:
+            return why.replace(nsys_words, kineto_words)
+    return why
+
+
 def reasons(facts: set[str], fs: FactSet, scope: str, held: set[str]) -> list[str]:
     """One line per distinct reason, for the facts a rule needs and the run lacks."""
     by_reason: dict[str, list[str]] = {}
@@ -43,5 +62,5 @@ def reasons(facts: set[str], fs: FactSet, scope: str, held: set[str]) -> list[st
         if not why:
             d = registry.lookup(scope, f)
             why = ("needs " + " or ".join(input_text(n) for n in d.needs)) if d else "unknown fact"
-        by_reason.setdefault(plain(why, f, scope, fs, held), []).append(f)
+        by_reason.setdefault(for_trace(plain(why, f, scope, fs, held), fs), []).append(f)
     return list(by_reason)
