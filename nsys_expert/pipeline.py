@@ -193,14 +193,15 @@ def _diagnose_ranks(ranks, notes, skipped, rs, opts, s: config.Settings, progres
     # The ranks' fact names, reasons for absent facts and sources are mostly the same texts: one copy each
     texts: dict[str, str] = {}
 
-    def one(d: dict) -> dict:
+    def shared(d: dict) -> dict:
         return {texts.setdefault(k, k): texts.setdefault(v, v) if isinstance(v, str) else v for k, v in d.items()}
 
     def arrived(i: int, r: RankResult) -> None:
         f = r.fs
         kept = {k: f.tables[k] for k in ("_nccl_sequence", "_rank_row", "ncu_command") if f.tables.get(k) is not None}
-        r.fs = facts.FactSet(run=one(f.run), kernels=[one(k) for k in f.kernels], window=f.window, sources=one(f.sources),
-                             absent=one(f.absent), tiers=one(f.tiers), warnings=f.warnings, tables=kept)
+        r.fs = facts.FactSet(run=shared(f.run), kernels=[shared(k) for k in f.kernels], window=f.window,
+                             sources=shared(f.sources),
+                             absent=shared(f.absent), tiers=shared(f.tiers), warnings=f.warnings, tables=kept)
 
     results, indices, failed = _gather(ranks, opts, s, progress, arrived)   # results[j] is ranks[indices[j]]
     if all(r.pid is None for r in ranks):   # separate files: ranks of one job, one run twice, or unrelated runs?
