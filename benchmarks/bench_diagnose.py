@@ -2,9 +2,13 @@
 
     python benchmarks/bench_diagnose.py [--millions 1,10] [--repeat 5] [--stages]
 
-Builds each big case by tiling a real trace (the logic of ../shared/tools/check/make_big.py: the
-cuda_gpu_trace of fixtures/launch_bound tiled, shifted in time, 25 tiles per million GPU operations;
-the case's other CSVs copied as they are) into a temporary folder, removed afterwards. For each size
+Builds each big case by tiling a real profile (fixtures/launch_bound, 25 tiles per million GPU
+operations) into a temporary folder, removed afterwards: every per-event CSV (the GPU trace, the CUDA
+API trace, the NVTX trace) tiled, each tile shifted in time with its correlation ids and NVTX range ids
+offset, so that the big case is as consistent as a real profile (each kernel has its one launch call);
+the summaries' counts and totals scaled (see ``tile``). (Before issue 34's second part only the GPU
+trace was tiled, as ../shared/tools/check/make_big.py does: 25 kernels per launch call, an input no
+real profile has, which the replay spent a second on before refusing it.) For each size
 it prints, as medians of alternating runs of fresh processes (after one warm-up round), with each
 process's peak RSS and CPU time (user + system: on a busy shared machine it moves less than the wall
 time):
@@ -44,22 +48,65 @@ assert pl.scan_csv(sys.argv[1], schema_overrides=cols).select(list(cols)).collec
 READ_CSV = "import sys, polars; assert polars.read_csv(sys.argv[1]).height"
 
 
+# The columns of the per-event CSVs that tiling changes (the names nsys prints, checked on
+# fixtures/launch_bound/input and ../shared/cases): times shift by a tile's span, ids are offset so that
+# they stay unique across tiles and matched between traces (a kernel's CorrId is its launch's CorrID).
+TIMES = ("Start (ns)", "End (ns)")
+IDS = ("CorrId", "CorrID", "RangeId", "ParentId")
+STACKS = ("RangeStack",)   # NVTX ``:1:5``: the ids of the enclosing ranges
+# The additive columns of the summary CSVs (a tiled run has FACTOR times the calls and the time; means,
+# medians, extremes and shares are those of one tile).
+TOTALS = ("Total Time (ns)", "Num Calls", "Instances", "Count", "QCount", "Total Proj Time (ns)",
+          "Total Range Time (ns)", "Range Instances", "Total GPU Ops", "Total (MB)")
+
+
+def _int(t: pl.DataFrame, c: str) -> pl.Series:
+    return t[c].cast(pl.Int64, strict=False)
+
+
 def tile(case_dir: str, factor: int, out: str) -> tuple[str, int]:
+    """A profile FACTOR times as long as the case's, consistent as a real one is: every per-event CSV
+    (``*_trace.csv``: the GPU trace, the CUDA API trace, the NVTX trace) tiled FACTOR times, each tile
+    shifted by the span of the whole case (every trace's first start to its last end, plus 1 ms) and its
+    ids (correlation ids, NVTX range ids and stacks) offset past the largest id of the case, so that each
+    kernel still has its one launch call; the summary CSVs' counts and totals multiplied by FACTOR.
+    Written tile by tile: ten million rows never sit in memory at once. -> (the GPU trace, its rows)."""
     os.makedirs(out, exist_ok=True)
-    for c in glob.glob(os.path.join(case_dir, "*.csv")):
-        if not c.endswith("_cuda_gpu_trace.csv"):
-            shutil.copy(c, out)
-    src = glob.glob(os.path.join(case_dir, "*_cuda_gpu_trace.csv"))[0]
-    t = pl.read_csv(src, infer_schema_length=0)
-    start = t["Start (ns)"].cast(pl.Int64)
-    span = int(start.max() - start.min()) + 1_000_000
-    dst = os.path.join(out, os.path.basename(src))
-    with open(dst, "wb") as fh:   # tile by tile: ten million rows never sit in memory at once
-        for k in range(factor):
-            t.with_columns((start + k * span).cast(pl.Utf8).alias("Start (ns)")).write_csv(fh, include_header=k == 0)
-    return dst, t.height * factor
-
-
+    csvs = sorted(glob.glob(os.path.join(case_dir, "*.csv")))
+    traces = {c: pl.read_csv(c, infer_schema_length=0) for c in csvs if c.endswith("_trace.csv")}
+    lo, hi, top = None, None, 0
+    for t in traces.values():
+        if "Start (ns)" in t.columns and t.height:
+            start = _int(t, "Start (ns)")
+            end = _int(t, "End (ns)") if "End (ns)" in t.columns else start + _int(t, "Duration (ns)").fill_null(0)
+            lo = start.min() if lo is None else min(lo, start.min())
+            hi = end.max() if hi is None else max(hi, end.max())
+        for c in IDS:
+            if c in t.columns and t.height:
+                top = max(top, int(_int(t, c).max() or 0))
+    span = int(hi - lo) + 1_000_000 if lo is not None else 0
+    for c in csvs:
+        dst = os.path.join(out, os.path.basename(c))
+        if c in traces:
+            t = traces[c]
+            with open(dst, "wb") as fh:
+                for k in range(factor):
+                    shift = [(_int(t, x) + k * span).cast(pl.Utf8).alias(x) for x in TIMES if x in t.columns]
+                    shift += [(_int(t, x) + k * (top + 1)).cast(pl.Utf8).alias(x) for x in IDS if x in t.columns]
+                    shift += [pl.col(x).str.split(":").list.eval(
+                        pl.when(pl.element() == "").then(pl.element())
+                          .otherwise((pl.element().cast(pl.Int64, strict=False) + k * (top + 1)).cast(pl.Utf8))).list.join(":")
+                        for x in STACKS if x in t.columns]
+                    t.with_columns(shift).write_csv(fh, include_header=k == 0)
+        elif os.path.getsize(c) == 0:
+            shutil.copy(c, dst)
+        else:
+            t = pl.read_csv(c, infer_schema_length=0)
+            t.with_columns([(_int(t, x) * factor).cast(pl.Utf8).alias(x) if x != "Total (MB)" else
+                            (t[x].cast(pl.Float64, strict=False) * factor).round(3).cast(pl.Utf8).alias(x)
+                            for x in TOTALS if x in t.columns]).write_csv(dst)
+    src = next(c for c in traces if c.endswith("_cuda_gpu_trace.csv"))
+    return os.path.join(out, os.path.basename(src)), traces[src].height * factor
 
 
 def main() -> None:
