@@ -58,7 +58,12 @@ def _copy_kernels(fs, gpu: pl.DataFrame, dtod: pl.DataFrame, win, tot_busy: floa
     device-to-device memcpy, one union)."""
     if not tot_busy:
         return
-    ck = gpu.filter(pl.col("kind").is_in(list(timeline.KERNEL_WORK)) & pl.col("name").cast(pl.String).str.contains(COPY_KERNEL))
+    # the copy kernels' names looked for among the distinct names, then those rows kept (a text per row
+    # of ten million kernel names cost 2 s and a gigabyte)
+    names = gpu.select(pl.col("name").unique()).to_series().drop_nulls().cast(pl.String)
+    copying = names.filter(names.str.contains(COPY_KERNEL))
+    ck = gpu.filter(pl.col("kind").is_in(list(timeline.KERNEL_WORK))
+                    & pl.col("name").is_in(copying.to_list())) if copying.len() else gpu.head(0)
     kops = timeline.ops_intervals(ck)
     part = sum(intervals.total(b) for b in timeline.busy_by_device(kops, win.start_ns, win.end_ns).values()) if ck.height else 0
     kern = sum(intervals.total(b) for b in (fs.tables.get("_kern_busy") or {}).values())

@@ -50,6 +50,36 @@ def _fit(api, t0: int, t1: int, t_end: int, starts: list[int]) -> tuple[int, int
     return starts[0], starts[k], starts[k], starts[:k]
 
 
+def _unmatched(gpu, api, t0: int, t1: int) -> str | None:
+    """Why the slice's GPU operations and CUDA calls cannot be of one run, or None. Each call has its own
+    correlation id and each operation one launching call, except a graph launch's nodes (they share the
+    launch's id): ids repeated otherwise (a GPU trace of another or a tiled run beside this API trace)
+    make a model of operations launched where they never ran. Counted on the ids alone, before any
+    model is built (a model of such a slice cost a second, then failed its error check)."""
+    import polars as pl
+
+    from .names import GRAPH_LAUNCH_APIS, api_base
+    from .timeline import starting_in
+
+    if "launch_s" not in gpu.columns or "corr_id" not in api.columns:
+        return None
+    calls = starting_in(api, t0, t1)
+    twice = calls.select(pl.col("corr_id").drop_nulls().is_duplicated().sum()).item()
+    if twice:
+        return f"the API trace gives {twice} of its calls a correlation id that another call has too"
+    ids = gpu.select(pl.col("corr_id").filter(pl.col("launch_s").is_not_null() & (pl.col("launch_s") >= t0)
+                                              & (pl.col("launch_s") < t1))).to_series()
+    shared = ids.filter(ids.is_duplicated()).unique()
+    if not shared.len():
+        return None
+    by = calls.filter(pl.col("corr_id").is_in(shared.implode())).select(api_base(calls).cast(pl.String).alias("api"))
+    single = by.filter(~pl.col("api").is_in(sorted(GRAPH_LAUNCH_APIS))).height
+    if single:
+        return (f"{single} calls that launch one GPU operation each (not graph launches) have several in the "
+                f"GPU trace: the GPU and API traces are not of one run")
+    return None
+
+
 def _absent(fs, why: str, also: tuple[str, ...] = ()) -> None:
     """No replayed gain (and, with ``also``, no critical path either): say why."""
     for name in (*also, *(f"replay_gain_{t}_pct" for t in TRANSFORMS), "replay_gain_all_pct"):
@@ -70,8 +100,9 @@ def compute(ctx: Context) -> None:
     m = None
     if why is None:
         t0, t1, t_end, starts = _fit(api, *sl)
-        m = depmodel.build(gpu, api, prof.tables.get("nvtx_trace"), t0, t1, t_end, starts)
-        if m is None:
+        why = _unmatched(gpu, api, t0, t1)
+        m = depmodel.build(gpu, api, prof.tables.get("nvtx_trace"), t0, t1, t_end, starts) if why is None else None
+        if m is None and why is None:
             why = "no thread launched the window's GPU work"
     if m is not None and m.other_thread_gpu_pct > PARAMS["slice"]["max_other_thread_gpu_pct"]:
         why = f"{m.other_thread_gpu_pct:.0f} % of the GPU time is launched by other threads"

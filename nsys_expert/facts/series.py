@@ -87,7 +87,7 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
     nccl_names = names.filter(kernel_class_expr("name") == "nccl")["name"]
     has_nccl = nccl_names.len() > 0
     if has_nccl:
-        compute_ops = timeline.ops_intervals(kgpu.filter(~pl.col("name").cast(pl.String).is_in(nccl_names.implode())))
+        compute_ops = timeline.ops_intervals(kgpu.filter(~pl.col("name").is_in(nccl_names.to_list())))   # (codes)
         compute = timeline.busy_by_device(compute_ops, s0, s1)
     else:
         compute = kern

@@ -17,6 +17,7 @@ import polars as pl
 
 from ..errors import InputError
 from . import chunks, compressed, numbers, repair, schema
+from .normalize import NARROW
 
 SNIFF_BYTES = 256 * 1024
 # time columns kept as integer ns (the others, averages and deviations, are floats)
@@ -259,23 +260,15 @@ def read_report(sn: Sniff) -> Loaded:
         for cell, name, _, _ in plan_fast:
             if (spec.table, name) in CATEGORIES:
                 dtypes[cell] = pl.Categorical
-        try:
-            wanted = [p[0] for p in plan_fast]
-            exprs = [_scale(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast]
-            if isinstance(source, str):
-                # a lazy scan reads only the projected columns and scales them in the same pass
-                lazy = pl.scan_csv(source, schema_overrides=dtypes, **opts)
-                if [c for c in lazy.collect_schema().names() if c in dtypes] == wanted:
-                    frame = one_chunk(lazy.select(exprs))
-            else:
-                typed = pl.read_csv(source, schema_overrides=dtypes, columns=wanted, **opts)
-                source.seek(0)
-                if list(typed.columns) == wanted:
-                    frame = typed.select(exprs)
-        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError,
-                pl.exceptions.SchemaError, pl.exceptions.InvalidOperationError):
-            if isinstance(source, io.BytesIO):
-                source.seek(0)
+        # the big traces' ids read as 32-bit integers at once (what normalize narrows them to when every
+        # value fits: a pass and a copy of each column less, and no 64-bit column held while reading);
+        # a value past 32 bits fails that read, and the 64-bit read is made instead
+        narrow = {cell: pl.Int32 for cell, name, _, _ in plan_fast
+                  if name in NARROW.get(spec.table, ()) and dtypes[cell] == pl.Int64}
+        for types in ([{**dtypes, **narrow}, dtypes] if narrow else [dtypes]):
+            frame = _typed(source, plan_fast, types, opts)
+            if frame is not None:
+                break
     if not gz and fixed is None and _sections(path, sn, frame):
         return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
     if frame is None:
@@ -296,6 +289,28 @@ def read_report(sn: Sniff) -> Loaded:
         warnings += numbers.notes(raw, plan, path) + _bad_cells(raw, frame, plan, path)
     era = _era(sn, sn.cells)
     return Loaded(spec.table, frame, path, sn.report or spec.names[0], warnings, era)
+
+
+def _typed(source, plan_fast, dtypes: dict, opts: dict) -> pl.DataFrame | None:
+    """The fast typed read with these types, or None when a cell does not parse as its type."""
+    try:
+        wanted = [p[0] for p in plan_fast]
+        exprs = [_scale(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast]
+        if isinstance(source, str):
+            # a lazy scan reads only the projected columns and scales them in the same pass
+            lazy = pl.scan_csv(source, schema_overrides=dtypes, **opts)
+            if [c for c in lazy.collect_schema().names() if c in dtypes] == wanted:
+                return one_chunk(lazy.select(exprs))
+        else:
+            typed = pl.read_csv(source, schema_overrides=dtypes, columns=wanted, **opts)
+            source.seek(0)
+            if list(typed.columns) == wanted:
+                return typed.select(exprs)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError,
+            pl.exceptions.SchemaError, pl.exceptions.InvalidOperationError):
+        if isinstance(source, io.BytesIO):
+            source.seek(0)
+    return None
 
 
 def _cut_last_row(source, path: str, ncols: int, delim: str) -> int | None:
