@@ -82,15 +82,17 @@ def _holders(calls: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     thread whose span holds it (``outer``, ``inner``; null when none does)."""
     if calls.height == 0:
         return calls.with_columns(pl.lit(None, pl.String).alias("outer"), pl.lit(None, pl.String).alias("inner"))
-    o = ops.select(pl.col("thr").alias("othr"), pl.col("start_ns").alias("os"), pl.col("end_ns").alias("oe"),
-                   pl.col("name").alias("oname"))
+    o = ops.with_row_index("oi").select(pl.col("thr").alias("othr"), pl.col("start_ns").alias("os"),
+                                        pl.col("end_ns").alias("oe"), pl.col("name").alias("oname"), "oi")
     # only the operators that start before the last call ends and end after the first begins
     o = o.filter((pl.col("os") <= calls["t1"].max()) & (pl.col("oe") >= calls["t0"].min()))
     j = calls.join_where(o, pl.col("os") <= pl.col("t0"), pl.col("oe") >= pl.col("t1")) \
              .filter(pl.col("othr") == pl.col("thr"))
     if j.height == 0:
         return calls.with_columns(pl.lit(None, pl.String).alias("outer"), pl.lit(None, pl.String).alias("inner"))
-    srt = j.sort(["cid", "os", "oe"], descending=[False, False, True])
+    # operators with the same span (an operator and the one it calls at once) in the trace's order: the
+    # outer one first (a tie left to the sort gave another operator from run to run)
+    srt = j.sort(["cid", "os", "oe", "oi"], descending=[False, False, True, False], maintain_order=True)
     best = srt.group_by("cid", maintain_order=True).agg(pl.col("oname").first().alias("outer"),
                                                          pl.col("oname").last().alias("inner"))
     return calls.join(best, on="cid", how="left", maintain_order="left")
@@ -200,7 +202,7 @@ def _sync_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
     held = _holders(calls, ops)
     none = pl.concat_str(pl.col("api"), pl.lit(" " + NO_OP))
     held = held.with_columns(pl.coalesce("outer", none).alias("outer"), pl.coalesce("inner", none).alias("inner"))
-    rows = held.group_by("outer", "inner").agg(pl.len().alias("calls"), pl.col("api").mode().first().alias("api"),
+    rows = held.group_by("outer", "inner").agg(pl.len().alias("calls"), pl.col("api").mode().sort().first().alias("api"),
                                                pl.col("wait").sum(), pl.col("idle").sum()) \
                .sort(["idle", "wait", "outer"], descending=[True, True, False])
     idle_total, wait_total = int(rows["idle"].sum()), int(rows["wait"].sum())

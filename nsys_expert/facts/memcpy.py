@@ -44,7 +44,7 @@ def compute(ctx: Context) -> None:
         agg = (m.with_columns(pl.col("copy_kind").fill_null("other"),
                               (pl.col("src_kind").fill_null("") + "→" + pl.col("dst_kind").fill_null("")).alias("kinds"))
                 .group_by("copy_kind").agg(pl.len().alias("count"), pl.col("bytes").fill_null(0).sum().alias("bytes"),
-                                           pl.col("dur_ns").sum().alias("ns"), pl.col("kinds").mode().first().alias("kinds"))
+                                           pl.col("dur_ns").sum().alias("ns"), pl.col("kinds").mode().sort().first().alias("kinds"))
                 .sort("ns", descending=True))
         for r in agg.iter_rows(named=True):
             rows.append({"direction": r["copy_kind"], "count": r["count"], "mb": r["bytes"] / 1e6, "ms": r["ns"] / 1e6,
