@@ -37,7 +37,7 @@ def test_gpu_trace_holds_every_kernel_copy_and_memset_of_the_trace():
     # µs with ns fractions -> ns
     first = min((e for e in ev if e.get("cat") == "kernel"), key=lambda e: e["ts"])
     assert g.filter(pl.col("kind") == "kernel")["start_ns"].min() == round(first["ts"] * 1000)
-    assert prof.meta["gpus"] == [{"id": 0, "name": "NVIDIA H200"}]
+    assert prof.meta["gpus"] == [{"id": 0, "name": "NVIDIA H200", "cc": "9.0"}]   # deviceProperties' computeMajor / Minor
     assert [i["kind"] for i in prof.inputs if i["table"] == "gpu_trace"] == ["kineto"]
     calls = sum(1 for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver"))
     assert prof.tables["api_trace"].height == calls

@@ -54,7 +54,8 @@ def test_frames_match_the_csv_reports():
     b = sq.tables["gpu_trace"].select(*keys, pl.col("name").cast(pl.String)).sort("start_ns", "corr_id")
     assert a.equals(b)
     assert sq.tables["gpu_trace"]["pid"].unique().to_list() == [465]
-    assert csv.meta["gpus"] == sq.meta["gpus"] == [{"id": 0, "name": "NVIDIA H200"}]   # names once, not per row
+    assert csv.meta["gpus"] == [{"id": 0, "name": "NVIDIA H200"}]   # names once, not per row
+    assert sq.meta["gpus"] == [{"id": 0, "name": "NVIDIA H200", "cc": "9.0"}]   # + TARGET_INFO_GPU's computeMajor.Minor
     # CUDA API calls (runtime and driver), named as nsys stats names them
     keys = ["start_ns", "dur_ns", "name", "base_name", "corr_id", "pid", "tid"]
     assert csv.tables["api_trace"].select(keys).sort("start_ns", "corr_id").equals(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import polars as pl
 
 from .base import Context, pct
-from .names import ALLOC_APIS, DATA_RANGE, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr
+from .names import ALLOC_APIS, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr, data_range_expr
 from .window import iteration_from_summary
 
 TIER = "summary"
@@ -189,6 +189,6 @@ def _data_ranges(ctx: Context, iter_name: str, total_iter: float, put) -> None:
         if df is None or df.height == 0:
             continue
         col = "total_range_ns" if table == "nvtx_gpu_proj_sum" else "total_ns"
-        d = df.filter(pl.col("name").str.contains(DATA_RANGE) & (pl.col("name") != iter_name))
+        d = df.filter(data_range_expr("name") & (pl.col("name") != iter_name))
         _share(ctx.fs, put, "data_range_share_est_pct", float(d[col].sum()), total_iter, table)
         return

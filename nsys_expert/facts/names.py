@@ -114,6 +114,17 @@ TENSOR_CORE_HINT = r"(?i)tf32|1688|16816|884|tensorop|wgmma|gmma|hmma|imma|dmma|
 
 # NVTX ranges that mark host-side input work (design.md: data / load / batch / dataloader / input)
 DATA_RANGE = r"(?i)(^|[^a-z])(data|dataload|dataloader|load|loading|batch|input|inputs|prefetch|fetch|collate|read|preprocess)([^a-z]|$)|dataloader|data_?load"
+# a range named for data that is communication: TorchRec's sparse_data_dist (the input features' all-to-all
+# between ranks), c10d collectives; the idle time in it is the network's, not the input pipeline's
+COMM_RANGE = r"(?i)(^|[^a-z])(dist|all_?to_?all|all_?reduce|all_?gather|reduce_?scatter|nccl|broadcast)([^a-z]|$)"
+
+
+def data_range_expr(col: str = "name") -> pl.Expr:
+    """An NVTX (or torch.profiler) range of the input pipeline: named for data, not for communication."""
+    n = pl.col(col)
+    return n.str.contains(DATA_RANGE) & ~n.str.contains(COMM_RANGE)
+
+
 LIBRARY_DOMAINS = ("NCCL:", "cuBLAS:", "cuDNN:", "cuBLASLt:", "CUDA:", "nvtx:", "NVTX:", "CCCL:", "cub::", "thrust::",
                    "DALI:", "cuFFT:", "cuSPARSE:", "cuSOLVER:", "NVSHMEM:")
 

@@ -5,7 +5,7 @@ import polars as pl
 
 from . import intervals, timeline
 from .base import Context, pct
-from .names import DATA_RANGE, LIBRARY_DOMAINS
+from .names import LIBRARY_DOMAINS, data_range_expr
 
 
 def compute(ctx: Context) -> None:
@@ -47,5 +47,5 @@ def compute(ctx: Context) -> None:
         if win.source == "whole":
             fs.put("nccl_api_calls", n_nccl, src)
         if span:
-            d = float(ns.filter(pl.col("name").str.contains(DATA_RANGE))["total_ns"].sum())
+            d = float(ns.filter(data_range_expr("name"))["total_ns"].sum())
             fs.put("data_range_share_pct_span", min(100.0, pct(d, span)), src)

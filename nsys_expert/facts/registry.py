@@ -76,6 +76,7 @@ _RUN = [
        ("gpu_trace", "nvtx_trace", "api_trace")),
     _f("gpu_count", "", "GPUs seen in the trace"),
     _f("gpu_vendor", "", "the GPUs' maker as a torch.profiler trace says it: nvidia (CUDA runtime calls) or amd (ROCm: hip* calls); absent for nsys inputs, which are NVIDIA's", ("gpu_trace", "api_trace")),
+    _f("gpu_compute_capability", "", "the lowest CUDA compute capability of the run's GPUs (7.0 V100, 8.0 A100, 9.0 H100 / H200), from the SQLite export, a torch.profiler trace or Nsight Compute; absent when the inputs do not say it (CSV, console text)", ("gpu_trace", "ncu")),
     _f("gpu_active_pct", "%", "union of kernel, memcpy and memset intervals per device, as a share of the window (mean over devices)"),
     _f("gpu_idle_pct", "%", "100 - gpu_active_pct"),
     _f("kernel_active_pct", "%", "union of kernel intervals as a share of the window"),

@@ -29,8 +29,8 @@ import polars as pl
 
 from ..load.chunks import stable_order
 from . import intervals
-from .names import (ALLOC_APIS, ASYNC_MEM_APIS, DATA_RANGE, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS,
-                    SYNC_MEM_APIS, api_base)
+from .names import (ALLOC_APIS, ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS,
+                    SYNC_MEM_APIS, api_base, data_range_expr)
 
 CAUSES = ("data", "other", "memcpy", "sync", "load", "launch", "alloc", "sleep", "gil", "wait", "host")
 CAUSE = pl.Enum(CAUSES)   # a million gaps carry a small integer each, not a string
@@ -229,7 +229,7 @@ def pageable_copy_corr_ids(gpu: pl.DataFrame | None, direction: str | None = Non
 def data_ranges(nvtx: pl.DataFrame | None, start: int, end: int) -> pl.DataFrame | None:
     if nvtx is None:
         return None
-    d = nvtx.filter(pl.col("name").str.contains(DATA_RANGE)).select(
+    d = nvtx.filter(data_range_expr("name")).select(
         pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
     return intervals.clip(intervals.merge(d), start, end)
 

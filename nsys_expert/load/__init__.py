@@ -403,6 +403,11 @@ def _gpus(g: pl.DataFrame, known: list[dict]) -> list[dict]:
     """The GPUs the trace used, with their names: from the distinct ``device`` texts of a CSV trace
     (``NVIDIA H200 (0)``), else from the export's GPU table (``known``); ``unknown`` when neither says."""
     named = {int(k["id"]): k["name"] for k in known}
+    cc = {int(k["id"]): k["cc"] for k in known if k.get("cc")}      # compute capability, where the export says it
+
+    def gpu(i: int, name) -> dict:
+        return {"id": i, "name": name or "unknown", **({"cc": cc[i]} if i in cc else {})}
+
     lo, hi = g.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
     if lo == hi:   # one GPU (the usual case): no hashing of a million rows
         if "device" in g.columns:
@@ -410,14 +415,14 @@ def _gpus(g: pl.DataFrame, known: list[dict]) -> list[dict]:
             name = normalize.device_names(first)[first[0]] if first else None
         else:
             name = named.get(int(lo))
-        return [{"id": int(lo), "name": name or "unknown"}]
+        return [gpu(int(lo), name)]
     if "device" in g.columns:
         devs = g["device"].unique().drop_nulls().to_list()
         ids, names = normalize.device_ids(devs), normalize.device_names(devs)
         pairs = {(ids[d], names[d]) for d in devs} | ({(0, None)} if g["device"].null_count() else set())
     else:
         pairs = {(int(d), named.get(int(d))) for d in g["device_id"].drop_nulls().unique().to_list()}
-    return [{"id": i, "name": n or "unknown"} for i, n in sorted(pairs, key=lambda p: (p[0], p[1] or ""))]
+    return [gpu(i, n) for i, n in sorted(pairs, key=lambda p: (p[0], p[1] or ""))]
 
 
 __all__ = ["Profile", "Part", "load_paths", "load_files", "list_inputs", "schema"]

@@ -271,7 +271,11 @@ def _meta(doc: dict, rocm: bool = False, kernel_names: pl.Series | None = None) 
             name = str(p.get("name") or "").strip()
             if rocm and arch and arch not in name:   # MI250 traces say only 'AMD Radeon Graphics'
                 name = f"{name or 'AMD GPU'} ({arch})"
-            gpus.append({"id": int(p.get("id", i)), "name": name or "unknown"})
+            gpu = {"id": int(p.get("id", i)), "name": name or "unknown"}
+            major, minor = p.get("computeMajor"), p.get("computeMinor")
+            if not rocm and isinstance(major, int) and not isinstance(major, bool) and 0 < major < 100:
+                gpu["cc"] = f"{major}.{minor if isinstance(minor, int) and not isinstance(minor, bool) else 0}"
+            gpus.append(gpu)
         if gpus:
             meta["gpus"] = gpus
     info = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}

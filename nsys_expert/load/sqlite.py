@@ -32,7 +32,7 @@ from ..errors import InputError
 from . import chunks, gpu_metrics, normalize
 from .profile import Part
 from .sqlite_read import _Big, _close, _connect, _derived, _frame, _pid, _tid
-from .sqlite_tables import (GRAPH, KERNEL, MEANING, MEMCPY, MEMSET, NVTX, OSRT, OSRT_SLEEPS, OSRT_WAITS, RUNTIME, _api_trace, _big_jobs, _gpu_names, _gpu_trace, _nvtx_trace, _osrt, _pairs, _processes, _schema, _size_summary, _summary)  # noqa: F401
+from .sqlite_tables import (GRAPH, KERNEL, MEANING, MEMCPY, MEMSET, NVTX, OSRT, OSRT_SLEEPS, OSRT_WAITS, RUNTIME, _api_trace, _big_jobs, _gpu_names, _gpu_trace, gpu_capabilities, _nvtx_trace, _osrt, _pairs, _processes, _schema, _size_summary, _summary)  # noqa: F401
 
 EXPORT_HINT = "export the report with: nsys export --type sqlite -o prof prof.nsys-rep"
 
@@ -92,7 +92,8 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
             "a table only when it recorded something of its kind, so none of those are counted")
     gpus = _gpu_names(con, cols)
     if gpus:
-        part.meta["gpus"] = [{"id": k, "name": v} for k, v in sorted(gpus.items())]
+        cc = gpu_capabilities(con, cols)
+        part.meta["gpus"] = [{"id": k, "name": v, **({"cc": cc[k]} if k in cc else {})} for k, v in sorted(gpus.items())]
     else:
         part.warnings.append(f"{base}: no TARGET_INFO_GPU table in this export (recent nsys versions may leave it "
                              f"out): GPUs are known by device id only")

@@ -107,6 +107,18 @@ def _gpu_names(con: sqlite3.Connection, cols: dict) -> dict[int, str]:
     return {}
 
 
+def gpu_capabilities(con: sqlite3.Connection, cols: dict) -> dict[int, str]:
+    """CUDA device id -> compute capability ``"9.0"`` (TARGET_INFO_GPU's computeMajor / computeMinor,
+    2021 and later; empty when the export has none)."""
+    c = cols.get("TARGET_INFO_GPU", set())
+    dev = _col(c, "id", "deviceId", default="")
+    if not dev or "computeMajor" not in c or "computeMinor" not in c:
+        return {}
+    rows = con.execute(f'SELECT {dev}, computeMajor, computeMinor FROM TARGET_INFO_GPU WHERE {dev} IS NOT NULL').fetchall()
+    return {int(d): f"{int(a)}.{int(b)}" for d, a, b in reversed(rows)
+            if isinstance(a, int) and isinstance(b, int) and 0 < a < 100 and 0 <= b < 100}
+
+
 # -------------------------------------------------------------------------------------------- GPU
 # Read per operation: what the facts use. Grid / block / register columns are left out: no fact
 # needs them and they would make the kernel read (the big one) about 1.6 times slower.
