@@ -6,6 +6,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS, data_range_expr
+from .window import group_names
 
 
 def compute(ctx: Context) -> None:
@@ -30,7 +31,11 @@ def compute(ctx: Context) -> None:
         rows = [{"name": r["name"], "count": int(r["count"]), "ms": r["t"] / 1e6, "share_pct": pct(r["t"], wlen)}
                 for r in per.iter_rows(named=True)]
         fs.tables["nvtx"] = rows[:10]
-        others = [r for r in rows if r["name"] != iter_name and not r["name"].startswith(LIBRARY_DOMAINS)]
+        # the iteration range under any of its numbers ("ProfilerStep#3" is an instance of 'ProfilerStep')
+        steps = set(per.filter(group_names(pl.col("name").str.strip_chars_start(":")) == iter_name)["name"].to_list()) \
+            if iter_name else set()
+        others = [r for r in rows if r["name"] != iter_name and r["name"] not in steps
+                  and not r["name"].startswith(LIBRARY_DOMAINS)]
         if others:
             fs.put("nvtx_top_range_share_pct", others[0]["share_pct"], src)
         else:

@@ -4,7 +4,10 @@ communication, evaluation, checkpoint, logging), how the ranges nest, and what t
 The phase of a range comes from its name through the table in ``phases.yaml`` (beside this module),
 which a rule pack overrides or extends with a ``phases:`` list in its ``pack.yaml``
 (``Options.phases``). The numbers come from the richest NVTX input: the trace
-(``nvtx_pushpop_trace``: nesting from each range's parent), else the summaries (``nvtx_sum``,
+(``nvtx_pushpop_trace``: nesting from each range's parent; a torch.profiler trace's user annotations:
+nesting from their times, the innermost range of the same thread around each, or for the top range of
+a thread the shortest range of another thread of the process around it, numbered instances such as
+``ProfilerStep#12`` as one name), else the summaries (``nvtx_sum``,
 ``nvtx_pushpop_sum``; levels from ``nvtx_gpu_proj_sum`` when it is there). Without a trace the
 nesting is inferred from totals and counts: a range C is taken as nested in a step range P (the
 iteration range, or a range named like a step) when P's total is at least C's, P's longest instance
@@ -32,7 +35,7 @@ import polars as pl
 
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS
-from .window import OPERATOR_RANGE, iteration_from_summary
+from .window import OPERATOR_RANGE, group_names, iteration_from_summary
 
 MAX_ROWS = 12
 # operator ranges of PyTorch's emit_nvtx are not phases (but a user's plain "forward" / "backward" is)
@@ -107,20 +110,13 @@ def _per_name(prof) -> tuple[pl.DataFrame | None, str | None, str | None]:
     how the nesting is known: ``trace`` (each range's parent) or ``inferred``."""
     tr = prof.tables.get("nvtx_trace")
     if tr is not None and tr.height and {"name", "start_ns", "end_ns"} <= set(tr.columns):
-        t = tr.with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("d"))
-        agg = t.group_by("name").agg(pl.len().alias("count"), pl.col("d").sum().alias("total_ns"),
-                                     pl.col("d").median().alias("med_ns"), pl.col("d").max().alias("max_ns"))
+        t = tr.filter(pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
+        t = t.with_columns(_strip(pl.col("name")).alias("name"), (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
         if {"range_id", "parent_id"} <= set(t.columns) and t["parent_id"].null_count() < t.height:
-            ids = t.select(pl.col("range_id").alias("parent_id"), pl.col("name").alias("parent"))
-            if "pid" in t.columns:
-                ids = t.select(pl.col("range_id").alias("parent_id"), "pid", pl.col("name").alias("parent"))
-            par = (t.select("name", "parent_id", *(["pid"] if "pid" in t.columns else []))
-                    .join(ids, on=["parent_id"] + (["pid"] if "pid" in t.columns else []), how="left")
-                    .filter(pl.col("parent").is_not_null())
-                    .group_by("name", "parent").agg(pl.len().alias("n"))
-                    .sort(["name", "n", "parent"], descending=[False, True, False])
-                    .group_by("name", maintain_order=True).first().select("name", "parent"))
-            return agg.join(par, on="name", how="left"), "nvtx_trace", "trace"
+            return _trace_rows(t), "nvtx_trace", "trace"
+        if prof.meta.get("kineto") is not None and t.height:
+            # torch.profiler's user annotations: start and duration of each, the nesting from the times
+            return _trace_rows(_parents_from_times(t)), "nvtx_trace", "trace"
     for table in ("nvtx_sum", "nvtx_pushpop_sum"):
         df = prof.tables.get(table)
         if df is not None and df.height and {"name", "count", "total_ns"} <= set(df.columns):
@@ -137,6 +133,69 @@ def _per_name(prof) -> tuple[pl.DataFrame | None, str | None, str | None]:
                         pl.lit(None, pl.Int64).alias("max_ns"))
         return out, "nvtx_gpu_proj_sum", "inferred"
     return None, None, None
+
+
+def _strip(name: pl.Expr) -> pl.Expr:
+    """A trace's range name as the table shows it: without the empty domain, numbered instances as one
+    (``ProfilerStep#12`` -> ``ProfilerStep``, as the iteration range is named)."""
+    return group_names(name.str.strip_chars_start(":"))
+
+
+def _trace_rows(t: pl.DataFrame) -> pl.DataFrame:
+    """One row per range name from trace rows (name, d, range_id, parent_id[, pid]): count, total,
+    median and longest instance, and the parent most of its instances lie in (never itself)."""
+    agg = t.group_by("name").agg(pl.len().alias("count"), pl.col("d").sum().alias("total_ns"),
+                                 pl.col("d").median().alias("med_ns"), pl.col("d").max().alias("max_ns"))
+    on = ["parent_id"] + (["pid"] if "pid" in t.columns else [])
+    ids = t.select(pl.col("range_id").alias("parent_id"), *(["pid"] if "pid" in t.columns else []),
+                   pl.col("name").alias("parent"))
+    par = (t.select("name", *on).join(ids, on=on, how="left")
+            .filter(pl.col("parent").is_not_null() & (pl.col("parent") != pl.col("name")))
+            .group_by("name", "parent").agg(pl.len().alias("n"))
+            .sort(["name", "n", "parent"], descending=[False, True, False])
+            .group_by("name", maintain_order=True).first().select("name", "parent"))
+    return agg.join(par, on="name", how="left")
+
+
+def _parents_from_times(t: pl.DataFrame) -> pl.DataFrame:
+    """Each range's parent from the time stamps: the innermost range of its own thread that holds it;
+    for a range at the top of its thread, the shortest range of another thread of the same process
+    that holds it (PyTorch runs the backward pass, and DDP's all-reduces, on the autograd engine's
+    thread while the main thread waits inside its step). -> t with range_id and parent_id."""
+    t = t.with_row_index("range_id", offset=1).with_columns(pl.col("range_id").cast(pl.Int64)) \
+        if "range_id" not in t.columns else t
+    pid = t["pid"].to_list() if "pid" in t.columns else [None] * t.height
+    tid = t["tid"].to_list() if "tid" in t.columns else [None] * t.height
+    order = t.select(pl.int_range(pl.len()).alias("i"), "start_ns", "end_ns").sort(
+        ["start_ns", "end_ns"], descending=[False, True])["i"].to_list()
+    s, e, rid = t["start_ns"].to_list(), t["end_ns"].to_list(), t["range_id"].to_list()
+    stacks: dict[tuple, list[int]] = {}
+    by_pid: dict = {}
+    parent: list = [None] * t.height
+    for i in order:
+        key = (pid[i], tid[i])
+        own = stacks.get(key)
+        if own is None:
+            own = stacks[key] = []
+            by_pid.setdefault(pid[i], []).append(key)
+        while own and e[own[-1]] <= s[i]:
+            own.pop()        # ended before this one starts
+        j = next((j for j in reversed(own) if e[j] >= e[i]), None)
+        if j is None:        # the top of its thread: the shortest range of another thread around it
+            best = None
+            for k in by_pid[pid[i]]:
+                st = stacks[k]
+                if k == key:
+                    continue
+                while st and e[st[-1]] <= s[i]:
+                    st.pop()
+                c = next((c for c in reversed(st) if e[c] >= e[i] and (s[c], e[c]) != (s[i], e[i])), None)
+                if c is not None and (best is None or e[c] - s[c] < e[best] - s[best]):
+                    best = c
+            j = best
+        parent[i] = rid[j] if j is not None else None
+        own.append(i)
+    return t.with_columns(pl.Series("parent_id", parent, dtype=pl.Int64))
 
 
 def _levels(prof) -> dict[str, float]:

@@ -64,79 +64,162 @@ def _strip_domain(name: pl.Expr) -> pl.Expr:
     return name.str.strip_chars_start(":")
 
 
+# PyTorch c10d's own record_function ranges around each collective (torch.profiler user annotations, or
+# NVTX under emit_nvtx): "nccl:all_reduce", "nccl:_all_gather_base", "gloo:broadcast", "ucc:...", "mpi:...",
+# record_param_comms. DDP issues one per gradient bucket, hundreds per step, on the autograd thread (at
+# level 0 there): a library's ranges, never the iteration. (The optimizer's "Optimizer.step#SGD.step" or
+# the DataLoader's "enumerate(DataLoader)#..." come once per step: a fair step marker where nothing else is.)
+FRAMEWORK_RANGE = r"^(?i:nccl|gloo|ucc|mpi|xccl|hccl):|^record_param_comms$"
+# torch.profiler's step marker (ProfilerStep#N, one per prof.step()): where it repeats it is the iteration
+PROFILER_STEP = "ProfilerStep"
+MIN_ITERATIONS = 3     # a range marks iterations when it repeats this often (the replay needs 3 or more)
+_TRAILING_NUMBER = r"[\s#_\-:]*\d+\n?$"
+
+
+def group_names(name: pl.Expr) -> pl.Expr:
+    """A range name without its trailing number ("ProfilerStep#12", "step 3" -> "ProfilerStep", "step"),
+    the name itself when nothing else is left."""
+    grouped = name.str.replace(_TRAILING_NUMBER, "").str.strip_chars()
+    return pl.when(grouped == "").then(name).otherwise(grouped)
+
+
+def is_library_range(name: pl.Expr) -> pl.Expr:
+    """A library's or the framework's own range: never an iteration (nor a phase of the user's step)."""
+    lib = pl.any_horizontal([name.str.starts_with(d) for d in LIBRARY_DOMAINS])
+    return lib | name.str.contains(FRAMEWORK_RANGE)
+
+
 def find_iterations(nvtx: pl.DataFrame, wanted: str | None = None,
                     passed_over: list | None = None) -> tuple[str | None, pl.DataFrame | None]:
     """The repeated NVTX range that marks iterations, and its instances (s, e) sorted.
 
-    Candidates: ranges of 3 or more instances (names compared without a trailing number), top level
-    where the export gives levels, never a library domain (``NCCL:``, ``cuBLAS:``, ``CCCL:``, ...) nor a
-    PyTorch operator range. A candidate whose instances lie inside another candidate's instances (90 %
-    or more) is nested in it: libraries push ranges in their own domain, whose stack starts again at
-    level 0, so a range twice as frequent inside each step is not the iteration. Among the outermost,
-    the most frequent wins. ``wanted`` (``--iteration-range NAME``) picks the range by name instead.
-    ``passed_over`` receives (name, count, why) for every candidate not chosen."""
+    Candidates: ranges of 3 or more instances on one thread (names compared without a trailing
+    number), top level where the export gives levels, never a library domain (``NCCL:``, ``cuBLAS:``,
+    ``CCCL:``, ...), PyTorch's collective ranges (:data:`FRAMEWORK_RANGE`) nor a PyTorch operator range. A
+    candidate whose instances lie inside another candidate's instances is nested in it: on one thread,
+    90 % or more of its time inside (libraries push ranges in their own domain, whose stack starts
+    again at level 0, so a range twice as frequent inside each step is not the iteration); on another
+    thread of the same process (the autograd thread's ranges inside the main thread's steps), 90 % of
+    its instances each inside one instance of a range with fewer instances. Among the outermost, the
+    most frequent wins. In a torch.profiler trace ``ProfilerStep#N`` is the step: it wins when it
+    repeats 3 or more times, and a range inside it is never the iteration even when it repeats less.
+    ``wanted`` (``--iteration-range NAME``) picks the range by name instead. ``passed_over`` receives
+    (name, count, why) for every candidate not chosen, one per name."""
     if nvtx is None or nvtx.height == 0:
         return None, None
-    top = nvtx.with_columns(_strip_domain(pl.col("name")).alias("name"))
+    named = nvtx.with_columns(_strip_domain(pl.col("name")).alias("name"))
+    top = named
     if "level" in nvtx.columns and nvtx["level"].null_count() < nvtx.height and wanted is None:
         top = top.filter(pl.col("level").fill_null(0) == 0)
     if wanted is None:
-        for dom in LIBRARY_DOMAINS:
-            top = top.filter(~pl.col("name").str.starts_with(dom))
+        top = top.filter(~is_library_range(pl.col("name")))
         # operator ranges (PyTorch emit_nvtx / autograd-nvtx: "aten::mm, op_id = 12", "seq = 3") are not steps
         top = top.filter(~pl.col("name").str.contains(OPERATOR_RANGE))
     if top.height == 0:
         return None, None
-    # names compared without a trailing number ("ProfilerStep#12", "step 3" -> "ProfilerStep", "step")
-    grouped = pl.col("name").str.replace(r"[\s#_\-:]*\d+\n?$", "").str.strip_chars()
-    top = top.with_columns(pl.when(grouped == "").then(pl.col("name")).otherwise(grouped).alias("group"))
+    top = top.with_columns(group_names(pl.col("name")).alias("group"))
     if wanted is not None:
         w = wanted.lstrip(":")
         top = top.filter((pl.col("group") == w) | (pl.col("name") == w))
     tid = "tid" if "tid" in top.columns else None
-    keys = ["group"] + ([tid] if tid else [])
-    counts = (top.group_by(keys).agg(pl.len().alias("n"), (pl.col("end_ns") - pl.col("start_ns")).sum().alias("t"))
-                 .filter(pl.col("n") >= (2 if wanted is not None else 3)).sort(["n", "t", "group"], descending=[True, True, False]))
-    if counts.height == 0:
-        return None, None
+    pid = "pid" if tid and "pid" in top.columns else None
+    keys = ["group"] + ([tid] if tid else []) + ([pid] if pid else [])
+    per_thread = (top.group_by(keys).agg(pl.len().alias("n"), (pl.col("end_ns") - pl.col("start_ns")).sum().alias("t"))
+                     .sort(["n", "t", "group"], descending=[True, True, False]))
+    counts = per_thread.filter(pl.col("n") >= (2 if wanted is not None else MIN_ITERATIONS))
+    # torch.profiler's steps, however few: what lies inside them is a piece of a step
+    steps = top.filter(pl.col("group") == PROFILER_STEP) if wanted is None else top.clear()
+    step_iv = intervals.merge(steps.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")))
     rows = counts.head(MAX_CANDIDATES).to_dicts()   # the nesting test is pairwise: the most frequent few
-    inst = {i: _instances(top, r, tid) for i, r in enumerate(rows)}
-    nested_in: dict[int, int] = {}
+    inst = {i: _instances(top, r, tid, pid) for i, r in enumerate(rows)}
+    nested_in: dict[int, str] = {}
     for i in range(len(rows)):
+        if rows[i]["group"] != PROFILER_STEP and step_iv.height and _inside_share(inst[i], step_iv) >= NESTED_SHARE:
+            nested_in[i] = PROFILER_STEP
+            continue
         for j in range(len(rows)):
-            if i == j or nested_in.get(j) == i or (tid and rows[i][tid] != rows[j][tid]):
+            if i == j or nested_in.get(j) == rows[i]["group"] or rows[i]["group"] == rows[j]["group"]:
                 continue   # (two ranges that cover each other: the first, more frequent one stays)
+            if pid and rows[i][pid] != rows[j][pid]:
+                continue   # another process (another rank): its steps run at the same time, not around these
             a = inst[i]
-            inside = int(intervals.coverage(a, intervals.merge(inst[j])).sum())
-            if inside >= NESTED_SHARE * float((a["e"] - a["s"]).sum()):
-                nested_in[i] = j
+            if not tid or rows[i][tid] == rows[j][tid]:
+                inside = int(intervals.coverage(a, intervals.merge(inst[j])).sum())
+                nested = inside >= NESTED_SHARE * float((a["e"] - a["s"]).sum())
+            else:   # another thread: each instance inside one of a less frequent range's instances
+                nested = rows[j]["n"] < rows[i]["n"] and _inside_share(a, intervals.merge(inst[j])) >= NESTED_SHARE
+            if nested:
+                nested_in[i] = rows[j]["group"]
                 break
-    best = next((i for i in range(len(rows)) if i not in nested_in), 0)
+    marker = next((i for i, r in enumerate(rows) if r["group"] == PROFILER_STEP), None) if wanted is None else None
+    best = marker if marker is not None else next((i for i in range(len(rows)) if i not in nested_in), None)
+    if best is None and rows and not step_iv.height:
+        best = 0
     if passed_over is not None:
-        for i, r in enumerate(rows):
-            if i == best:
-                continue
-            why = (f"nested in '{rows[nested_in[i]]['group']}'" if i in nested_in
-                   else f"fewer instances than '{rows[best]['group']}'")
-            passed_over.append((r["group"], int(r["n"]), why))
-    if passed_over is not None and wanted is None:   # ranges left out before counting, and why
-        seen = {r["group"] for r in rows}
-        allr = nvtx.with_columns(_strip_domain(pl.col("name")).alias("name")).group_by("name").agg(
-            pl.len().alias("n"), (pl.col("level").fill_null(0).min() if "level" in nvtx.columns else pl.lit(0)).alias("lvl"))
-        for name, n, lvl in allr.filter(pl.col("n") >= 3).sort(["n", "name"], descending=[True, False]).iter_rows():
-            if name in seen:
-                continue
-            why = ("a library's range" if name.startswith(LIBRARY_DOMAINS) else
-                   "an operator range" if re.search(OPERATOR_RANGE.removeprefix("(?i)"), name, re.I) else
-                   f"nested (level {lvl})")
-            passed_over.append((name, int(n), why))
+        _passed_over(passed_over, rows, best, nested_in, marker, per_thread, named if wanted is None else None, top)
+    if best is None:
+        return None, None
     return rows[best]["group"], inst[best]
 
 
-def _instances(top: pl.DataFrame, row: dict, tid: str | None) -> pl.DataFrame:
+def _passed_over(out: list, rows: list, best, nested_in: dict, marker, per_thread: pl.DataFrame,
+                 named: pl.DataFrame | None, top: pl.DataFrame) -> None:
+    """(name, count, why) for each range name not chosen, once per name (a name on several threads
+    counted over all of them)."""
+    chosen = rows[best]["group"] if best is not None else None
+    total = dict(per_thread.group_by("group").agg(pl.col("n").sum()).iter_rows())
+    seen = {chosen}
+    for i, r in enumerate(rows):
+        g = r["group"]
+        if g in seen:
+            continue
+        seen.add(g)
+        if i in nested_in:
+            why = f"nested in '{nested_in[i]}'"
+        elif marker is not None:
+            why = f"torch.profiler marks steps with '{PROFILER_STEP}'"
+        else:
+            why = f"fewer instances than '{chosen}'"
+        out.append((g, int(total.get(g, r["n"])), why))
+    for g, n in per_thread.group_by("group").agg(pl.col("n").sum(), pl.col("n").max().alias("most")).filter(
+            (pl.col("n") >= MIN_ITERATIONS) & (pl.col("most") < MIN_ITERATIONS)).sort(
+            ["n", "group"], descending=[True, False]).select("group", "n").iter_rows():
+        if g not in seen:   # repeated, but spread over threads: fewer than 3 on any one of them
+            seen.add(g)
+            out.append((g, int(n), f"fewer than {MIN_ITERATIONS} on one thread"))
+    if named is None:
+        return
+    # ranges left out before counting, and why
+    seen |= set(top["group"].unique().to_list())
+    lvl = pl.col("level").fill_null(0).min() if "level" in named.columns else pl.lit(0)
+    allr = named.with_columns(group_names(pl.col("name")).alias("group")).group_by("group").agg(
+        pl.len().alias("n"), lvl.alias("lvl"), pl.col("name").first())
+    for g, n, lv, name in allr.filter(pl.col("n") >= MIN_ITERATIONS).sort(["n", "group"], descending=[True, False]).iter_rows():
+        if g in seen:
+            continue
+        why = ("a library's range" if name.startswith(LIBRARY_DOMAINS) else
+               "a PyTorch collective" if re.search(FRAMEWORK_RANGE, name) else
+               "an operator range" if re.search(OPERATOR_RANGE.removeprefix("(?i)"), name, re.I) else
+               f"nested (level {lv})")
+        out.append((g, int(n), why))
+
+
+def _inside_share(a: pl.DataFrame, cover: pl.DataFrame) -> float:
+    """The share of the intervals ``a`` (s, e) that lie each wholly inside one interval of ``cover``
+    (disjoint, sorted)."""
+    if a.height == 0 or cover.height == 0:
+        return 0.0
+    k = cover["s"].search_sorted(a["s"], side="right").cast(pl.Int64) - 1   # the last cover starting at or before
+    ends = cover["e"].gather(k.clip(0, None))
+    inside = ((k >= 0) & (ends >= a["e"])).sum()
+    return inside / a.height
+
+
+def _instances(top: pl.DataFrame, row: dict, tid: str | None, pid: str | None = None) -> pl.DataFrame:
     sel = top.filter(pl.col("group") == row["group"])
-    if tid:
-        sel = sel.filter(pl.col(tid) == row[tid])
+    for key in (tid, pid):
+        if key:
+            sel = sel.filter(pl.col(key).eq_missing(row[key]))
     return sel.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")).sort("s")
 
 
@@ -144,13 +227,14 @@ def iteration_from_summary(df: pl.DataFrame) -> tuple[str, int, float, float | N
     """The iteration range of a summary report (``nvtx_sum``, ``nvtx_pushpop_sum``,
     ``nvtx_gpu_proj_sum``: one row per range name, no timestamps), chosen as for the trace: the most
     frequent repeated range (3 or more instances) among those that cover most of the time, top level when the report gives levels, library
-    domains and operator ranges left out. Returns (name, instances, total ns, median ns or None)."""
+    domains, PyTorch's collective ranges and operator ranges left out. Returns (name, instances, total ns, median ns or None)."""
     if df is None or df.height == 0:
         return None
     top = df.filter(pl.col("count") >= 3)
     for dom in LIBRARY_DOMAINS:   # summaries print the domain first: "NCCL:ncclAllReduce", ":step"
         top = top.filter(~pl.col("name").str.strip_chars_start(":").str.starts_with(dom))
     top = top.filter(~pl.col("name").str.strip_chars_start(":").str.contains(OPERATOR_RANGE))
+    top = top.filter(~pl.col("name").str.strip_chars_start(":").str.contains(FRAMEWORK_RANGE))
     if "avg_range_level" in top.columns and top["avg_range_level"].null_count() < top.height:
         top = top.filter(pl.col("avg_range_level").fill_null(0) < 0.5)
     if top.height == 0:
