@@ -32,11 +32,24 @@ WAITING_APIS = SYNC_APIS | SYNC_MEM_APIS | ASYNC_MEM_APIS | {"cudaFree", "cuMemF
                                                              "hipFree", "hipHostFree"}
 
 
+def gpu_work_tables(prof) -> tuple[float, list[str]]:
+    """Kernel + copy + memset time of the whole profile from the summaries, and the tables it came from."""
+    work, tables = 0.0, []
+    for t in ("kern_sum", "mem_time_sum"):
+        df = prof.tables.get(t)
+        if df is not None and df.height and "total_ns" in df.columns:
+            work += float(df["total_ns"].sum())
+            tables.append(prof.source_name(t))
+    if not tables:
+        gs = prof.tables.get("gpu_sum")
+        if gs is not None and gs.height and "total_ns" in gs.columns:
+            work, tables = float(gs["total_ns"].sum()), [prof.source_name("gpu_sum")]
+    return work, tables
+
+
 def gpu_work_ns(prof) -> float | None:
     """All the GPU's work in the summaries (kernels + copies + memsets), None without them."""
-    from .api_shares import _gpu_work_ns
-
-    work, tables = _gpu_work_ns(prof)
+    work, tables = gpu_work_tables(prof)
     return work if tables else None
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import polars as pl
 
 from . import api_oneoff, intervals, timeline
+from .api_oneoff import gpu_work_tables as _gpu_work_ns   # (facts/phases.py imports it from here)
 from .base import Context, pct
 from .names import (ALLOC_APIS, ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS, SYNC_MEM_APIS,
                     base_expr)
@@ -101,21 +102,6 @@ def _frees_and_allocs(s: pl.DataFrame) -> tuple[int, int]:
     a = s.select(base_expr("name").cast(pl.String).alias("api"), pl.col("count")).filter(pl.col("api").is_in(sorted(ALLOC_APIS)))
     free = a["api"].str.contains("Free")
     return int(a.filter(free)["count"].sum()), int(a.filter(~free)["count"].sum())
-
-
-def _gpu_work_ns(prof) -> tuple[float, list[str]]:
-    """Kernel + copy + memset time of the whole profile from the summaries, and the tables it came from."""
-    work, tables = 0.0, []
-    for t in ("kern_sum", "mem_time_sum"):
-        df = prof.tables.get(t)
-        if df is not None and df.height and "total_ns" in df.columns:
-            work += float(df["total_ns"].sum())
-            tables.append(prof.source_name(t))
-    if not tables:
-        gs = prof.tables.get("gpu_sum")
-        if gs is not None and gs.height and "total_ns" in gs.columns:
-            work, tables = float(gs["total_ns"].sum()), [prof.source_name("gpu_sum")]
-    return work, tables
 
 
 def _window(fs, prof, win, api: pl.DataFrame) -> None:

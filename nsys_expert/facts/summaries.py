@@ -122,9 +122,7 @@ def _gpu_work(fs, prof, whole: bool) -> None:
     cuda_gpu_mem_time_sum, else cuda_gpu_sum), what the minimum-work guard (engine/resolve.py) weighs
     when no trace measures the busy time. CUDA graph launches: the summaries leave the graphs' kernels
     out (--cuda-graph-trace=graph), so the work is unknown."""
-    from .api_shares import _gpu_work_ns
-
-    work, tables = _gpu_work_ns(prof)
+    work, tables = api_oneoff.gpu_work_tables(prof)
     if not tables:
         return
     s = prof.tables.get("api_sum")
