@@ -79,9 +79,9 @@ def test_copy_calls_dominating_cuda_api_time_make_a_memcpy_finding():
     top = doc["findings"][0]
     assert (top["rule"], top["confidence"]) == ("memcpy-bound", "likely")
     assert doc["verdict"]["state"] == "likely" and doc["verdict"]["rule"] == "memcpy-bound"
-    assert "cuda_api_sum" in top["message"] and "99.4 %" in top["message"]
+    assert "cuda_api_sum" in top["message"] and "99.6 %" in top["message"]   # the 20 ms first launch left out (one-off)
     ev = {e["fact"]: e for e in top["evidence"]}
-    assert ev["api_time_memcpy_pct"]["value"] == pytest.approx(99.39, abs=0.01)
+    assert ev["api_time_memcpy_pct"]["value"] == pytest.approx(99.58, abs=0.01)   # without the one-off 20 ms cudaLaunchKernel
     assert ev["api_time_memcpy_pct"]["source"].endswith("memcpy_bound_cuda_api_sum.csv")
     assert doc["facts"]["memcpy_api_over_gpu_work_ratio"] > 1000
     assert "sync-bound" not in rules(doc)   # the syncs of the copies are memcpy-bound's

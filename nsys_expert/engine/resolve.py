@@ -320,14 +320,20 @@ def _gain_basis(f: dict, rule: Rule, run: dict, share_pct: float) -> None:
 def _guard(res: Resolution, rules: dict[str, Rule], run: dict) -> None:
     """Too little GPU work in the window to judge: say so, and no finding above low."""
     limit = next((r.pack_params["min_gpu_busy_ms"] for r in rules.values() if "min_gpu_busy_ms" in r.pack_params), None)
-    active, window = run.get("gpu_active_pct"), run.get("window_ms")
-    if limit is None or not isinstance(active, (int, float)) or not isinstance(window, (int, float)):
+    if limit is None:
         return
-    busy_ms = active * window / 100.0
+    active, window = run.get("gpu_active_pct"), run.get("window_ms")
+    if isinstance(active, (int, float)) and isinstance(window, (int, float)):
+        busy_ms, where = active * window / 100.0, f"in the {window:.3g} ms window"
+    elif isinstance(run.get("gpu_work_ms"), (int, float)):
+        # no trace: the summaries' GPU work (kernels + copies + memsets) of the whole profile, which is the window
+        busy_ms, where = float(run["gpu_work_ms"]), "in the whole profile (kernels and copies in the summary reports)"
+    else:
+        return
     if busy_ms >= limit:
         return
     res.too_little_work = {"gpu_busy_ms": round(busy_ms, 4), "min_gpu_busy_ms": limit}
-    res.notes.append(f"only {busy_ms:.3g} ms of GPU work in the {window:.3g} ms window (less than {limit:g} ms): too "
+    res.notes.append(f"only {busy_ms:.3g} ms of GPU work {where} (less than {limit:g} ms): too "
                      "little to judge the run; findings are capped at low severity; profile more steps")
     for f in res.findings:
         if SEVERITIES.index(f["severity"]) > SEVERITIES.index("low"):

@@ -11,12 +11,16 @@ and copies, ``cuda_gpu_kern_sum`` + ``cuda_gpu_mem_time_sum``): above 1 the host
 calls than the GPU spent working, so those calls cannot all be waits for the GPU's work - the host
 is blocked in copies (synchronous or pageable ``cudaMemcpy*``) while the GPU has nothing to do.
 ``alloc_calls_per_launch`` tells allocator churn from start-up allocations (a few tens of calls).
+From ``cuda_api_sum`` the window facts (the whole profile's, what the rules read) leave out one-off
+calls (api_oneoff.py: one call that is most of its API's time, the CUDA context created or code loaded
+in the first call): start-up, not the steady state; the ``_span`` facts keep them (start-up included).
 """
 from __future__ import annotations
 
 import polars as pl
 
-from . import intervals, timeline
+from . import api_oneoff, intervals, timeline
+from .api_oneoff import gpu_work_tables as _gpu_work_ns   # (facts/phases.py imports it from here)
 from .base import Context, pct
 from .names import (ALLOC_APIS, ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS, SYNC_MEM_APIS,
                     base_expr)
@@ -36,30 +40,43 @@ def compute(ctx: Context) -> None:
         src = prof.source_name("api_sum")
         tier = "summary"
 
-        def put(name, value, source=src):
+        def put(name, value, source=src, steady=None):
+            """``<name>_span``: the whole profile, start-up included; ``<name>`` (the window when it is the
+            whole profile, what the rules read): ``steady`` when given, the value without one-off calls."""
             fs.put(f"{name}_span", value, source, tier)
             if whole and name not in fs.run:
-                fs.put(name, value, source, tier)
-        per = _by_class(s.select(base_expr("name").alias("api"), pl.col("total_ns").cast(pl.Float64).alias("ns"),
-                                 pl.col("count")))
+                fs.put(name, value if steady is None else steady, source, tier)
+
+        def classes(df):
+            return _by_class(df.select(base_expr("name").alias("api"), pl.col("total_ns").cast(pl.Float64).alias("ns"),
+                                       pl.col("count")))
+        per = classes(s)
+        # the window facts leave out one-off calls (the context created, code loaded in the first call:
+        # api_oneoff.py): start-up, not the steady state
+        st = classes(api_oneoff.steady(s, prof))
+        api_oneoff.compute(fs, prof, put)
         for k, (ns, _n) in per["classes"].items():
-            put(f"api_time_{k}_pct", pct(ns, per["total"]) or 0.0)
-        put("api_time_top_call", per["top"])
-        put("api_time_top_call_pct", per["top_pct"])
+            put(f"api_time_{k}_pct", pct(ns, per["total"]) or 0.0, steady=pct(st["classes"][k][0], st["total"]) or 0.0)
+        put("api_time_top_call", per["top"], steady=st["top"])
+        put("api_time_top_call_pct", per["top_pct"], steady=st["top_pct"])
         copy_ns, alloc_ns = per["classes"]["memcpy"][0], per["classes"]["alloc"][0]
+        st_copy_ns = st["classes"]["memcpy"][0]
         launches = per["classes"]["launch"][1]
         if launches:
             put("alloc_calls_per_launch", per["classes"]["alloc"][1] / launches)
+        frees, allocs = _frees_and_allocs(s)
+        if allocs:
+            put("free_calls_per_alloc", frees / allocs)
         if span_ns:
             fs.put("memcpy_api_share_pct_span", min(100.0, pct(copy_ns, span_ns)), src, tier)
             fs.put("alloc_api_share_pct_span", min(100.0, pct(alloc_ns, span_ns)), src, tier)
         work, tables = _gpu_work_ns(prof)
         if work:
-            put("memcpy_api_over_gpu_work_ratio", copy_ns / work, " + ".join([src] + tables))
+            put("memcpy_api_over_gpu_work_ratio", copy_ns / work, " + ".join([src] + tables), steady=st_copy_ns / work)
             if not whole:   # a whole-profile ratio: over the window, the trace measures the copies themselves
                 fs.absent.setdefault("memcpy_api_over_gpu_work_ratio", "a whole-profile ratio (memcpy_api_over_gpu_work_ratio_span); "
                                      "over the window the GPU trace measures the copies (memcpy_exposed_pct)")
-        put("memcpy_api_ms", copy_ns / 1e6)
+        put("memcpy_api_ms", copy_ns / 1e6, steady=st_copy_ns / 1e6)
     api = prof.tables.get("api_trace")
     if api is not None and api.height and win.length_ns and not whole:
         _window(fs, prof, win, api)
@@ -78,19 +95,13 @@ def _by_class(df: pl.DataFrame) -> dict:
             "top_pct": pct(float(g["ns"][0]), total) if g.height and total else None}
 
 
-def _gpu_work_ns(prof) -> tuple[float, list[str]]:
-    """Kernel + copy + memset time of the whole profile from the summaries, and the tables it came from."""
-    work, tables = 0.0, []
-    for t in ("kern_sum", "mem_time_sum"):
-        df = prof.tables.get(t)
-        if df is not None and df.height and "total_ns" in df.columns:
-            work += float(df["total_ns"].sum())
-            tables.append(prof.source_name(t))
-    if not tables:
-        gs = prof.tables.get("gpu_sum")
-        if gs is not None and gs.height and "total_ns" in gs.columns:
-            work, tables = float(gs["total_ns"].sum()), [prof.source_name("gpu_sum")]
-    return work, tables
+def _frees_and_allocs(s: pl.DataFrame) -> tuple[int, int]:
+    """(calls that free, calls that allocate) among the allocator calls of an API summary: churn frees
+    what it allocates, step after step (about one free per allocation); first-use allocations of a
+    caching or growing allocator are kept, and freed, if at all, at the end (a few frees)."""
+    a = s.select(base_expr("name").cast(pl.String).alias("api"), pl.col("count")).filter(pl.col("api").is_in(sorted(ALLOC_APIS)))
+    free = a["api"].str.contains("Free")
+    return int(a.filter(free)["count"].sum()), int(a.filter(~free)["count"].sum())
 
 
 def _window(fs, prof, win, api: pl.DataFrame) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import api_oneoff
 from .base import Context, pct
 from .names import ALLOC_APIS, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr, data_range_expr
 from .window import iteration_from_summary
@@ -64,8 +65,10 @@ def compute(ctx: Context) -> None:
 
     counts = {}
     if api is not None:
+        steady = api_oneoff.steady(api, prof)   # times without one-off (start-up) calls, counts of all calls
+
         def calls(names):
-            sel = api.filter(base_expr("name").is_in(sorted(names)))
+            sel = steady.filter(base_expr("name").is_in(sorted(names)))
             return int(sel["count"].sum()), float(sel["total_ns"].sum())
         counts = {"sync": calls(SYNC_APIS | SYNC_MEM_APIS), "launch": calls(KERNEL_LAUNCH_APIS),
                   "alloc": calls(ALLOC_APIS), "graph": calls(GRAPH_LAUNCH_APIS)}

@@ -269,8 +269,14 @@ _RUN += [
     _f("api_time_top_call", "", "the CUDA API call with the most host time", _API),
     _f("api_time_top_call_pct", "%", "its share of all CUDA API time", _API),
     _f("alloc_calls_per_launch", "", "allocator calls per kernel launch call (start-up allocations are a few tens; churn is one or more per few launches)", _API),
+    _f("free_calls_per_alloc", "", "calls that free device or pinned memory (cudaFree, cuMemFree, ...) per call that allocates it (cuda_api_sum, whole profile): churn frees what it allocates (about 1); a caching or growing allocator keeps its first-use allocations (a few frees at the end)", ("api_sum",)),
     _f("memcpy_api_ms", "ms", "host time in copy calls, all threads added up", _API),
     _f("memcpy_api_share_pct", "%", "host time inside copy calls (all threads, union) as a share of the window (of the span from cuda_api_sum)", ("api_trace",)),
+    _f("api_one_off_ms", "ms", "host time in one-off CUDA API calls (cuda_api_sum: one call that is most of its API's total, 1 ms or more, 100 times the typical call: the context created or code loaded in the first call, start-up), which the API time shares leave out", ("api_sum",)),
+    _f("api_one_off_share_pct", "%", "those one-off calls' share of all CUDA API time", ("api_sum",)),
+    _f("api_one_off_top_call", "", "the CUDA API whose one-off call is the longest", ("api_sum",)),
+    _f("api_one_off_top_ms", "ms", "that call's time", ("api_sum",)),
+    _f("gpu_work_ms", "ms", "all the GPU's work in the summaries: kernel + copy + memset time (cuda_gpu_kern_sum + cuda_gpu_mem_time_sum, else cuda_gpu_sum)", ("kern_sum", "gpu_sum")),
     _f("memcpy_api_over_gpu_work_ratio", "x", "host time in copy calls (cuda_api_sum) / all GPU work, kernels + copies + memsets (cuda_gpu_kern_sum + cuda_gpu_mem_time_sum): above 1 the copy calls cannot all be waits for GPU work, the host is blocked in copies while the GPU is idle", ("api_sum",)),
 ]
 # NVTX phases (facts/phases.py): range names mapped to phases (facts/phases.yaml), nesting from the trace or inferred

@@ -4,9 +4,10 @@ from __future__ import annotations
 import polars as pl
 
 from ..load.normalize import copy_kind_expr
+from . import api_oneoff
 from .base import SMALL_KERNEL_NS, Context, pct
 from .kernels import kernel_table
-from .names import COPY_KERNEL, KERNEL_LAUNCH_APIS, NCCL_KERNEL, SYNC_APIS, SYNC_MEM_APIS, base_expr
+from .names import COPY_KERNEL, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, NCCL_KERNEL, SYNC_APIS, SYNC_MEM_APIS, base_expr
 
 
 def compute(ctx: Context) -> None:
@@ -22,10 +23,12 @@ def _compute(fs, prof, win) -> None:
     whole = win.source == "whole"
     span_ns = (win.span_end_ns - win.span_start_ns) if win.span_start_ns is not None and win.span_end_ns else None
 
-    def put(name, value, table):
+    def put(name, value, table, steady=None):
+        """``_span``: the whole profile, start-up included; the window fact (when the window is the whole
+        profile) ``steady`` where given: without one-off API calls (api_oneoff.py)."""
         fs.put(f"{name}_span", value, prof.source_name(table))
         if whole and name not in fs.run:
-            fs.put(name, value, prof.source_name(table))
+            fs.put(name, value if steady is None else steady, prof.source_name(table))
 
     ks = prof.tables.get("kern_sum")
     if ks is not None and ks.height:
@@ -81,15 +84,22 @@ def _compute(fs, prof, win) -> None:
                 put(f"memcpy_{key}_mb", bb / 1e6, "mem_size_sum")
                 if tns > 0 and bb > 0:
                     put(f"memcpy_{key}_gbps", bb / tns, "mem_size_sum")
+    _gpu_work(fs, prof, whole)
     s = prof.tables.get("api_sum")
     if s is not None and s.height:
-        launch = float(s.filter(base_expr("name").is_in(sorted(KERNEL_LAUNCH_APIS)))["total_ns"].sum())
+        st = api_oneoff.steady(s, prof)   # the times without one-off (start-up) calls, for the window facts
+
+        def total(df, names):
+            return float(df.filter(base_expr("name").is_in(sorted(names)))["total_ns"].sum())
+        launch, st_launch = total(s, KERNEL_LAUNCH_APIS), total(st, KERNEL_LAUNCH_APIS)
         if ks is not None and ks.height and float(ks["total_ns"].sum()) > 0:
-            put("launch_to_kernel_time_ratio", launch / float(ks["total_ns"].sum()), "api_sum")
+            kt = float(ks["total_ns"].sum())
+            put("launch_to_kernel_time_ratio", launch / kt, "api_sum", steady=st_launch / kt)
         sync = s.filter(base_expr("name").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS)))
         if span_ns:
-            put("launch_api_share_pct", min(100.0, pct(launch, span_ns)), "api_sum")
-            put("sync_api_share_pct", min(100.0, pct(float(sync["total_ns"].sum()), span_ns)), "api_sum")
+            put("launch_api_share_pct", min(100.0, pct(launch, span_ns)), "api_sum", steady=min(100.0, pct(st_launch, span_ns)))
+            put("sync_api_share_pct", min(100.0, pct(float(sync["total_ns"].sum()), span_ns)), "api_sum",
+                steady=min(100.0, pct(total(st, SYNC_APIS | SYNC_MEM_APIS), span_ns)))
         it = win.iterations
         if "sync_calls_per_iter" not in fs.run and it is not None and it.height >= 2 and "api_trace" not in prof.tables:
             # no API trace: whole-profile sync calls over all iterations (warm-up included), an approximation
@@ -105,6 +115,25 @@ def _compute(fs, prof, win) -> None:
     if "top_kernels" not in fs.tables and "top_kernels_span" in fs.tables:
         fs.tables["top_kernels"] = fs.tables.pop("top_kernels_span")
         fs.tables["top_kernels_source"] = f"{prof.source_name('kern_sum')} (whole profile)"
+
+
+def _gpu_work(fs, prof, whole: bool) -> None:
+    """``gpu_work_ms``: all the GPU's work in the summaries (kernels + copies + memsets, cuda_gpu_kern_sum +
+    cuda_gpu_mem_time_sum, else cuda_gpu_sum), what the minimum-work guard (engine/resolve.py) weighs
+    when no trace measures the busy time. CUDA graph launches: the summaries leave the graphs' kernels
+    out (--cuda-graph-trace=graph), so the work is unknown."""
+    work, tables = api_oneoff.gpu_work_tables(prof)
+    if not tables:
+        return
+    s = prof.tables.get("api_sum")
+    if s is not None and s.height and int(s.filter(base_expr("name").is_in(sorted(GRAPH_LAUNCH_APIS)))["count"].sum()):
+        fs.absent.setdefault("gpu_work_ms", "CUDA graph launches: the summary reports leave the graphs' kernels out "
+                             "(--cuda-graph-trace=graph), so the GPU's work is unknown")
+        return
+    src = " + ".join(tables)
+    fs.put("gpu_work_ms_span", work / 1e6, src)
+    if whole and "gpu_work_ms" not in fs.run:
+        fs.put("gpu_work_ms", work / 1e6, src)
 
 
 def _host_by_elimination(fs, prof, win, api_ns: float) -> None:

@@ -108,7 +108,11 @@ def words(doc: dict, L: dict, sev) -> dict:
     active = v.get("gpu_active_pct")
     basis = L.get("basis_" + str(v.get("gpu_active_basis")), "")
     work = v.get("gpu_work_to_iter_pct")
-    text = (L["reason_" + v["reason"]].replace("{active}", f"{active:,.1f}" if active is not None else "–")
+    reason = v["reason"]
+    if reason == "too_little_work" and active is None and (doc.get("too_little_work") or {}).get("gpu_busy_ms") is not None:
+        reason = "too_little_work_summary"   # no trace: the summaries' GPU work of the whole profile (engine/resolve.py)
+    text = (L["reason_" + reason].replace("{work_ms}", f"{doc['too_little_work']['gpu_busy_ms']:.3g}" if reason.endswith("_summary") else "")
+            .replace("{active}", f"{active:,.1f}" if active is not None else "–")
             .replace("{basis}", basis).replace("{work}", f"{work:,.0f}" if work is not None else "–")
             .replace("{attributed}", f"{v.get('gpu_idle_attributed_pct') or 0:,.1f}")) + "."
     if state == "undetermined" and findings:
