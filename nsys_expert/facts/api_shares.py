@@ -20,7 +20,6 @@ from __future__ import annotations
 import polars as pl
 
 from . import api_oneoff, intervals, timeline
-from .api_oneoff import gpu_work_tables as _gpu_work_ns   # (facts/phases.py imports it from here)
 from .base import Context, pct
 from .names import (ALLOC_APIS, ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS, SYNC_MEM_APIS,
                     base_expr)
@@ -70,7 +69,7 @@ def compute(ctx: Context) -> None:
         if span_ns:
             fs.put("memcpy_api_share_pct_span", min(100.0, pct(copy_ns, span_ns)), src, tier)
             fs.put("alloc_api_share_pct_span", min(100.0, pct(alloc_ns, span_ns)), src, tier)
-        work, tables = _gpu_work_ns(prof)
+        work, tables = api_oneoff.gpu_work_tables(prof)
         if work:
             put("memcpy_api_over_gpu_work_ratio", copy_ns / work, " + ".join([src] + tables), steady=st_copy_ns / work)
             if not whole:   # a whole-profile ratio: over the window, the trace measures the copies themselves

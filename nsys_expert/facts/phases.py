@@ -33,6 +33,7 @@ from functools import lru_cache
 
 import polars as pl
 
+from .api_oneoff import gpu_work_tables
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS
 from .window import OPERATOR_RANGE, group_names, iteration_from_summary
@@ -259,17 +260,11 @@ def _data_share(fs, prof, rows, by_name, src, tier) -> None:
     fs.put("data_phase_parent", parent[:160], src, tier)
     fs.put("data_phase_count", int(sum(k["count"] for k in kids)), src, tier)
     fs.put("data_phase_parent_count", int(by_name[parent]["count"]), src, tier)
-    work, tables = _gpu_work(prof)
+    work, tables = gpu_work_tables(prof)
     if tables:   # the GPU's whole work (start-up included: an upper bound) is all that could run while it loads
         step = by_name[parent]["total_ns"]
         fs.put("gpu_idle_data_phase_est_pct", max(0.0, pct(total - work, step) or 0.0),
                " + ".join([src] + tables), "summary")
-
-
-def _gpu_work(prof) -> tuple[float, list[str]]:
-    from .api_shares import _gpu_work_ns
-
-    return _gpu_work_ns(prof)
 
 
 def _idle_in_data(fs, prof, win, rows, src) -> None:

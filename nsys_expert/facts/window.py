@@ -231,10 +231,8 @@ def iteration_from_summary(df: pl.DataFrame) -> tuple[str, int, float, float | N
     if df is None or df.height == 0:
         return None
     top = df.filter(pl.col("count") >= 3)
-    for dom in LIBRARY_DOMAINS:   # summaries print the domain first: "NCCL:ncclAllReduce", ":step"
-        top = top.filter(~pl.col("name").str.strip_chars_start(":").str.starts_with(dom))
-    top = top.filter(~pl.col("name").str.strip_chars_start(":").str.contains(OPERATOR_RANGE))
-    top = top.filter(~pl.col("name").str.strip_chars_start(":").str.contains(FRAMEWORK_RANGE))
+    name = pl.col("name").str.strip_chars_start(":")   # summaries print the domain first: "NCCL:ncclAllReduce", ":step"
+    top = top.filter(~is_library_range(name) & ~name.str.contains(OPERATOR_RANGE))
     if "avg_range_level" in top.columns and top["avg_range_level"].null_count() < top.height:
         top = top.filter(pl.col("avg_range_level").fill_null(0) < 0.5)
     if top.height == 0:
