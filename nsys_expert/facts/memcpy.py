@@ -35,14 +35,14 @@ def compute(ctx: Context) -> None:
             fs.put(f"memcpy_{key}_gbps", b / t, src)  # bytes/ns == GB/s
     hd = m.filter(pl.col("copy_kind").is_in(["HtoD", "DtoH"]))
     if hd.height:
-        pageable = hd.filter(pl.col("src_kind").str.to_lowercase().str.contains("pageable").fill_null(False)
-                             | pl.col("dst_kind").str.to_lowercase().str.contains("pageable").fill_null(False))
+        pageable = hd.filter(pl.col("src_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False)
+                             | pl.col("dst_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False))
         fs.put("memcpy_pageable_share_pct", pct(float(pageable["dur_ns"].sum()), float(hd["dur_ns"].sum())), src)
     else:  # no host-device copies in the window: none of them is pageable
         fs.put("memcpy_pageable_share_pct", 0.0, src)
     if m.height:
         agg = (m.with_columns(pl.col("copy_kind").fill_null("other"),
-                              (pl.col("src_kind").fill_null("") + "→" + pl.col("dst_kind").fill_null("")).alias("kinds"))
+                              (pl.col("src_kind").cast(pl.String).fill_null("") + "→" + pl.col("dst_kind").cast(pl.String).fill_null("")).alias("kinds"))
                 .group_by("copy_kind").agg(pl.len().alias("count"), pl.col("bytes").fill_null(0).sum().alias("bytes"),
                                            pl.col("dur_ns").sum().alias("ns"), pl.col("kinds").mode().sort().first().alias("kinds"))
                 .sort("ns", descending=True))

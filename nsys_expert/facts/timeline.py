@@ -221,8 +221,8 @@ def pageable_copy_corr_ids(gpu: pl.DataFrame | None, direction: str | None = Non
     if direction is not None:
         copies = copies.filter(pl.col("copy_kind") == direction)
     pg = copies.filter(   # the few copy rows first, then the string tests
-        pl.col("src_kind").str.to_lowercase().str.contains("pageable").fill_null(False)
-        | pl.col("dst_kind").str.to_lowercase().str.contains("pageable").fill_null(False))
+        pl.col("src_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False)
+        | pl.col("dst_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False))
     return pg["corr_id"].drop_nulls().unique().to_list()
 
 

@@ -342,8 +342,11 @@ def _cut_last_row(source, path: str, ncols: int, delim: str) -> int | None:
     return total.rstrip(b"\r\n").count(b"\n") + 1
 
 
-# columns of the big traces read as categories (kernel, API and GPU names: millions of rows, few values)
-CATEGORIES = {("gpu_trace", "name"), ("gpu_trace", "device"), ("api_trace", "name")}
+# columns of the big traces read as categories (kernel, API and GPU names, the copies' memory kinds: millions
+# of rows, few values). A text column costs 16 bytes a row even where it is empty (its views): the memory kinds,
+# empty on every kernel's row, held 300 MB at ten million operations as texts, 80 MB as codes
+CATEGORIES = {("gpu_trace", "name"), ("gpu_trace", "device"), ("gpu_trace", "src_kind"), ("gpu_trace", "dst_kind"),
+              ("api_trace", "name")}
 
 
 def one_chunk(lazy: pl.LazyFrame) -> pl.DataFrame:

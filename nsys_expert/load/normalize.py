@@ -153,9 +153,10 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         # derived columns are computed on the few copy rows / distinct devices and scattered back:
         # joining or concatenating a million rows of long kernel names costs more than the trace read
         idx = frame.select(pl.arg_where(pl.col("kind") == "memcpy")).to_series()
-        ck = pl.repeat(None, frame.height, dtype=pl.String, eager=True).alias("copy_kind")
+        # (codes, not texts: a text column costs 16 bytes a row even where it is empty, as on every kernel's row)
+        ck = pl.repeat(None, frame.height, dtype=pl.Categorical, eager=True).alias("copy_kind")
         if idx.len():
-            ck = ck.scatter(idx, frame[idx].select(copy_kind_expr()).to_series())
+            ck = ck.scatter(idx, frame[idx].select(copy_kind_expr().cast(pl.Categorical)).to_series())
         frame = frame.with_columns(ck)
         # the device id per row; the GPU names stay with the few distinct devices (load's meta "gpus"):
         # a name column per row cost 0.12 s and 40-160 MB per million operations
@@ -175,9 +176,11 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         for col in ("corr_id", "stream", "bytes"):
             if col not in frame.columns:
                 frame = frame.with_columns(pl.lit(None, pl.Int64 if col != "bytes" else pl.Float64).alias(col))
-        for col in ("src_kind", "dst_kind"):
+        for col in ("src_kind", "dst_kind"):   # codes, as copy_kind (every loader's frame alike)
             if col not in frame.columns:
-                frame = frame.with_columns(pl.lit(None, pl.String).alias(col))
+                frame = frame.with_columns(pl.lit(None, pl.Categorical).alias(col))
+            elif frame.schema[col] != pl.Categorical:
+                frame = frame.with_columns(pl.col(col).cast(pl.Categorical))
     if table == "api_trace":
         if frame.schema["name"] != pl.Categorical:   # millions of calls, a few hundred names: a code per row
             frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
