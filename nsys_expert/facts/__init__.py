@@ -70,6 +70,9 @@ GROUPS: list[Group] = [
     Group("nccl", nccl.compute, _timeline),
     Group("overlap", overlap.compute, _timeline),       # same-stream overlap (PDL): an info note
     Group("busy_span", busy.compute_span, _span),
+    # the iteration replayed on its dependency model (gains): it reads the traces and the window, no other
+    # group's facts, and is mostly Python (the model's simulation), so it runs beside the Polars groups
+    Group("replay", replay.compute, _timeline),
     Group("api", api.compute, _has("api_trace")),
     Group("allocator", allocator.compute, _has("api_trace")),
     Group("jit", jit.compute, _has("api_trace")),             # kernel code loaded step after step (recompiles)
@@ -81,7 +84,6 @@ GROUPS: list[Group] = [
     Group("per_iteration", kernels.compute_per_iteration, _timeline, "last"),
     Group("copy_bursts", memcpy.compute_bursts, _timeline, "last"),   # copies per iteration, after both groups
     Group("cpu_ops", cpu_ops.compute, cpu_ops.applies, "last"),   # torch.profiler CPU operators (after gaps, iterations)
-    Group("replay", replay.compute, _timeline, "last"),      # the iteration replayed on its dependency model (gains)
     Group("api_shares", api_shares.compute, _always, "last"),   # API time by class, of CUDA API time and of the window
     Group("phases", phases.compute, _always, "last"),          # NVTX phases: nesting, data share of the step, idle in data ranges
     Group("summaries", summaries.compute, _always, "last"),   # after the trace facts: it only fills what they could not

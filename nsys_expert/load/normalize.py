@@ -80,10 +80,18 @@ VERSION_SUFFIX = r"_v\d+$"   # what an API name's base name drops (facts.names.b
 def _base_name(frame: pl.DataFrame) -> pl.Expr:
     """The API name without its ``_vNNNN`` suffix, as a category: worked out once per distinct name
     (a few hundred), not per call (millions)."""
-    names = frame["name"].unique().drop_nulls().cast(pl.String).to_list()
+    distinct = frame["name"].unique().drop_nulls()
+    names = distinct.cast(pl.String).to_list()
     base = {n: re.sub(VERSION_SUFFIX, "", n) for n in names}
     if frame.schema["name"] == pl.Categorical and all(k == v for k, v in base.items()):
         return pl.col("name")   # no suffix to drop (the SQLite loader drops _vNNNN): the same codes, no copy
+    if frame.schema["name"] == pl.Categorical and frame.height >= 100_000:
+        # each call's base name gathered by its name's code from a table of the distinct names (a hash
+        # lookup per call cost three times more: 20 M calls, 0.2 -> 0.07 s)
+        codes = distinct.to_physical()
+        table = pl.repeat(None, int(codes.max()) + 1, dtype=pl.Categorical, eager=True).scatter(
+            codes, pl.Series([base[n] for n in names], dtype=pl.Categorical))
+        return pl.lit(table.gather(frame["name"].to_physical()))
     return pl.col("name").replace_strict(base, default=None, return_dtype=pl.Categorical)
 
 
