@@ -25,23 +25,23 @@ def compute(ctx: Context) -> None:
             fs.put("compute_active_pct", fs.run["kernel_active_pct"], src)
         fs.tables["_nccl_sequence"] = pl.DataFrame(schema={"name": pl.String, "dur_ns": pl.Int64})
         return
-    k = kin.with_columns(pl.when(pl.col("name").is_in(nccl_names.implode())).then(pl.lit("nccl"))
-                         .otherwise(pl.lit("other")).alias("cls"))
-    nccl = k.filter(pl.col("cls") == "nccl")
+    # a flag per kernel, not a text (a text column costs 16 bytes a row)
+    k = kin.with_columns(pl.col("name").is_in(nccl_names.implode()).alias("is_nccl"))
+    nccl = k.filter(pl.col("is_nccl"))
     fs.put("nccl_kernel_count", nccl.height, src)
     # compute = kernel work that is not communication (what a straggler has more of)
     comp = [intervals.total(intervals.clip(intervals.merge(part.select(pl.col("start_ns").alias("s"),
                                                                       pl.col("end_ns").alias("e"))), win.start_ns, win.end_ns))
-            for (_,), part in k.filter(pl.col("cls") != "nccl").partition_by("device_id", as_dict=True).items()]
+            for (_,), part in k.filter(~pl.col("is_nccl")).partition_by("device_id", as_dict=True).items()]
     fs.put("compute_active_pct", pct(sum(comp) / max(1, len(busy)), win.length_ns), src)
     # the collectives in order, for cross-rank comparison (the last rank to arrive waits least)
     fs.tables["_nccl_sequence"] = nccl.sort("start_ns").select(pl.col("name").cast(pl.String), "dur_ns")
     overl, exposed = 0, 0
     tot_nccl = 0
     for (dev,), part in k.partition_by("device_id", as_dict=True).items():
-        iv = part.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), "cls")
-        n_iv = intervals.clip(intervals.merge(iv.filter(pl.col("cls") == "nccl")), win.start_ns, win.end_ns)
-        c_iv = intervals.clip(intervals.merge(iv.filter(pl.col("cls") != "nccl")), win.start_ns, win.end_ns)
+        iv = part.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), "is_nccl")
+        n_iv = intervals.clip(intervals.merge(iv.filter(pl.col("is_nccl"))), win.start_ns, win.end_ns)
+        c_iv = intervals.clip(intervals.merge(iv.filter(~pl.col("is_nccl"))), win.start_ns, win.end_ns)
         nt = intervals.total(n_iv)
         cov = int(intervals.coverage(n_iv, c_iv).sum()) if n_iv.height else 0
         tot_nccl += nt

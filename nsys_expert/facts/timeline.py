@@ -285,8 +285,14 @@ def attribute_gaps(gaps: pl.DataFrame, api: pl.DataFrame, host: dict[str, pl.Dat
     wait = host.get("wait")
     if wait is not None and wait.height:   # the launching thread blocked in an OS call (facts/waits.py)
         checks.append((pl.lit(intervals.coverage(g, wait)) * 2 >= length, "wait"))
+    # the chain picks a small integer per gap, then the causes are gathered by it (a chain of Enum
+    # values cost twice as much: 10 M gaps, 0.30 -> 0.15 s)
     chain = pl
     for cond, cause in checks:
-        chain = chain.when(cond).then(pl.lit(cause, dtype=CAUSE))
-    out = g.with_columns(length.alias("len"), chain.otherwise(pl.lit("host", dtype=CAUSE)).alias("cause"))
+        chain = chain.when(cond).then(pl.lit(CAUSES.index(cause), dtype=pl.UInt8))
+    code = g.select(chain.otherwise(pl.lit(CAUSES.index("host"), dtype=pl.UInt8))).to_series()
+    out = g.with_columns(length.alias("len"), _CAUSE_VALUES.gather(code).alias("cause"))
     return out.select(*gaps.columns, "len", "cause")
+
+
+_CAUSE_VALUES = pl.Series("cause", CAUSES, dtype=CAUSE)
