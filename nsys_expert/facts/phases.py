@@ -4,10 +4,11 @@ communication, evaluation, checkpoint, logging), how the ranges nest, and what t
 The phase of a range comes from its name through the table in ``phases.yaml`` (beside this module),
 which a rule pack overrides or extends with a ``phases:`` list in its ``pack.yaml``
 (``Options.phases``). The numbers come from the richest NVTX input: the trace
-(``nvtx_pushpop_trace``: nesting from each range's parent; a torch.profiler trace's user annotations:
-nesting from their times, the innermost range of the same thread around each, or for the top range of
-a thread the shortest range of another thread of the process around it, numbered instances such as
-``ProfilerStep#12`` as one name), else the summaries (``nvtx_sum``,
+(``nvtx_pushpop_trace``: nesting from each range's parent; a trace without parent ids, as an nsys
+SQLite export's, a CSV trace whose ranges are all at the top of their thread, or a torch.profiler
+trace's user annotations: nesting from their times, the innermost range of the same thread around
+each, or for the top range of a thread the shortest range of another thread of the process around it,
+numbered instances such as ``ProfilerStep#12`` as one name), else the summaries (``nvtx_sum``,
 ``nvtx_pushpop_sum``; levels from ``nvtx_gpu_proj_sum`` when it is there). Without a trace the
 nesting is inferred from totals and counts: a range C is taken as nested in a step range P (the
 iteration range, or a range named like a step) when P's total is at least C's, P's longest instance
@@ -106,6 +107,11 @@ def compute(ctx: Context) -> None:
     _idle_in_data(fs, prof, win, rows, src)
 
 
+# ranges nested from their times by a pass in Python (0.16 s per 200,000): past this many, the summaries'
+# inference (each range's nesting is then "inferred from totals")
+MAX_TIMED_RANGES = 500_000
+
+
 def _per_name(prof) -> tuple[pl.DataFrame | None, str | None, str | None]:
     """One row per range name (name, count, total_ns, med_ns, max_ns[, parent, level]), its table, and
     how the nesting is known: ``trace`` (each range's parent) or ``inferred``."""
@@ -115,8 +121,12 @@ def _per_name(prof) -> tuple[pl.DataFrame | None, str | None, str | None]:
         t = t.with_columns(_strip(pl.col("name")).alias("name"), (pl.col("end_ns") - pl.col("start_ns")).alias("d"))
         if {"range_id", "parent_id"} <= set(t.columns) and t["parent_id"].null_count() < t.height:
             return _trace_rows(t), "nvtx_trace", "trace"
-        if prof.meta.get("kineto") is not None and t.height:
-            # torch.profiler's user annotations: start and duration of each, the nesting from the times
+        if t.height > MAX_TIMED_RANGES:   # (PyTorch's emit_nvtx: a range per operator) the user's ranges only
+            t = t.filter(~pl.any_horizontal([pl.col("name").str.starts_with(d) for d in LIBRARY_DOMAINS])
+                         & ~pl.col("name").str.contains(_OPERATOR))
+        if 0 < t.height <= MAX_TIMED_RANGES:
+            # no parent ids (an nsys SQLite export; a CSV trace whose ranges are all at the top of their
+            # thread; torch.profiler's user annotations): the nesting from the times, which the trace has
             return _trace_rows(_parents_from_times(t)), "nvtx_trace", "trace"
     for table in ("nvtx_sum", "nvtx_pushpop_sum"):
         df = prof.tables.get(table)

@@ -128,7 +128,9 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
     # NVTX ranges the input already holds (a summary or the trace) are never asked for again: with a step
     # among them (an iteration, or the step range the phases found) there is nothing to mark
     nvtx_held = any(i.get("table") in _NVTX_TABLES and (i.get("rows") is None or i.get("rows", 0) > 0) for i in inputs)
-    steps_known = any(k in (facts or {}) for k in ("iter_count", "iter_est_count", "data_phase_parent"))
+    # (the phases' step is a step only when it repeats: a script's one range around everything is not)
+    steps_known = any(k in (facts or {}) for k in ("iter_count", "iter_est_count")) or \
+        ((facts or {}).get("data_phase_parent_count") or 0) >= 2
     if ("nvtx-steps" in needs or (not exported and ("nvtx_trace" in needs or "nvtx_sum" in needs))) \
             and not (nvtx_held and steps_known):
         rules = sorted(set(needs.get("nvtx-steps", []) + needs.get("nvtx_trace", []) + needs.get("nvtx_sum", [])))
