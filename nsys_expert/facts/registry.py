@@ -180,6 +180,31 @@ _RUN = [
     _f("osrt_blocking_ms", "ms", "OS runtime time in blocking calls (poll, futex, pthread_cond_wait, sem_wait, recv, read, ...), all threads added up", ("osrt_sum",)),
     _f("osrt_io_ms", "ms", "OS runtime time in file I/O calls (read, pread, fread, open, ...) over the whole profile", ("osrt_sum",)),
 ]
+# per phase and between the steps (facts/phase_work.py): the traces and NVTX steps
+_PW = ("gpu_trace", "api_trace", "nvtx_trace")
+_RUN += [
+    _f("optimizer_phase_share_pct", "%", "share of the window in the NVTX optimizer ranges nested in the steps (optimizer, opt_step, Optimizer.step#...)", _PW),
+    _f("optimizer_phase_ms_per_iter", "ms", "wall time in the optimizer ranges per iteration", _PW),
+    _f("optimizer_phase_kernels_per_iter", "", "kernels launched inside the optimizer ranges per iteration", _PW),
+    _f("optimizer_phase_kernel_median_us", "us", "median duration of the kernels launched inside the optimizer ranges", _PW),
+    _f("optimizer_phase_gpu_busy_pct", "%", "GPU time of the optimizer ranges' kernels over the ranges' wall time (low: the host launching one small kernel after another)", _PW),
+    _f("optimizer_phase_fused_kernel_share_pct", "%", "share of the optimizer ranges' kernel time in multi-tensor or fused optimizer kernels (multi_tensor_apply, fused_adam): near 100 the optimizer is fused already", _PW),
+    _f("optimizer_phase_names", "", "the NVTX range names taken as the optimizer phase", _PW),
+    _f("optimizer_fused_gain_pct", "%", "gain of a fused optimizer: the optimizer ranges' wall time per iteration minus 0.35 of their kernels' GPU time, as a share of the iteration", _PW),
+    _f("between_steps_share_pct", "%", "share of the window between the NVTX step ranges (outside every iteration range)", _PW),
+    _f("pause_count", "", "pauses in the window: a gap between steps, or the excess of a slow step, of 5 ms or more and 3x the typical step", _PW),
+    _f("pause_every_iters", "", "median number of iterations from one pause to the next", _PW),
+    _f("pause_median_ms", "ms", "median length of a pause", _PW),
+    _f("pause_share_pct", "%", "share of the window in pauses", _PW),
+    _f("pause_between_steps_share_pct", "%", "share of the pauses' time that lies between the step ranges (rather than inside slow steps)", _PW),
+    _f("pause_d2h_mb", "MB", "device-to-host megabytes launched in each pause (mean)", _PW),
+    _f("pause_write_ms", "ms", "file-write time (write, pwrite64, fsync, ...; OS runtime trace, any thread) in each pause (mean)", ("osrt_trace",)),
+    _f("checkpoint_async_gain_pct", "%", "gain of saving asynchronously: each pause shrinks to its device-to-host bytes at 25 GB/s (pinned, side stream) plus the file write that outlasts the steps until the next pause", _PW),
+    _f("step_d2h_mb_per_iter", "MB", "device-to-host megabytes copied inside each step (median over the steps; copies of 1 MB or more, in 80 % of the steps or more)", _PW),
+    _f("step_d2h_copies_per_iter", "", "device-to-host copies of 1 MB or more per step", _PW),
+    _f("step_d2h_pageable_share_pct", "%", "share of those copies that go to pageable host memory", _PW),
+    _f("step_d2h_exposed_pct", "%", "time those copies cost the GPU, as a share of the window: from its last work before each copy (or the copy call, when later) to the next operation after it (the copy, a pageable copy's staging, the host work that waited for it)", _PW),
+]
 # the summary tier (facts/estimates.py): per-iteration estimates from the summary reports, no trace
 _NV = ("nvtx_sum", "nvtx_gpu_proj_sum")
 _RUN += [

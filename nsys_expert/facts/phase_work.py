@@ -1,0 +1,227 @@
+"""Where an iteration's time goes by phase, and what happens between the iterations (issue 46).
+
+A trace with NVTX steps (the window's iterations) and the launch time of every GPU operation says, for
+each phase range nested in the steps (``forward``, ``backward``, ``optimizer``, ``metrics``, ... as
+``phases.yaml`` names them, PyTorch's ``Optimizer.step#...`` record_function ranges too), how long the
+host spends in it per iteration, how many kernels it launches and how busy they keep the GPU; and
+for the time *outside* the step ranges (between iterations) and the slow iterations, what pauses the
+run: long pauses every few steps with device-to-host copies and file writes are a checkpoint.
+
+Facts (all from the traces; none without them):
+- ``optimizer_phase_*``: the optimizer range's share of the window, its milliseconds, kernels and
+  median kernel per iteration, its kernels' GPU time over its wall time, the share of its kernel time
+  in multi-tensor / fused optimizer kernels, and ``optimizer_fused_gain_pct``: the gain of a fused
+  optimizer (the phase then takes ``FUSED_TIME_FACTOR`` of its kernels' GPU time).
+- ``between_steps_share_pct``; ``pause_*``: pauses (a gap between steps, or the excess of a slow
+  iteration, of at least ``PAUSE_MIN_MS`` and ``PAUSE_OVER_MEDIAN`` x the typical one) with their
+  count, period in iterations, median length, share of the window, device-to-host megabytes and
+  file-write time each, and ``checkpoint_async_gain_pct``: the gain of saving asynchronously.
+- ``step_d2h_*``: device-to-host copies launched inside the steps, every step: megabytes per
+  iteration, and the exposed time (``step_d2h_exposed_pct``): from the GPU's last work before each
+  copy (or the copy call, when later) to the next operation after it: the copy, the staging of a
+  pageable copy, and the host work that waited for it.
+The report's per-phase table is ``tables["phase_work"]``.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from . import intervals
+from .base import Context, in_window, pct
+from .phases import classify, merged_table
+
+PHASES = ("data", "forward", "backward", "optimizer", "comm", "log", "eval", "checkpoint")
+# a fused optimizer (one multi-tensor kernel per group) moves the same bytes in one pass, not one kernel
+# per parameter per operation: its time is this share of the unfused kernels' GPU time (AdamW reads
+# p, g, m, v and writes p, m, v once; foreach=False passes over them in ~5 kernels of 2-3 tensors each)
+FUSED_TIME_FACTOR = 0.35
+FUSED_OPT = r"(?i)multi_tensor_apply|fused_adam|fusedadam|_fused_|adam_kernel|FusedOptimizer|fused_sgd"
+PAUSE_MIN_MS = 5.0
+PAUSE_OVER_MEDIAN = 3.0
+MIN_PAUSES = 2
+WRITE_CALLS = ("write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev2", "fwrite", "fsync", "fdatasync", "msync")
+D2H_MIN_BYTES = 1_000_000
+PINNED_GBPS = 25.0   # a conservative pinned device-to-host bandwidth (PCIe 4/5: 25-55 GB/s measured)
+
+
+def compute(ctx: Context) -> None:
+    win = ctx.win
+    it = win.iterations
+    gpu = ctx.prof.tables.get("gpu_trace")
+    if it is None or not win.source.startswith("nvtx:") or gpu is None or "launch_s" not in gpu.columns:
+        return
+    steps = it.slice(win.skipped).filter((pl.col("host_s") >= win.start_ns) & (pl.col("host_s") < win.end_ns)) \
+        .sort("host_s")
+    if steps.height < 3 or not win.length_ns:
+        return
+    ops = in_window(gpu, win).filter(pl.col("launch_s").is_not_null())
+    src = ctx.prof.source_name("gpu_trace") or ""
+    rows = _phases(ctx, steps, ops, src)
+    rows += _pauses(ctx, steps, ops, src)
+    _step_d2h(ctx, steps, ops, src)
+    if rows:
+        ctx.fs.tables["phase_work"] = rows
+
+
+def _launched_in(ops: pl.DataFrame, cover: pl.DataFrame) -> pl.DataFrame:
+    return ops.filter(intervals.containing(ops["launch_s"], cover))
+
+
+def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> list[dict]:
+    """Per phase nested in the steps: wall time, kernels, GPU busy, device-to-host bytes per iteration."""
+    fs, win = ctx.fs, ctx.win
+    nv = ctx.prof.tables.get("nvtx_trace")
+    if nv is None or not {"name", "start_ns", "end_ns"} <= set(nv.columns):
+        return []
+    table = merged_table(ctx.phases)
+    step_cover = intervals.merge(steps.select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e")))
+    r = nv.filter(pl.col("end_ns").is_not_null() & (pl.col("start_ns") >= win.start_ns) & (pl.col("start_ns") < win.end_ns))
+    names = r["name"].drop_nulls().unique().to_list()
+    phase_of = {}
+    for n in names:
+        p = classify(str(n), table)
+        if p and p["phase"] in PHASES:
+            phase_of[n] = p["phase"]
+    n_it, wlen = steps.height, win.length_ns
+    out = []
+    if "optimizer" not in phase_of.values():
+        for f in ("optimizer_phase_share_pct", "optimizer_phase_kernels_per_iter", "optimizer_phase_gpu_busy_pct",
+                  "optimizer_phase_fused_kernel_share_pct", "optimizer_fused_gain_pct"):
+            fs.absent[f] = ("no NVTX range marks the optimizer step inside the steps: wrap opt.step() in one "
+                            "(torch.cuda.nvtx.range_push('optimizer') ... range_pop())")
+    for phase in PHASES:
+        sel = r.filter(pl.col("name").is_in([n for n, p in phase_of.items() if p == phase]))
+        sel = sel.filter(intervals.containing(sel["start_ns"], step_cover))
+        if sel.height < n_it // 2:
+            continue
+        cover = intervals.merge(sel.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")))
+        wall = intervals.total(cover)
+        mine = _launched_in(ops, cover)
+        k = mine.filter(pl.col("kind") == "kernel")
+        busy = float(k["dur_ns"].sum()) if k.height else 0.0
+        d2h = mine.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH"))
+        row = {"phase": phase, "names": ", ".join(sorted(str(n) for n, p in phase_of.items() if p == phase))[:120],
+               "ms_per_iter": wall / n_it / 1e6, "share_pct": pct(wall, wlen), "kernels_per_iter": k.height / n_it,
+               "gpu_busy_pct": pct(busy, wall), "d2h_mb_per_iter": float(d2h["bytes"].fill_null(0).sum()) / 1e6 / n_it}
+        out.append(row)
+        if phase == "optimizer":
+            _optimizer(fs, row, k, busy, wall, n_it, steps, src)
+    return out
+
+
+def _optimizer(fs, row: dict, k: pl.DataFrame, busy: float, wall: float, n_it: int, steps: pl.DataFrame, src: str) -> None:
+    fs.put("optimizer_phase_share_pct", row["share_pct"], src)
+    fs.put("optimizer_phase_ms_per_iter", row["ms_per_iter"], src)
+    fs.put("optimizer_phase_kernels_per_iter", row["kernels_per_iter"], src)
+    fs.put("optimizer_phase_gpu_busy_pct", row["gpu_busy_pct"], src)
+    fs.put("optimizer_phase_names", row["names"], src)
+    if k.height:
+        fs.put("optimizer_phase_kernel_median_us", float(k["dur_ns"].median()) / 1e3, src)
+        fused = float(k.filter(pl.col("name").cast(pl.String).str.contains(FUSED_OPT))["dur_ns"].sum())
+        fs.put("optimizer_phase_fused_kernel_share_pct", pct(fused, busy) if busy else 0.0, src)
+    iter_ns = float((steps["host_e"] - steps["host_s"]).sum() + _between_ns(steps)) / n_it
+    after = FUSED_TIME_FACTOR * busy / n_it
+    fs.put("optimizer_fused_gain_pct", max(0.0, pct(wall / n_it - after, iter_ns) or 0.0), src)
+
+
+def _between_ns(steps: pl.DataFrame) -> int:
+    s, e = steps["host_s"], steps["host_e"]
+    return int((s.slice(1) - e.slice(0, s.len() - 1)).clip(lower_bound=0).sum())
+
+
+def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> list[dict]:
+    """Long pauses between the steps (or inside slow steps) and what filled them."""
+    fs, win = ctx.fs, ctx.win
+    s, e = steps["host_s"].to_list(), steps["host_e"].to_list()
+    gaps = [max(0, s[i + 1] - e[i]) for i in range(len(s) - 1)]
+    durs = [e[i] - s[i] for i in range(len(s))]
+    fs.put("between_steps_share_pct", pct(sum(gaps), win.length_ns), src)
+    med_gap, med_dur = sorted(gaps)[len(gaps) // 2], sorted(durs)[len(durs) // 2]
+    typical = med_gap + med_dur
+    pauses = []   # (iteration index, start, end, length)
+    for i, g in enumerate(gaps):
+        if g >= PAUSE_MIN_MS * 1e6 and g >= PAUSE_OVER_MEDIAN * typical:
+            pauses.append((i, e[i], s[i + 1], g))
+    for i, d in enumerate(durs):
+        if d - med_dur >= PAUSE_MIN_MS * 1e6 and d >= PAUSE_OVER_MEDIAN * typical:
+            pauses.append((i, s[i], e[i], d - med_dur))
+    if len(pauses) < MIN_PAUSES:   # no periodic pause: the checkpoint rule is evaluated, and quiet
+        fs.put("pause_count", len(pauses), src)
+        fs.put("pause_share_pct", pct(sum(p[3] for p in pauses), win.length_ns) or 0.0, src)
+        fs.put("pause_d2h_mb", 0.0, src)
+        return []
+    pauses.sort()
+    idx = [p[0] for p in pauses]
+    every = sorted(b - a for a, b in zip(idx, idx[1:]))
+    cover = intervals.merge(pl.DataFrame({"s": [p[1] for p in pauses], "e": [p[2] for p in pauses]},
+                                         schema={"s": pl.Int64, "e": pl.Int64}))
+    d2h = _launched_in(ops, cover).filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH"))
+    d2h_bytes = float(d2h["bytes"].fill_null(0).sum())
+    total = sum(p[3] for p in pauses)
+    n = len(pauses)
+    fs.put("pause_count", n, src)
+    fs.put("pause_every_iters", every[len(every) // 2] if every else None, src)
+    fs.put("pause_median_ms", sorted(p[3] for p in pauses)[n // 2] / 1e6, src)
+    fs.put("pause_share_pct", pct(total, win.length_ns), src)
+    fs.put("pause_d2h_mb", d2h_bytes / 1e6 / n, src)
+    fs.put("pause_between_steps_share_pct", pct(sum(p[3] for p in pauses if p[2] in s), total), src)
+    write_ms = _writes_in(ctx, cover)
+    if write_ms is not None:
+        fs.put("pause_write_ms", write_ms / n, ctx.prof.source_name("osrt_trace") or src)
+    # saved asynchronously: a pinned copy on a side stream (exposed at most at the pinned bandwidth) and
+    # the file written by a thread while the next steps run (exposed only where it outlasts them)
+    steps_between = (every[len(every) // 2] if every else 1) * typical
+    residual = d2h_bytes / n / PINNED_GBPS + max(0.0, (write_ms or 0.0) / n * 1e6 - steps_between)
+    fs.put("checkpoint_async_gain_pct", pct(sum(max(0.0, p[3] - residual) for p in pauses), win.length_ns), src)
+    return [{"phase": "pauses", "names": f"{n} pauses, every {every[len(every) // 2] if every else '?'} iterations",
+             "ms_per_iter": total / steps.height / 1e6, "share_pct": pct(total, win.length_ns), "kernels_per_iter": None,
+             "gpu_busy_pct": None, "d2h_mb_per_iter": d2h_bytes / 1e6 / steps.height}]
+
+
+def _writes_in(ctx: Context, cover: pl.DataFrame) -> float | None:
+    """File-write time (OS runtime trace, any thread, clipped to the pauses) in ns; None without the trace."""
+    o = ctx.prof.tables.get("osrt_trace")
+    if o is None or not {"name", "start_ns", "end_ns"} <= set(o.columns):
+        return None
+    w = o.filter(pl.col("name").cast(pl.String).is_in(list(WRITE_CALLS)))
+    if w.height == 0:
+        return 0.0
+    clipped = intervals.merge(w.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")))
+    total = 0
+    for a, b in cover.select("s", "e").iter_rows():   # a few pauses
+        total += intervals.total(intervals.clip(clipped, a, b))
+    return float(total)
+
+
+def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> None:
+    """Device-to-host copies inside the steps, in most steps: size and exposed time."""
+    fs, win = ctx.fs, ctx.win
+    cover = steps.select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e"))
+    d2h = _launched_in(ops, intervals.merge(cover)).filter(
+        (pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH") & (pl.col("bytes").fill_null(0) >= D2H_MIN_BYTES))
+    if d2h.height == 0:   # no read-back of 1 MB or more in the steps: the rule is evaluated, and quiet
+        fs.put("step_d2h_mb_per_iter", 0.0, src)
+        fs.put("step_d2h_exposed_pct", 0.0, src)
+        return
+    it_of = steps["host_s"].search_sorted(d2h["launch_s"], side="right").cast(pl.Int64) - 1
+    per = d2h.with_columns(it_of.alias("it")).group_by("it").agg(pl.col("bytes").sum())
+    if per.height < 0.8 * steps.height:   # not every step: a periodic copy (the pauses' facts say what)
+        fs.put("step_d2h_mb_per_iter", 0.0, src)
+        fs.put("step_d2h_exposed_pct", 0.0, src)
+        return
+    fs.put("step_d2h_mb_per_iter", float(per["bytes"].median()) / 1e6, src)
+    fs.put("step_d2h_copies_per_iter", d2h.height / steps.height, src)
+    pageable = d2h.filter(pl.col("dst_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False))
+    fs.put("step_d2h_pageable_share_pct", pct(pageable.height, d2h.height), src)
+    allops = ops.select("start_ns", "end_ns").sort("start_ns")
+    starts = allops["start_ns"]
+    prev_end = allops["end_ns"].cum_max()
+    exposed = 0
+    for cs, ce, ls in d2h.select("start_ns", "end_ns", "launch_s").iter_rows():   # a few per step
+        i = int(starts.search_sorted(cs, side="left")) - 1
+        before = int(prev_end[i]) if i >= 0 else cs
+        t0 = max(min(before, cs), int(ls))
+        j = int(starts.search_sorted(ce, side="left"))
+        nxt = int(starts[j]) if j < starts.len() else min(ce, win.end_ns)
+        exposed += max(0, nxt - t0)
+    fs.put("step_d2h_exposed_pct", min(100.0, pct(exposed, win.length_ns) or 0.0), src)
