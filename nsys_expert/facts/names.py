@@ -93,6 +93,9 @@ ELEMENTWISE_KERNEL = (r"(?i)elementwise|vectorized|unrolled|reduce_kernel|reduct
                       r"multi_tensor_apply|transpose|permute|cast|where|clamp|relu|gelu|silu|mul|add|sum|mean")
 # SIMT GEMMs: named so, or built on the FP32 / FP64 FMA pipes (cuBLAS's xmma kernels without TF32:
 # sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_...), which xmma alone does not rule out
+# layout conversions around convolutions (cuDNN converts NCHW tensors for its NHWC tensor-core kernels and
+# back): nchwToNhwcKernel, nhwcToNchwKernel, cudnn::...::nchw2nhwc..., the generic layout-transform kernels
+LAYOUT_KERNEL = r"(?i)nchw_?to_?nhwc|nhwc_?to_?nchw|nchw2nhwc|nhwc2nchw|nchw_?to_?nchwc|layout_?transform|convert_?layout|transpose_?nchw|transpose_?nhwc"
 SIMT_GEMM = r"(?i)simt|sgemm|dgemm|_ffma|_dfma"
 # elementwise kernels a compiler already fused (torch.compile's Triton kernels, nvFuser): a chain in one pass
 FUSED_KERNEL = r"(?i)^triton_(poi|red|per)_fused|nvfuser|^kernel_cuda_fused|CudaCodeGen"

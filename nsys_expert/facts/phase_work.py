@@ -202,12 +202,14 @@ def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) ->
     if d2h.height == 0:   # no read-back of 1 MB or more in the steps: the rule is evaluated, and quiet
         fs.put("step_d2h_mb_per_iter", 0.0, src)
         fs.put("step_d2h_exposed_pct", 0.0, src)
+        fs.put("step_d2h_copy_share_of_exposed_pct", 0.0, src)
         return
     it_of = steps["host_s"].search_sorted(d2h["launch_s"], side="right").cast(pl.Int64) - 1
     per = d2h.with_columns(it_of.alias("it")).group_by("it").agg(pl.col("bytes").sum())
     if per.height < 0.8 * steps.height:   # not every step: a periodic copy (the pauses' facts say what)
         fs.put("step_d2h_mb_per_iter", 0.0, src)
         fs.put("step_d2h_exposed_pct", 0.0, src)
+        fs.put("step_d2h_copy_share_of_exposed_pct", 0.0, src)
         return
     fs.put("step_d2h_mb_per_iter", float(per["bytes"].median()) / 1e6, src)
     fs.put("step_d2h_copies_per_iter", d2h.height / steps.height, src)
@@ -216,7 +218,7 @@ def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) ->
     allops = ops.select("start_ns", "end_ns").sort("start_ns")
     starts = allops["start_ns"]
     prev_end = allops["end_ns"].cum_max()
-    exposed = 0
+    exposed, copying = 0, int((d2h["end_ns"] - d2h["start_ns"]).sum())
     for cs, ce, ls in d2h.select("start_ns", "end_ns", "launch_s").iter_rows():   # a few per step
         i = int(starts.search_sorted(cs, side="left")) - 1
         before = int(prev_end[i]) if i >= 0 else cs
@@ -225,3 +227,4 @@ def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) ->
         nxt = int(starts[j]) if j < starts.len() else min(ce, win.end_ns)
         exposed += max(0, nxt - t0)
     fs.put("step_d2h_exposed_pct", min(100.0, pct(exposed, win.length_ns) or 0.0), src)
+    fs.put("step_d2h_copy_share_of_exposed_pct", min(100.0, pct(copying, exposed) or 0.0), src)

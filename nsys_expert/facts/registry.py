@@ -125,6 +125,7 @@ _RUN = [
     _f("matmul_share_of_kernel_pct", "%", "share of kernel time in GEMM / attention / convolution kernels (by name)", ("gpu_trace", "kern_sum")),
     _f("elementwise_fused_share_of_kernel_pct", "%", "share of kernel time in elementwise kernels a compiler already fused (triton_*_fused_*, nvFuser): fusing gives them nothing more", ("gpu_trace", "kern_sum")),
     _f("elementwise_share_of_kernel_pct", "%", "share of kernel time in elementwise / reduction / normalisation / optimizer kernels (by name)", ("gpu_trace", "kern_sum")),
+    _f("layout_convert_share_of_kernel_pct", "%", "share of kernel time in layout-conversion kernels (cuDNN's nchwToNhwc / nhwcToNchw and kin, by name): NCHW tensors converted around NHWC tensor-core convolutions", ("gpu_trace", "kern_sum")),
     _f("simt_gemm_share_of_kernel_pct", "%", "share of kernel time in fp32/fp64 GEMMs on SIMT cores (no tensor cores, by name)", ("gpu_trace", "kern_sum")),
     _f("launch_api_share_pct", "%", "host time inside kernel-launch calls (all threads, union) as a share of the window", ("api_trace", "api_sum")),
     _f("launch_to_kernel_time_ratio", "x", "host time in kernel-launch calls / GPU time in kernels (above 1: the host cannot launch as fast as the GPU runs them)", ("api_trace", "api_sum")),
@@ -203,6 +204,7 @@ _RUN += [
     _f("step_d2h_mb_per_iter", "MB", "device-to-host megabytes copied inside each step (median over the steps; copies of 1 MB or more, in 80 % of the steps or more)", _PW),
     _f("step_d2h_copies_per_iter", "", "device-to-host copies of 1 MB or more per step", _PW),
     _f("step_d2h_pageable_share_pct", "%", "share of those copies that go to pageable host memory", _PW),
+    _f("step_d2h_copy_share_of_exposed_pct", "%", "share of that exposed time in which the copies themselves ran (the rest: staging and host work waiting for them)", _PW),
     _f("step_d2h_exposed_pct", "%", "time those copies cost the GPU, as a share of the window: from its last work before each copy (or the copy call, when later) to the next operation after it (the copy, a pageable copy's staging, the host work that waited for it)", _PW),
 ]
 # the summary tier (facts/estimates.py): per-iteration estimates from the summary reports, no trace

@@ -4,7 +4,8 @@
    number removed, so ``ProfilerStep#12`` and ``step 3`` group) defines iterations. The window runs
    from the start of iteration ``skip + 1`` (default: the second) to the end of the GPU work
    launched by the last one.
-2. Otherwise the dense part of the GPU trace: the window starts after the last long idle gap
+2. Otherwise the steady state from the kernels (facts/period.py): the second period of the longest run
+   in which the kernel names repeat; failing that, the dense part of the GPU trace: the window starts after the last long idle gap
    (longer than ``max(50 ms, 100 x median gap)``) in the first half of the trace, and ends at
    the last GPU operation.
 3. ``--window START:END`` overrides both; ``--skip-iterations N`` changes the warm-up count.
@@ -19,6 +20,7 @@ import polars as pl
 
 from . import intervals
 from .names import LIBRARY_DOMAINS
+from .period import periodic_start
 
 LONG_GAP_FLOOR_NS = 50_000_000
 LONG_GAP_FACTOR = 100
@@ -345,7 +347,8 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
                   f"work the last iteration launched ({how})")
         return Window(start, end, f"nvtx:{name}", reason, iters, skip, span_s, span_e)
     if gpu is not None and gpu.height:
-        start, reason = dense_start(gpu)
+        found_period = periodic_start(gpu)
+        start, reason = (found_period[0], found_period[1]) if found_period else dense_start(gpu)
         end = int(gpu["end_ns"].max())
         note = []
         if iters is not None:
