@@ -100,10 +100,71 @@ def compare(before: dict, after: dict, fail_pct: float | None = None) -> dict:
     worse = sum(r["verdict"] == "worse" for r in key_rows) + sum(SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium") for f in new)
     verdict = "improved" if better > worse else ("regressed" if worse > better else "unchanged")
     return {"schema_version": 1, "before": _label(before), "after": _label(after), "verdict": verdict,
+            "promises": promises(before, after),
             "regressions": regressions, "gate": None if fail_pct is None else {"threshold_pct": fail_pct,
                                                                                "tripped": bool(regressions)},
             "facts": facts, "resolved": resolved, "new": new, "persisting": persisting, "not_comparable": unknown,
             "comparability": notes}
+
+
+CAME_TRUE_POINTS = 10.0   # a promise within this many points of the measured gain came true
+
+
+def step_ms(doc: dict) -> tuple[float | None, str]:
+    """Time per step as the GPU sees it: the window (the second step's start to the end of the GPU work
+    the last step launched) over its steps, the mean that a before/after pair's gain is measured on."""
+    f = doc.get("facts", {})
+    w, n = f.get("window_ms"), f.get("iter_count")
+    if isinstance(w, (int, float)) and isinstance(n, (int, float)) and n >= 2:
+        return w / n, "window / iterations"
+    return None, ""
+
+
+def promises(before: dict, after: dict) -> dict | None:
+    """What BEFORE's findings promised beside the per-step gain measured between the runs, and which
+    finding's advice the change matches: the one whose own evidence (its first fact) fell the most."""
+    b, how = step_ms(before)
+    a, _ = step_ms(after)
+    if not b or not a:
+        return None
+    measured = round(100.0 * (1.0 - a / b), 1)
+    fa = after.get("facts", {})
+    rows = []
+    for f in before.get("findings", []):
+        gain = f.get("estimated_gain_pct")
+        if not isinstance(gain, (int, float)) or gain <= 0:
+            continue
+        ev = next((e for e in f.get("evidence", []) if isinstance(e.get("value"), (int, float))
+                   and not isinstance(e.get("value"), bool)), None)
+        drop = None
+        if ev is not None and isinstance(fa.get(ev["fact"]), (int, float)) and ev["value"]:
+            drop = round(100.0 * (1.0 - fa[ev["fact"]] / ev["value"]), 1)
+        elif ev is not None and ev["fact"] not in fa:
+            drop = 100.0   # the evidence is gone from the after-run
+        rows.append({"rule": f["rule"], "promised_pct": gain, "fact": ev["fact"] if ev else None,
+                     "fact_before": ev["value"] if ev else None, "fact_after": fa.get(ev["fact"]) if ev else None,
+                     "evidence_drop_pct": drop})
+    applied = max((r for r in rows if r["evidence_drop_pct"] is not None), key=lambda r: r["evidence_drop_pct"], default=None)
+    for r in rows:
+        r["applied"] = r is applied and (r["evidence_drop_pct"] or 0) >= 50
+        r["came_true"] = abs(r["promised_pct"] - measured) <= CAME_TRUE_POINTS if r["applied"] else None
+    return {"step_ms_before": round(b, 4), "step_ms_after": round(a, 4), "basis": how, "measured_gain_pct": measured,
+            "within_points": CAME_TRUE_POINTS, "rows": rows}
+
+
+def _promise_lines(p: dict) -> list[str]:
+    out = [f"per step: {p['step_ms_before']:.4g} ms → {p['step_ms_after']:.4g} ms ({p['basis']}): "
+           f"**{p['measured_gain_pct']:.1f} % measured**"]
+    for r in p["rows"]:
+        head = f"`{r['rule']}` promised {r['promised_pct']:.1f} %"
+        if r["applied"]:
+            ev = f" (`{r['fact']}` {_num(r['fact_before'], r['fact'])} → {_num(r['fact_after'], r['fact'])})"
+            verdict = ("came true" if r["came_true"] else
+                       f"**did not come true**: {abs(r['promised_pct'] - p['measured_gain_pct']):.1f} points off")
+            out.append(f"{head}; the change matches its advice{ev}: {verdict}")
+        else:
+            out.append(f"{head}; its evidence did not fall: not the change made")
+    return out
 
 
 def gate_reasons(d: dict, n: int = 3) -> str:
@@ -177,6 +238,8 @@ def _blocks(d: dict) -> list[tuple]:
     out.append(("ul", head))
     if d["comparability"]:
         out += [("p", "Comparability:"), ("ul", list(d["comparability"]))]
+    if d.get("promises"):
+        out += [("h2", "Promised and measured"), ("ul", _promise_lines(d["promises"]))]
     out.append(("h2", "Findings"))
     cut: dict[str, str] = {}
     empty = []
