@@ -58,6 +58,7 @@ def compute(ctx: Context) -> None:
     src = ctx.prof.source_name("gpu_trace") or ""
     rows = _phases(ctx, steps, ops, src)
     rows += _pauses(ctx, steps, ops, src)
+    _between_work(ctx, steps, ops, src)
     _step_d2h(ctx, steps, ops, src)
     if rows:
         ctx.fs.tables["phase_work"] = rows
@@ -176,6 +177,41 @@ def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     return [{"phase": "pauses", "names": f"{n} pauses, every {every[len(every) // 2] if every else '?'} iterations",
              "ms_per_iter": total / steps.height / 1e6, "share_pct": pct(total, win.length_ns), "kernels_per_iter": None,
              "gpu_busy_pct": None, "d2h_mb_per_iter": d2h_bytes / 1e6 / steps.height}]
+
+
+LOADER_WORKERS = 8
+
+
+def _between_work(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> None:
+    """Host time between the step ranges in every step (a batch made in the training loop, outside the
+    annotated step) and the gain of making it in ``LOADER_WORKERS`` DataLoader workers: the step then
+    takes the longest of the GPU's work, the step range's own host time and a worker's share of the
+    batch time (the loader's rate)."""
+    fs, win = ctx.fs, ctx.win
+    s, e = steps["host_s"], steps["host_e"]
+    n = steps.height
+    gaps = (s.slice(1) - e.slice(0, n - 1)).clip(lower_bound=0)
+    if gaps.len() < 2:
+        return
+    gap_med = float(gaps.median())
+    cover = pl.DataFrame({"s": e.slice(0, n - 1), "e": s.slice(1)}).filter(pl.col("e") > pl.col("s"))
+    busy_in_gaps = 0
+    busy = fs.tables.get("_busy")
+    if cover.height and isinstance(busy, dict) and busy:   # the first device's busy time inside the gaps
+        dev = busy[sorted(busy)[0]]
+        if dev.height:
+            busy_in_gaps = intervals.total(intervals.common([dev.select("s", "e"), intervals.merge(cover)],
+                                                            win.start_ns, win.end_ns))
+    idle_in_gaps = max(0.0, float(gaps.sum()) - busy_in_gaps)
+    fs.put("between_steps_ms_per_iter", gap_med / 1e6, src)
+    fs.put("between_steps_gpu_idle_pct", pct(idle_in_gaps, win.length_ns) or 0.0, src)
+    if gap_med <= 0:
+        return
+    iter_now = win.length_ns / n
+    gpu_busy = (fs.run.get("gpu_active_pct") or 0.0) / 100.0 * win.length_ns / n
+    in_step = float((e - s).median())
+    after = max(gpu_busy, in_step, gap_med / LOADER_WORKERS)
+    fs.put("loader_workers_gain_pct", max(0.0, 100.0 * (1.0 - after / iter_now)), src)
 
 
 def _writes_in(ctx: Context, cover: pl.DataFrame) -> float | None:
