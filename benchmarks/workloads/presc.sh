@@ -22,9 +22,11 @@ export_one() {   # W D: CPU only, runs while the next workload profiles
   gzip -9 $D/$W.sqlite
   rm -f $D/*.nsys-rep
 }
+START=$(date +%s); DEADLINE=${DEADLINE:-450}   # no new workload after DEADLINE seconds: the results still come back
 case $MODE in
 nsys)
   for W in "$@"; do
+    [ $(( $(date +%s) - START )) -gt $DEADLINE ] && { echo "== deadline: $W and after not run"; break; }
     D=$R/$W; mkdir -p $D; T0=$(date +%s)
     FLAGS="-t cuda,nvtx,osrt,cublas,cudnn -s none --cpuctxsw=none"
     [ $W = llama_autograd ] && FLAGS="-t cuda,nvtx,osrt,cublas,cudnn --pytorch=autograd-nvtx --python-sampling=true --cpuctxsw=none"
@@ -42,6 +44,7 @@ nsys)
   nsys --version > $R/versions.txt; nvidia-smi >> $R/versions.txt; python3 -c "import torch; print('torch', torch.__version__)" >> $R/versions.txt;;
 kineto)
   for W in "$@"; do
+    [ $(( $(date +%s) - START )) -gt $DEADLINE ] && { echo "== deadline: $W and after not run"; break; }
     T0=$(date +%s); mkdir -p $R/kineto
     KINETO_OUT=$R/kineto/$W.pt.trace.json timeout 200 python3 prescriptions.py $W kineto > $R/kineto/$W.log 2>&1
     gzip -9 $R/kineto/$W.pt.trace.json; echo "== $W traced in $(( $(date +%s) - T0 ))s: $(tail -1 $R/kineto/$W.log)"

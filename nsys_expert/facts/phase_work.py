@@ -103,7 +103,7 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
         d2h = mine.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH"))
         row = {"phase": phase, "names": ", ".join(sorted(str(n) for n, p in phase_of.items() if p == phase))[:120],
                "ms_per_iter": wall / n_it / 1e6, "share_pct": pct(wall, wlen), "kernels_per_iter": k.height / n_it,
-               "gpu_busy_pct": pct(busy, wall), "d2h_mb_per_iter": float(d2h["bytes"].fill_null(0).sum()) / 1e6 / n_it}
+               "gpu_busy_pct": min(100.0, pct(busy, wall) or 0.0), "d2h_mb_per_iter": float(d2h["bytes"].fill_null(0).sum()) / 1e6 / n_it}
         out.append(row)
         if phase == "optimizer":
             _optimizer(fs, row, k, busy, wall, n_it, steps, src)
@@ -174,7 +174,7 @@ def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     steps_between = (every[len(every) // 2] if every else 1) * typical
     residual = d2h_bytes / n / PINNED_GBPS + max(0.0, (write_ms or 0.0) / n * 1e6 - steps_between)
     fs.put("checkpoint_async_gain_pct", pct(sum(max(0.0, p[3] - residual) for p in pauses), win.length_ns), src)
-    return [{"phase": "pauses", "names": f"{n} pauses, every {every[len(every) // 2] if every else '?'} iterations",
+    return [{"phase": "pauses", "names": f"{n} × {sorted(p[3] for p in pauses)[n // 2] / 1e6:.0f} ms, every {every[len(every) // 2] if every else '?'} steps",
              "ms_per_iter": total / steps.height / 1e6, "share_pct": pct(total, win.length_ns), "kernels_per_iter": None,
              "gpu_busy_pct": None, "d2h_mb_per_iter": d2h_bytes / 1e6 / steps.height}]
 
