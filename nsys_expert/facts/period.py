@@ -61,7 +61,7 @@ def periodic_start(gpu: pl.DataFrame) -> tuple[int, str, int] | None:
     _, a, d, periods = best
     start_idx = a + d   # the first period is warm-up
     start = int(k["start_ns"][start_idx])
-    why = (f"no NVTX iterations: the kernel names repeat every {d} kernels for {periods} periods (the steady state); "
-           f"the window starts at the second period (start-up, the first call and the weights' upload left out) "
-           f"and ends with the last GPU operation")
+    why = (f"no NVTX iterations, so the steady state comes from the kernels: their names repeat every {d} kernels "
+           f"for {periods} periods, and the window starts at the second period (start-up, the first call and the "
+           f"weights' upload left out) and ends with the last GPU operation")
     return start, why, d
