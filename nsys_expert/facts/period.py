@@ -25,8 +25,13 @@ def periodic_start(gpu: pl.DataFrame) -> tuple[int, str, int] | None:
     k = gpu.filter(pl.col("kind") == "kernel") if "kind" in gpu.columns else gpu
     if k.height < MIN_KERNELS or "name" not in k.columns:
         return None
-    k = k.select("start_ns", pl.col("name").cast(pl.String)).sort("start_ns")
-    codes = k.select(pl.col("name").rank("dense").cast(pl.Int64)).to_series()
+    name = pl.col("name")
+    if k.schema["name"] not in (pl.Categorical, pl.Enum) and not isinstance(k.schema["name"], (pl.Categorical, pl.Enum)):
+        name = name.cast(pl.Categorical)
+    k = k.select("start_ns", name.to_physical().cast(pl.Int64).alias("code"))
+    if not k["start_ns"].is_sorted():
+        k = k.sort("start_ns")
+    codes = k["code"]
     n = codes.len()
     counts = codes.value_counts(sort=True)
     cand = counts.filter((pl.col("count") >= MIN_PERIODS + 1) & (pl.col("count") <= n // 2)).head(CANDIDATES)
