@@ -286,28 +286,32 @@ def test_a_sleeping_host_is_not_called_working():
 
 
 def test_lazy_module_loading_is_warm_up_not_host_work():
-    """fixtures/busy_no_nvtx: no NVTX, a short run; the window holds cuBLAS's first call, whose
-    cuLibraryLoadData (15.2 ms) leaves the GPU idle 18.1 ms."""
+    """fixtures/busy_no_nvtx: no NVTX, a short run; cuBLAS's first call, whose cuLibraryLoadData (15.2 ms)
+    leaves the GPU idle 18.1 ms, is start-up: the kernel names repeat from the second call on, so the
+    window (issue 46: the steady state without NVTX) starts there, and the GPU is busy in it."""
     doc = run("busy_no_nvtx_sqlite")
     f = doc["facts"]
-    assert f["gpu_idle_load_pct"] == pytest.approx(24.78, abs=0.01)   # README: 18.1 ms of the 73.2 ms window
-    assert f["gpu_idle_host_pct"] < 1
-    assert [(x["rule"], x["severity"]) for x in doc["findings"]] == [("lazy-module-loading", "low")]
-    assert doc["verdict"]["state"] == "diagnosed" and doc["verdict"]["rule"] is None
+    assert "repeat every" in doc["window"]["reason"]
+    assert f.get("gpu_idle_load_pct", 0.0) < 1 and f["gpu_active_pct"] > 95
+    assert f["startup_s"] > 0.0181                       # the load is in the start-up before the window
+    assert "lazy-module-loading" not in {x["rule"] for x in doc["findings"]}
+    assert "host-bound" not in {x["rule"] for x in doc["findings"]}
 
 
 def test_checkpoint_copies_are_memcpy_bound():
-    """fixtures/checkpoint_spikes: every 10th step copies 1 GiB of weights to pageable host memory."""
-    for case in ("checkpoint_spikes", "checkpoint_spikes_sqlite"):
-        doc = run(case)
-        top = doc["findings"][0]
-        assert (top["rule"], top["severity"]) == ("memcpy-bound", "high"), case
+    """fixtures/checkpoint_spikes: every 10th step copies 1 GiB of weights to pageable host memory. From the
+    CSVs (no NVTX trace) memcpy-bound; from the SQLite export, whose steps show the pauses, the checkpoint
+    (same category: one story), folding memcpy-bound."""
+    assert [(f["rule"], f["severity"]) for f in run("checkpoint_spikes")["findings"]][0] == ("memcpy-bound", "high")
+    top = run("checkpoint_spikes_sqlite")["findings"][0]
+    assert (top["rule"], top["category"], top["severity"]) == ("checkpoint-pauses", "memcpy-bound", "high")
+    assert "memcpy-bound" in {s["rule"] for s in top["supporting"]}
     doc = run("checkpoint_spikes_sqlite")
     f = doc["facts"]
     assert f["iter_max_over_median"] > 100   # the checkpoint steps
     # all the copy time is in 6 of the 59 steady iterations: the advice names the bursts
     assert f["memcpy_top_fifth_iters_share_pct"] == pytest.approx(100.0)
-    assert any("come in bursts" in a for a in doc["findings"][0]["advice"])
+    assert any("asynchronously" in a for a in doc["findings"][0]["advice"])
     # copies in every step (memcpy_bound): no such advice
     every = run("gpu_metrics_memcpy_pageable_sqlite")
     assert every["findings"][0]["rule"] == "memcpy-bound" and every["facts"]["memcpy_top_fifth_iters_share_pct"] < 30
