@@ -407,7 +407,7 @@ def test_host_time_by_elimination_without_the_api_trace():
     f = doc["facts"]
     top = doc["findings"][0]
     assert (top["rule"], top["severity"], top["confidence"]) == ("host-bound", "high", "likely")
-    assert "gpu_idle_host_pct" not in f and f["gpu_idle_host_elim_pct"] == pytest.approx(73.7, abs=0.2)
+    assert "gpu_idle_host_pct" not in f and f["gpu_idle_host_elim_pct"] == pytest.approx(71.9, abs=0.2)   # 73.7 before the window left out the first period (issue 46)
     assert f["cuda_api_total_ms"] == pytest.approx(142.4, abs=0.1)
     assert "By elimination" in top["message"] and "gpu-starved" not in {x["rule"] for x in doc["findings"]}
     # idle gaps that all CUDA API calls could fill (lazy loading in busy_no_nvtx) are no host time

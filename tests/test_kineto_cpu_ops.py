@@ -41,7 +41,7 @@ def test_sync_bound_names_item_as_the_sync_source():
     assert "`aten::item`" in sync["message"]
     assert any(".item()" in a and "aten::item" in a for a in sync["advice"])
     rows = doc["tables"]["sync_sources"]
-    assert rows[0]["op"] == "aten::item" and rows[0]["calls"] == 400
+    assert rows[0]["op"] == "aten::item" and rows[0]["calls"] == 399   # the first period is warm-up (the kernel-period window)
     # torch.cuda.synchronize() makes cudaDeviceSynchronize outside any operator; it leaves the GPU no idle time
     assert any(r["op"] == "cudaDeviceSynchronize (no operator)" and r["idle_after_ms"] == 0 for r in rows)
 

@@ -24,7 +24,7 @@ def test_gpu_trace_plus_nvtx_sum_attributes_idle_time_to_the_data_phase():
     assert (top["rule"], top["severity"], top["confidence"]) == ("data-io-bound", "high", "likely")
     # at least this much of the window is idle inside load_batch: 1,486.7 ms of load_batch (nvtx_sum)
     # minus the 370 ms of span outside the window minus one 13.8 ms instance, + 88.3 % idle - the window
-    assert f["gpu_idle_data_phase_pct"] == pytest.approx(53.6, abs=0.2)
+    assert f["gpu_idle_data_phase_pct"] == pytest.approx(49.9, abs=0.2)   # 53.6 when the window began earlier, with start-up
     assert f["data_phase_total_ms"] == pytest.approx(1486.7, abs=0.1)
     assert "load_batch" in top["message"] and "nvtx_sum" in top["message"]
     # the data time is left out of the host time by elimination, so host-bound no longer claims it
