@@ -60,6 +60,7 @@ def _ordered(findings: list[dict]) -> list[dict]:
              "title": f["title"], "message": f["message"], "evidence": f["evidence"],
              "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"],
              **({"gain_basis": f["gain_basis"]} if f.get("gain_basis") else {}),
+             **({"gain_capped_by": f["gain_capped_by"]} if f.get("gain_capped_by") else {}),
              **({"estimated_gain_range_pct": f["estimated_gain_range_pct"]}
                 if f.get("estimated_gain_range_pct") else {}),
              "confidence": f.get("confidence", "measured"), "scope": f["scope"],
@@ -76,7 +77,8 @@ def _verdict(doc: dict, evaluation) -> dict:
     """The verdict of a report (or of a rank's row): ``doc`` holds its ranked findings, facts, inputs,
     not-evaluated rules and tables; its next steps are added to it."""
     doc["next_steps"] = _next_steps(doc)
-    out = verdict.decide(doc["findings"], evaluation.not_evaluated, doc["facts"], doc["next_steps"])
+    out = verdict.decide(doc["findings"], evaluation.not_evaluated, doc["facts"], doc["next_steps"],
+                         doc.get("window"), (doc.get("tables") or {}).get("phases"))
     if getattr(evaluation, "too_little_work", None):     # engine/resolve.py's minimum-work guard: no finding decides
         out.update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
                    confidence=None)
