@@ -146,3 +146,26 @@ def test_kernel_gain_of_a_launch_bound_run_is_not_medium():
     assert tail[0]["gain_capped_by"] == "critical_path"
     launch = next(f for f in doc["findings"] if f["rule"] == "launch-bound")
     assert doc["recoverable"]["total_pct"] <= launch["estimated_gain_pct"] + 0.1
+
+
+def test_host_work_no_finding_names_is_the_named_limiter():
+    """sync_bound: removing the syncs wins 10 %; ~2.2 ms of each 2.6 ms step is the host's own work,
+    which the verdict names with the commands that profile it (issue 48, item 3)."""
+    from nsys_expert import report
+    doc = _doc("sync_bound")
+    lim = doc["verdict"]["limiter"]
+    assert lim["side"] == "host" and lim["critical_path_host_pct"] > 80
+    cmds = [c for st in doc["next_steps"] for c in st["commands"]]
+    assert any("--sample=process-tree" in c and "--python-sampling=true" in c for c in cmds)
+    assert any(c.startswith("py-spy record") for c in cmds)
+    head = report.render_markdown(doc).splitlines()[2]
+    assert "limiter is the host's own work" in head and "85.0 %" in head
+    # its verdict command is still the export that decides, never the host profile
+    assert "py-spy" not in (doc["verdict"]["next_command"] or "")
+
+
+def test_host_time_in_cuda_calls_is_no_unnamed_limiter():
+    """small_h2d_copies: the host's time is 200 copy + sync calls a step, which sync-bound names."""
+    doc = _doc("small_h2d_copies")
+    assert doc["facts"]["critical_path_host_pct"] > 50
+    assert "limiter" not in doc["verdict"]

@@ -77,12 +77,17 @@ def _verdict(doc: dict, evaluation) -> dict:
     """The verdict of a report (or of a rank's row): ``doc`` holds its ranked findings, facts, inputs,
     not-evaluated rules and tables; its next steps are added to it."""
     doc["next_steps"] = _next_steps(doc)
+    limiter = verdict.limiter(doc["findings"], doc["facts"])
+    if limiter:
+        doc["next_steps"].append(verdict.HOST_SAMPLING_STEP)
     out = verdict.decide(doc["findings"], evaluation.not_evaluated, doc["facts"], doc["next_steps"],
                          doc.get("window"), (doc.get("tables") or {}).get("phases"))
     if getattr(evaluation, "too_little_work", None):     # engine/resolve.py's minimum-work guard: no finding decides
         out.update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
                    confidence=None)
         out.pop("gpu_idle_attributed_pct", None)
+    if limiter:
+        out["limiter"] = limiter
     return out
 
 

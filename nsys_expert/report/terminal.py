@@ -164,6 +164,8 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     if vw["severity"]:
         v.append(f"  [{sev(vw['severity'])}]", style=SEVERITY_STYLES.get(vw["severity"], ""))
     console.print(v)
+    if vw.get("limiter"):
+        console.print(Text(f"  {visible(vw['limiter'])}"))
     if vw["command"]:
         console.print(Text(f"  {vw['command_label']}{colon}{vw['command']}", style="dim"))
 

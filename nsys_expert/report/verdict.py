@@ -36,7 +36,7 @@ def _command(next_steps: list[dict], system_rules: set[str]) -> str | None:
         if set(step.get("rules", [])) & system_rules and step.get("commands"):
             return step["commands"][0]
     for step in next_steps:
-        if step.get("commands"):
+        if step.get("commands") and not step.get("limiter"):   # a new profile of the host decides nothing
             return step["commands"][0]
     return None
 
@@ -99,6 +99,37 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
     return out
 
 
+# the host's own time on the critical path above which, when no finding names host work, it is the limiter
+HOST_LIMITER_PCT = 50.0
+HOST_LIMITER_GAIN_PCT = 20.0   # ... and moving the host's work between CUDA calls off the path wins this much
+HOST_SAMPLING_STEP = {
+    "need": "A profile of the host's own work",
+    "why": "most of each iteration's critical path is the launching thread's own work between CUDA calls, "
+           "and no finding names it: sample its Python and native stacks to see what it is",
+    "rules": [], "limiter": True,
+    "commands": ["nsys profile --trace=cuda,nvtx,osrt --sample=process-tree --python-sampling=true "
+                 "--cpuctxsw=process-tree -o host python train.py",
+                 "py-spy record --native -o host.svg -- python train.py"]}
+
+
+def limiter(findings: list[dict], facts: dict) -> dict | None:
+    """The host's own work as the limiter no finding names (sync_bound: 85 % of the critical path is
+    2.2 ms of host work a step, while removing the syncs wins 10 %): ``{"side", "critical_path_host_pct"}``."""
+    from ..engine.critical import side
+    from ..engine.resolve import within
+    host = facts.get("critical_path_host_pct")
+    if not isinstance(host, (int, float)) or host < HOST_LIMITER_PCT:
+        return None
+    offload = facts.get("replay_gain_host_offload_pct")
+    if not isinstance(offload, (int, float)) or offload < HOST_LIMITER_GAIN_PCT:
+        return None   # the host's time is in CUDA calls (launches, copies, syncs) that the findings name
+    if any(side(f, within) == "host" and SEVERITIES.index(f["severity"]) >= SEVERITIES.index("low")
+           for f in findings):
+        return None
+    return {"side": "host", "critical_path_host_pct": round(float(host), 1),
+            "replay_gain_host_offload_pct": round(float(offload), 1)}
+
+
 def _steady_share(window: dict | None, phases: dict | None, facts: dict) -> dict | None:
     """How much of a window chosen without NVTX timestamps the steady steps fill: (count - 1) x the median
     of the NVTX summary's step range over the window, when the steps' total spans most of the window (then
@@ -130,6 +161,10 @@ def words(doc: dict, L: dict, sev) -> dict:
     out = {"label": L["verdict"], "text": "", "severity": v.get("severity"), "command_label": None,
            "command": v.get("next_command"), "ok": False}
     state = v.get("state")
+    lim = v.get("limiter")
+    # the limiter no finding names: a sentence of its own after the verdict's (and its severity)
+    out["limiter"] = (L["limiter_host"].replace("{host}", f"{lim['critical_path_host_pct']:,.1f}")
+                      .replace("{offload}", f"{lim.get('replay_gain_host_offload_pct', 0):,.1f}")) if lim else None
     if v.get("rule"):
         top = next((f for f in findings if f["rule"] == v["rule"]), None)
         out["text"] = top["title"] if top else str(v["category"])
