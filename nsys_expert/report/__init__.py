@@ -73,6 +73,21 @@ def _window(fs: FactSet) -> dict:
     return fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
 
 
+def _recorded(prof: Profile) -> str:
+    """``nothing``: every table read has no rows; ``no_gpu_work``: no kernel, copy or memset in any GPU
+    table; else ``some`` (issue 48, item 6: an empty recording says so in its verdict, not in a warning)."""
+    t = prof.tables
+    if t and all(x.height == 0 for x in t.values()):
+        return "nothing"
+    gpu = [n for n in ("gpu_trace", "kern_sum", "mem_time_sum", "gpu_sum") if n in t]
+    if gpu and all(t[n].height == 0 for n in gpu):
+        return "no_gpu_work"
+    return "some"
+
+
+PROFILE_AGAIN = "nsys profile --trace=cuda,nvtx,osrt -o prof python train.py"
+
+
 def _verdict(doc: dict, evaluation) -> dict:
     """The verdict of a report (or of a rank's row): ``doc`` holds its ranked findings, facts, inputs,
     not-evaluated rules and tables; its next steps are added to it."""
@@ -85,6 +100,10 @@ def _verdict(doc: dict, evaluation) -> dict:
     if getattr(evaluation, "too_little_work", None):     # engine/resolve.py's minimum-work guard: no finding decides
         out.update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
                    confidence=None)
+        out.pop("gpu_idle_attributed_pct", None)
+    if doc.get("_recorded", "some") != "some":   # nothing to judge: that is the verdict, not a warning
+        out.update(state="undetermined", reason="no_rows" if doc["_recorded"] == "nothing" else "no_gpu_work",
+                   category=None, rule=None, severity=None, confidence=None, next_command=PROFILE_AGAIN)
         out.pop("gpu_idle_attributed_pct", None)
     if limiter:
         out["limiter"] = limiter
@@ -120,6 +139,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "tables": tables,
         "settings": {**NO_SETTINGS, **(settings or {})},
         "lang": lang,
+        "_recorded": _recorded(prof),
     }
     doc["verdict"] = _verdict(doc, evaluation)
     if ranks is not None:

@@ -196,7 +196,7 @@ def words(doc: dict, L: dict, sev) -> dict:
             .replace("{median_ms}", f"{(v.get('steady') or {}).get('median_ms', 0):,.3g}")) + "."
     if state == "undetermined" and findings:
         text += f" {L['found_so_far']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in findings) + "."
-    if v.get("system_rules_not_evaluated"):
+    if v.get("system_rules_not_evaluated") and reason not in ("no_rows", "no_gpu_work"):
         text += f" {L['not_checked']}: " + ", ".join(v["system_rules_not_evaluated"]) + "."
     out["text"] = text
     # likely because rules could not run, on a measured trace: not "from summary reports"
