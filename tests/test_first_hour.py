@@ -50,3 +50,23 @@ def test_no_gpu_work_says_so_in_the_verdict_line(tmp_path):
             p.write_text("")
     v = pipeline.diagnose(pipeline.Request([str(out)]))["verdict"]
     assert (v["state"], v["reason"]) == ("undetermined", "no_gpu_work")
+
+
+def test_stray_text_file_in_a_folder_of_profiles_is_listed_not_fatal(tmp_path):
+    """Item 7: an ncu/ subfolder holding the ncu run's .log beside its CSVs was exit 2 for the whole folder."""
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "sync_bound" / "input", case)
+    log = case / "ncu_run.log"
+    log.write_text("==PROF== Connected to process 1234\n==PROF== Disconnected from process 1234\n")
+    doc = pipeline.diagnose(pipeline.Request([str(case)]))
+    assert doc["verdict"]["category"] == "sync-bound"
+    said = [w for w in doc["warnings"] if "not read" in w and "ncu_run.log" in w]
+    assert said and "without a CSV table" in said[0]
+    # named on its own (or alone in its folder), it is still the one-line error, exit 2
+    r = _cli("diagnose", str(log))
+    assert r.returncode == 2 and "ncu_run.log" in r.stderr and "Traceback" not in r.stderr
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(log, alone / log.name)
+    r = _cli("diagnose", str(alone))
+    assert r.returncode == 2 and "without a CSV table" in r.stderr
