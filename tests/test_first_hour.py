@@ -70,3 +70,24 @@ def test_stray_text_file_in_a_folder_of_profiles_is_listed_not_fatal(tmp_path):
     shutil.copy(log, alone / log.name)
     r = _cli("diagnose", str(alone))
     assert r.returncode == 2 and "without a CSV table" in r.stderr
+
+
+def test_warnings_of_damaged_input_reach_stderr_with_o(tmp_path):
+    """Item 13: with -o a CI log saw only "wrote r.md", never that the input was damaged."""
+    case = tmp_path / "dmg"
+    shutil.copytree(FIXTURES / "launch_bound" / "input", case)
+    p = case / "launch_bound_cuda_gpu_kern_sum.csv"
+    lines = p.read_text().splitlines()
+    cells = lines[4].split(",")
+    cells[1] = "1.5e3"             # scientific notation: read, and said in a warning
+    lines[4] = ",".join(cells)
+    p.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "r.md"
+    r = _cli("diagnose", str(case), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    err = r.stderr.splitlines()
+    assert any(ln.startswith("nsys-expert: warning: ") and "scientific notation" in ln for ln in err), r.stderr
+    assert err[-1] == f"nsys-expert: wrote {out}"
+    assert "scientific notation" in out.read_text()
+    # the notes on the inputs (which file gave which table) stay in the report
+    assert not any("richest source" in ln for ln in err)

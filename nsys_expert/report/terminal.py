@@ -164,8 +164,10 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     if vw["severity"]:
         v.append(f"  [{sev(vw['severity'])}]", style=SEVERITY_STYLES.get(vw["severity"], ""))
     console.print(v)
-    if vw.get("limiter"):
-        console.print(Text(f"  {visible(vw['limiter'])}"))
+    lim = doc["verdict"].get("limiter")
+    if lim:
+        console.print(Text("  " + L["limiter_short"].replace("{host}", f"{lim['critical_path_host_pct']:,.1f}"),
+                           style="yellow"))
     if vw["command"]:
         console.print(Text(f"  {vw['command_label']}{colon}{vw['command']}", style="dim"))
 
