@@ -74,15 +74,47 @@ def _local(ranks, opts, jobs):
             except Exception as e:  # noqa: BLE001 - a broken rank is reported, the others carry on
                 yield i, e
         return
-    # spawn, not fork: Polars' thread pools do not survive a fork
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futs = {pool.submit(rank_unit, r.label, r.files, r.pid, opts): i for i, r in enumerate(ranks)}
+    calls = [(r.label, r.files, r.pid, opts) for r in ranks]
+    yield from pooled(rank_unit, calls, workers)
+
+
+def _quiet_worker() -> None:
+    """A worker ignores Ctrl-C: the terminal sends SIGINT to the whole process group, and the parent
+    alone says "interrupted" (issue 48, item 4: each worker printed its own traceback, 30-100 lines)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def pooled(fn, calls: list[tuple], workers: int) -> Iterator[tuple[int, object]]:
+    """``fn(*call)`` for each call on a ``spawn`` process pool (Polars' thread pools do not survive a
+    fork); ``(index, result or exception)`` as each finishes. Interrupted (Ctrl-C, or the consumer
+    stops), the workers are ended at once and nothing is waited for."""
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_quiet_worker)
+    done = False
+    try:
+        futs = {pool.submit(fn, *c): i for i, c in enumerate(calls)}
         for f in as_completed(futs):
             i = futs.pop(f)
             try:
                 yield i, f.result()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a broken rank is reported, the others carry on
                 yield i, e
+        done = True
+    finally:
+        if done:
+            pool.shutdown(wait=True)
+        else:
+            procs = list((getattr(pool, "_processes", None) or {}).values())
+            for p in procs:          # ignoring SIGINT, they would finish their rank first
+                if p.is_alive():
+                    p.terminate()
+            for p in procs:
+                p.join(timeout=5)
+            # then the pool's own thread sees them gone and ends: joined here, not at interpreter exit
+            # (where it wrote to a closed pipe: "Exception ignored in ... Bad file descriptor")
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _client(scheduler: str, workers: int):

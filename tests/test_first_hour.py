@@ -91,3 +91,36 @@ def test_warnings_of_damaged_input_reach_stderr_with_o(tmp_path):
     assert "scientific notation" in out.read_text()
     # the notes on the inputs (which file gave which table) stay in the report
     assert not any("richest source" in ln for ln in err)
+
+
+CTRL_C_SCRIPT = """
+import sys, time
+from nsys_expert import scheduler
+from nsys_expert.cli.options import guard
+
+@guard
+def main():
+    print("started", flush=True)
+    for _ in scheduler.pooled(time.sleep, [(30,)] * 4, 2):
+        pass
+
+main()
+"""
+
+
+def test_ctrl_c_on_a_pool_of_workers_is_one_line_and_exit_130(tmp_path):
+    """Item 4: Ctrl-C on a multi-rank run printed 30-100 lines of worker tracebacks, exit 130 or 141.
+    The terminal sends SIGINT to the whole process group: the parent and every worker."""
+    import signal
+    import time
+
+    p = subprocess.Popen([PY, "-c", CTRL_C_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), start_new_session=True)
+    assert p.stdout.readline().strip() == "started"
+    time.sleep(4)                     # the spawned workers import and start sleeping
+    t0 = time.monotonic()
+    os.killpg(p.pid, signal.SIGINT)
+    _out, err = p.communicate(timeout=60)
+    assert time.monotonic() - t0 < 20          # the 30 s tasks were not waited for
+    assert p.returncode == 130, err
+    assert err.strip().splitlines() == ["nsys-expert: error: interrupted"], err
