@@ -124,3 +124,56 @@ def test_ctrl_c_on_a_pool_of_workers_is_one_line_and_exit_130(tmp_path):
     assert time.monotonic() - t0 < 20          # the 30 s tasks were not waited for
     assert p.returncode == 130, err
     assert err.strip().splitlines() == ["nsys-expert: error: interrupted"], err
+
+
+def _pack(tmp_path, rule_edit=None, cases_edit=None):
+    pack = tmp_path / "pack"
+    shutil.copytree(ROOT / "examples" / "team-pack", pack)
+    for name, edit in (("team-min-gpu-util.yaml", rule_edit), ("team-min-gpu-util.cases.yaml", cases_edit)):
+        if edit:
+            p = pack / "rules" / name
+            old, new = edit
+            assert old in p.read_text()
+            p.write_text(p.read_text().replace(old, new))
+    return pack
+
+
+def test_check_rules_fails_a_typo_in_a_message_template(tmp_path):
+    """Item 8: '{{ flor }}' rendered as nothing and check-rules said every check passed."""
+    pack = _pack(tmp_path, rule_edit=("team floor of {{ floor }}", "team floor of {{ flor }}"))
+    r = _cli("check-rules", str(pack))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL team-min-gpu-util: (texts): message (en): '{{ flor }}' is no fact or param" in r.stdout
+    assert "did you mean 'floor'?" in r.stdout
+
+
+def test_check_rules_names_a_typo_d_fact_in_the_cases(tmp_path):
+    """Item 8: a typo'd fact in .cases.yaml was 'not evaluated: needs the cuda_gpu_trace report'."""
+    pack = _pack(tmp_path, cases_edit=("{gpu_active_pct: 4.7}", "{gpu_activ_pct: 4.7}"))
+    r = _cli("check-rules", str(pack))
+    assert r.returncode == 1
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("FAIL"))
+    assert "unknown fact 'gpu_activ_pct'" in line and "did you mean 'gpu_active_pct'?" in line
+    assert "cuda_gpu_trace" not in line
+
+
+def test_a_non_numeric_param_default_is_blamed_on_the_param(tmp_path):
+    """Item 8: it was 'operator lt needs a number, got $floor' at the condition's line."""
+    pack = _pack(tmp_path, rule_edit=("floor: {default: 90,", 'floor: {default: "ninety",'))
+    r = _cli("check-rules", str(pack))
+    assert r.returncode == 2
+    assert "team-min-gpu-util.yaml:6: rule team-min-gpu-util: param floor: default 'ninety' is not a number" in r.stderr
+
+
+def test_shipped_rules_texts_and_cases_name_only_known_facts():
+    from nsys_expert.engine import cases, validate
+    import glob
+
+    from nsys_expert.engine.rules import load_rule_file
+
+    rules = [load_rule_file(p, "core") for p in glob.glob(str(ROOT / "rules" / "*" / "*.yaml"))
+             if not p.endswith(".cases.yaml")]
+    assert len(rules) >= 40
+    assert [(r.id, w) for r in rules for w in validate.text_problems(r)] == []
+    assert [(r.id, c["name"]) for r in rules for c in cases.load_cases(r)
+            if validate.case_fact_problem(r, c)] == []
