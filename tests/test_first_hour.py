@@ -177,3 +177,16 @@ def test_shipped_rules_texts_and_cases_name_only_known_facts():
     assert [(r.id, w) for r in rules for w in validate.text_problems(r)] == []
     assert [(r.id, c["name"]) for r in rules for c in cases.load_cases(r)
             if validate.case_fact_problem(r, c)] == []
+
+
+def test_markdown_reports_hold_no_html_entities():
+    """Item 12: the Markdown printed `init_device_workspace_kernel&lt;xmma...` (a terminal shows the entity);
+    a '<' in prose is backslash-escaped, which CommonMark draws as '<' and which opens no HTML tag."""
+    from nsys_expert.report import _md_safe
+
+    mds = {p.parent.name: p.read_text(encoding="utf-8") for p in FIXTURES.glob("*/expected.md")}
+    assert len(mds) > 40
+    assert [name for name, md in mds.items() if "&lt;" in md or "&gt;" in md or "&amp;" in md] == []
+    assert "init_device_workspace_kernel\\<xmma" in mds["conv_pdl"]
+    assert _md_safe("a<b> `c<d>` e<f") == "a\\<b> `c<d>` e\\<f"     # code spans keep theirs
+    assert "<script" not in _md_safe("<script>x</script>")

@@ -201,8 +201,13 @@ def _md_text(s) -> str:
 
 
 def _md_safe(s) -> str:
-    """Prose that may quote profile text (kernel names in a message): no raw HTML, no table breaks."""
-    return str(s).replace("<", "&lt;").replace("\n", " ")   # a lone ">" cannot open a tag
+    """Prose that may quote profile text (kernel names in a message): no raw HTML, no table breaks. A
+    ``<`` outside code spans is backslash-escaped (CommonMark draws ``\<`` as ``<``, and a terminal shows
+    no ``&lt;`` entity: issue 48, item 12); inside a code span it is literal already."""
+    parts = str(s).replace("\n", " ").split("`")
+    if len(parts) % 2 == 0:          # an unpaired backtick opens no code span: escape all of it
+        return "`".join(parts).replace("<", "\\<")
+    return "`".join(p if i % 2 else p.replace("<", "\\<") for i, p in enumerate(parts))   # a lone ">" opens no tag
 
 
 def _fmt(v, nd: int = 1) -> str:
