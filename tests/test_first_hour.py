@@ -10,7 +10,7 @@ import pytest
 
 from nsys_expert import pipeline, report
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, SHARED, needs_shared
 
 PY = sys.executable
 
@@ -190,3 +190,20 @@ def test_markdown_reports_hold_no_html_entities():
     assert "init_device_workspace_kernel\\<xmma" in mds["conv_pdl"]
     assert _md_safe("a<b> `c<d>` e<f") == "a\\<b> `c<d>` e\\<f"     # code spans keep theirs
     assert _md_safe("<script>x</script>") == "\\<script>x\\</script>"   # no tag opens
+
+
+@needs_shared
+def test_noise_ncu_rules_said_once_no_advice_for_a_zero_gain_kernel_no_twin_warning():
+    """Item 14: the same ten ncu rules under Not evaluated in every report (the Next steps say it with
+    the command); advice for a kernel whose fix wins nothing; a warning about the ncu .txt whose CSV was read."""
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "launch_bound" / "input")])))
+    assert "`bank-conflicts`" not in md.split("## Not evaluated")[-1].split("## Next steps")[0]
+    assert "Nsight Compute metrics" in md and "bank-conflicts" in md.split("## Next steps")[1]
+    doc = pipeline.diagnose(pipeline.Request([str(SHARED / "cases" / "launch_bound")]))
+    tail = next(f for f in doc["findings"] if f["rule"] == "tail-effect")
+    assert tail["advice"] and tail["estimated_gain_pct"] < report.MIN_KERNEL_ADVICE_GAIN_PCT
+    advice = report.render_markdown(doc).split("## 8.")[1].split("## ")[0]
+    assert tail["title"] not in advice and "Launch-bound" in advice
+    doc = pipeline.diagnose(pipeline.Request([str(SHARED / "cases" / "sync_bound")]))
+    assert any(i["path"].endswith("sync_bound_details.csv") for i in doc["inputs"])
+    assert not any("text form of an Nsight Compute report" in w for w in doc["warnings"])

@@ -129,7 +129,8 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "facts": {k: _clean(v) for k, v in sorted(fs.run.items())},
         "findings": ordered,
         "not_evaluated": evaluation.not_evaluated,
-        "warnings": getattr(evaluation, "notes", []) + prof.warnings + fs.warnings,
+        "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings
+                     if not _twin_read(w, prof.inputs)],
         "recoverable": getattr(evaluation, "recoverable", {}) or {},
         "too_little_work": getattr(evaluation, "too_little_work", None),
         "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
@@ -270,7 +271,30 @@ def _env() -> jinja2.Environment:
     env.filters["fmt"] = _fmt
     env.filters["short"] = short_kernel_name
     env.filters["basename"] = lambda p: os.path.basename(str(p))
+    env.filters["actionable"] = actionable
     return env
+
+
+MIN_KERNEL_ADVICE_GAIN_PCT = 0.5
+
+
+def actionable(findings: list[dict]) -> list[dict]:
+    """The findings whose advice the report lists: not a kernel's whose gain is known and under
+    MIN_KERNEL_ADVICE_GAIN_PCT of the window (ncu advice for a kernel at 0.05 % of it; launch_bound's
+    tail-effect once the critical path caps it at 0): the finding stays, its advice is noise."""
+    return [f for f in findings if f.get("advice") and not (
+        f.get("scope") and isinstance(f.get("estimated_gain_pct"), (int, float))
+        and f["estimated_gain_pct"] < MIN_KERNEL_ADVICE_GAIN_PCT)]
+
+
+def _twin_read(warning: str, inputs: list[dict]) -> bool:
+    """A warning that X.txt is the text form of an ncu report while X.csv (or X_details.csv ...) was read."""
+    name, sep, rest = warning.partition(" is the text form of an Nsight Compute report")
+    if not sep:
+        return False
+    stem = os.path.splitext(name)[0]
+    return any(os.path.basename(str(i.get("path", ""))).startswith(stem) and
+               str(i.get("path", "")).endswith((".csv", ".csv.gz")) for i in inputs)
 
 
 def group_not_evaluated(items: list[dict], doc: dict | None = None) -> list[tuple[list[str], str]]:
@@ -278,9 +302,14 @@ def group_not_evaluated(items: list[dict], doc: dict | None = None) -> list[tupl
     said once). On a single-GPU run (``doc`` without ranks) the cross-rank rules are left out: they
     cannot apply, and listing them on every report is noise (the JSON keeps them)."""
     single = doc is not None and not doc.get("ranks")
+    # the kernel rules that only lack Nsight Compute data are said once, in the Next steps that name
+    # them with the ncu command (issue 48, item 14: the same ten rules in every report)
+    stepped = {r for st in (doc or {}).get("next_steps") or [] for r in st.get("rules", [])}
     groups: dict[str, list[str]] = {}
     for n in items:
         if single and f"needs {registry.INPUTS['ranks']}" in n["missing"]:
+            continue
+        if n["rule"] in stepped and n["missing"] and all("Nsight Compute" in m for m in n["missing"]):
             continue
         groups.setdefault("; ".join(dict.fromkeys(n["missing"])), []).append(n["rule"])
     return [(rules, missing) for missing, rules in groups.items()]
