@@ -207,3 +207,27 @@ def test_noise_ncu_rules_said_once_no_advice_for_a_zero_gain_kernel_no_twin_warn
     doc = pipeline.diagnose(pipeline.Request([str(SHARED / "cases" / "sync_bound")]))
     assert any(i["path"].endswith("sync_bound_details.csv") for i in doc["inputs"])
     assert not any("text form of an Nsight Compute report" in w for w in doc["warnings"])
+
+
+def test_terminal_summary_counts_are_the_reports_and_help_tells_the_real_default():
+    """Item 15: the summary counted every rule not evaluated and every note, the report lists fewer;
+    --help said the default is md while a terminal gets the summary."""
+    import re
+
+    from rich.console import Console
+
+    from nsys_expert.report import terminal
+
+    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "conv_pdl" / "input")]))
+    md = report.render_markdown(doc)
+    listed = re.findall(r"`([a-z0-9-]+)`", md.split("## Not evaluated")[1].split("\n## ")[0])
+    con = Console(record=True, width=200)
+    terminal.summary(doc, "en", console=con)
+    text = con.export_text()
+    m = re.search(r"(\d+) rule\(s\) not evaluated", text)
+    assert m and int(m.group(1)) == len(listed), (m and m.group(0), listed)
+    important, notes = report.split_warnings(doc["warnings"])
+    assert (f"{len(important)} warning(s)" in text) == bool(important)
+    assert (f"{len(notes)} note(s) on the inputs" in text) == bool(notes)
+    r = _cli("diagnose", "--help")
+    assert "[default: md]" not in r.stdout and "a short summary" in r.stdout

@@ -75,8 +75,10 @@ def _warn(doc: dict, lang: str | None) -> None:
 
 @command("diagnose")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@format_option(["md", "json", "html"], "md",
-               help="md (Markdown), json, or html (one self-contained page with charts; use -o)")
+@format_option(["md", "json", "html"], "md", show_default=False,
+               help="md (Markdown: the default when the output is piped or goes to -o; at a terminal, "
+                    "without --format, a short summary), json, or html (one self-contained page with "
+                    "charts; use -o)")
 @output_option()
 @click.option("--lang", type=Choice(["en", "zh"]), default=None, help="report language (default en)")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder (repeatable)")

@@ -82,9 +82,10 @@ class Choice(click.Choice):
             self.fail(msg + (f" (did you mean '{hint[0]}'?)" if hint else ""), param, ctx)
 
 
-def format_option(choices: list[str], default: str, help: str | None = None):
-    """``--format`` (the value arrives as ``fmt``), its default shown in ``--help``."""
-    return click.option("--format", "fmt", type=Choice(choices), default=default, show_default=True,
+def format_option(choices: list[str], default: str, help: str | None = None, show_default: bool = True):
+    """``--format`` (the value arrives as ``fmt``), its default shown in ``--help`` (``show_default``
+    False: the help says it in words, where the default depends on where the output goes)."""
+    return click.option("--format", "fmt", type=Choice(choices), default=default, show_default=show_default,
                         help=help or "output format: " + ", ".join(choices))
 
 
