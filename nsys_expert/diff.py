@@ -200,9 +200,13 @@ def _blocks(d: dict) -> list[tuple]:
         out.append(("p", f"No {names} findings."))
     changed = [r for r in d["facts"] if not (r["before"] == r["after"] or r["change"] == 0)]
     same = [r["fact"] for r in d["facts"] if r not in changed]
-    out += [("h2", "Facts"), ("table", ["fact", "before", "after", "change", "verdict"],
-                             [[f"`{r['fact']}`", _num(r["before"], r["fact"]), _num(r["after"], r["fact"]), _change(r),
-                               r["verdict"] or ""] for r in changed])]
+    out.append(("h2", "Facts"))
+    if changed:   # no table without rows (a run diffed with itself: issue 48, item 16)
+        out.append(("table", ["fact", "before", "after", "change", "verdict"],
+                    [[f"`{r['fact']}`", _num(r["before"], r["fact"]), _num(r["after"], r["fact"]), _change(r),
+                      r["verdict"] or ""] for r in changed]))
+    elif same:
+        out.append(("p", "No fact changed."))
     if same:
         out.append(("p", f"{len(same)} facts unchanged: " + ", ".join(f"`{n}`" for n in same) + "."))
     if cut:

@@ -231,3 +231,63 @@ def test_terminal_summary_counts_are_the_reports_and_help_tells_the_real_default
     assert (f"{len(notes)} note(s) on the inputs" in text) == bool(notes)
     r = _cli("diagnose", "--help")
     assert "[default: md]" not in r.stdout and "a short summary" in r.stdout
+
+
+def test_settings_file_found_from_a_subfolder(tmp_path, monkeypatch):
+    """Item 16: the settings were found only in the current folder; ruff and pytest look upward."""
+    from nsys_expert import config
+
+    (tmp_path / "pyproject.toml").write_text('[tool.nsys-expert]\nignore = ["tail-effect"]\n')
+    sub = tmp_path / "runs" / "today"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)
+    cfg = config.load()
+    assert cfg["ignore"] == ["tail-effect"] and os.path.samefile(cfg["_file"], tmp_path / "pyproject.toml")
+    (sub / "pyproject.toml").write_text('[project]\nname = "x"\n')       # no [tool.nsys-expert]: looked past
+    assert config.load()["ignore"] == ["tail-effect"]
+    (tmp_path / "runs" / "nsys-expert.toml").write_text('select = ["launch-bound"]\n')   # the nearest wins
+    assert config.load().get("select") == ["launch-bound"]
+    monkeypatch.chdir(tmp_path)
+    assert config.load()["_file"] == "pyproject.toml"          # the current folder's, named as before
+
+
+def test_listings_read_cleanly():
+    """Item 16: `explain` printed a raw Jinja2 expression; `rules` had no header and two columns ran
+    together ('rank-imbalance' fills 14 characters); check-rules said '1 rules'."""
+    import re
+
+    r = _cli("explain", "tail-effect")
+    gain = next(ln for ln in r.stdout.splitlines() if ln.startswith("Estimated gain"))
+    assert " if " not in gain and "is number" not in gain and "`" not in gain
+    assert "tail_idle_pct / 100" in (ROOT / "docs" / "rules.md").read_text()     # the reference keeps the formula
+    lines = _cli("rules").stdout.splitlines()
+    assert lines[0].split() == ["RULE", "CATEGORY", "SEVERITY", "SCOPE", "PACK", "PARAMS"]
+    row = next(ln for ln in lines if ln.startswith("rank-imbalance"))
+    assert re.match(r"rank-imbalance\s+rank-imbalance\s{2,}\S", row), row
+    assert _cli("facts").stdout.splitlines()[0].split()[:3] == ["FACT", "UNIT", "SCOPE"]
+
+
+def test_check_rules_of_one_rule_says_rule(tmp_path):
+    pack = tmp_path / "one"
+    shutil.copytree(ROOT / "examples" / "team-pack", pack)
+    for p in (pack / "rules").glob("team-max-nccl-kernel*"):
+        p.unlink()
+    out = _cli("check-rules", str(pack)).stdout
+    assert ": 1 rule, " in out and "1 rules" not in out
+
+
+def test_small_words():
+    """Item 16: 'nsys profile failed (exit 0)', '0.00256 GB/s' for 4-byte copies, an empty facts table
+    when diffing a run with itself, 'No NCCL kernels in the window' from ncu CSVs alone."""
+    from nsys_expert.cli.collect import _ended
+    from nsys_expert.report import _gbps
+
+    assert _ended(0) == "ended without an error" and _ended(3) == "failed (exit 3)"
+    assert _gbps(0.00256) == "< 0.01" and _gbps(51.83) == "51.83" and _gbps(None) == "–"
+    r = _cli("diff", str(FIXTURES / "launch_bound" / "input"), str(FIXTURES / "launch_bound" / "input"))
+    facts = r.stdout.split("## Facts")[1]
+    assert "| fact |" not in facts and "No fact changed." in facts
+    ncu = FIXTURES / "sync_bound_ncu" / "input"
+    details = next(p for p in ncu.rglob("*_details.csv"))
+    md = _cli("diagnose", str(details), "--format", "md").stdout
+    assert "No NCCL kernels" not in md and "NCCL kernels: not known" in md

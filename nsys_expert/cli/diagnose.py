@@ -95,7 +95,8 @@ def _warn(doc: dict, lang: str | None) -> None:
 @click.option("--fail-on", type=Choice(SEVERITIES), help="exit 1 when a finding is at or above this severity")
 @click.option("--show-facts", is_flag=True, help="also print every fact of this run with its value and source")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="settings file (default: [tool.nsys-expert] in ./pyproject.toml, or ./nsys-expert.toml)")
+              help="settings file (default: the nearest nsys-expert.toml, or pyproject.toml with [tool.nsys-expert], "
+                   "from the current folder up)")
 def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, iteration_range,
              scheduler, fail_on, show_facts, config_path):
     """Diagnose a profile. PATHS: a folder of `nsys stats --format csv` reports (or the CSV files);

@@ -272,10 +272,19 @@ def _env() -> jinja2.Environment:
     env.filters["short"] = short_kernel_name
     env.filters["basename"] = lambda p: os.path.basename(str(p))
     env.filters["actionable"] = actionable
+    env.filters["gbps"] = _gbps
     return env
 
 
 MIN_KERNEL_ADVICE_GAIN_PCT = 0.5
+
+
+def _gbps(v) -> str:
+    """A copy rate: below 0.01 GB/s (a handful of bytes a copy: latency, not bandwidth) it is "< 0.01",
+    not "0.00256" (issue 48, item 16)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 0.01:
+        return "< 0.01"
+    return _fmt(v, 2)
 
 
 def actionable(findings: list[dict]) -> list[dict]:

@@ -24,7 +24,7 @@ LABELS = {
                    "forward": "forward and the rest"},
         "sync_sources": "Blocking calls by the operator that made them", "operator": "Operator", "via": "via",
         "wait_ms": "Host wait (ms)", "idle_after_ms": "GPU idle after (ms)", "share_sync": "Share (%)",
-        "no_nccl": "No NCCL kernels in the window.", "nccl_share": "NCCL share of GPU busy time",
+        "no_nccl": "No NCCL kernels in the window.", "nccl_unknown": "NCCL kernels: not known (these inputs hold no GPU kernel trace or summary).", "nccl_share": "NCCL share of GPU busy time",
         "overlap": "overlapped by compute", "exposed": "exposed (share of window)", "verdict": "Verdict",
         "none_found": "No system-level bottleneck found in the steady state.", "severity": "Severity",
         "none_undetermined": "No finding, and none could be made: the rules that judge a system-level bottleneck "
@@ -88,7 +88,7 @@ LABELS = {
                    "forward": "前向及其余部分"},
         "sync_sources": "阻塞调用按发起的算子归类", "operator": "算子", "via": "经由",
         "wait_ms": "主机等待 (ms)", "idle_after_ms": "之后 GPU 空闲 (ms)", "share_sync": "占比 (%)",
-        "no_nccl": "窗口内没有 NCCL kernel。", "nccl_share": "NCCL 占 GPU 忙碌时间",
+        "no_nccl": "窗口内没有 NCCL kernel。", "nccl_unknown": "NCCL kernel：未知（这些输入中没有 GPU kernel trace 或汇总）。", "nccl_share": "NCCL 占 GPU 忙碌时间",
         "overlap": "与计算重叠", "exposed": "暴露时间（占窗口）", "verdict": "结论",
         "none_found": "稳态下未发现系统级瓶颈。", "severity": "严重程度",
         "none_undetermined": "没有发现，也无法判断：判断系统级瓶颈的规则缺少所需数据（见结论与未评估的规则）。",
