@@ -291,3 +291,29 @@ def test_small_words():
     details = next(p for p in ncu.rglob("*_details.csv"))
     md = _cli("diagnose", str(details), "--format", "md").stdout
     assert "No NCCL kernels" not in md and "NCCL kernels: not known" in md
+
+
+@needs_shared
+def test_graphed_run_explains_itself():
+    """Item 11: 'kernel_count 39,800 -> 0' beside kernel_active_pct 98.85, and the NVTX step median
+    0.049 ms beside 'Iterations: median 0.187 ms', both unexplained."""
+    cases = SHARED / "cases"
+    r = _cli("diff", str(cases / "launch_bound" / "launch_bound.sqlite"),
+             str(cases / "launch_bound_graphed" / "launch_bound_graphed.sqlite"))
+    row = next(ln for ln in r.stdout.splitlines() if ln.startswith("| `kernel_count`"))
+    assert "not comparable" in row and "CUDA graphs" in row and "--cuda-graph-trace=node" in row
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(cases / "launch_bound_graphed" / "launch_bound_graphed.sqlite")])))
+    assert "Iterations: 199 (median 0.187 ms" in md
+    assert "The 'step' ranges time the host alone (0.0493 ms median)" in md and "(0.187 ms median)" in md
+
+
+def test_html_carries_the_nvtx_phases_and_api_shares():
+    """Item 9: the HTML lacked the NVTX phases table and the API-share-by-kind line of the Markdown."""
+    from nsys_expert.report import html
+
+    req = pipeline.Request([str(FIXTURES / "launch_bound_graphed_sqlite" / "input")])
+    doc, series, zoom = pipeline.diagnose_with_series(req)
+    md, page = report.render_markdown(doc), html.render_html(doc, series, "en", zoom)
+    for words in ("NVTX phases", "Share of CUDA API time by kind", "ranges time the host alone"):
+        assert (words in md) and (words in page), words
+    assert '<table class="phases">' in page and "<code>step</code>" in page
