@@ -317,3 +317,44 @@ def test_html_carries_the_nvtx_phases_and_api_shares():
     for words in ("NVTX phases", "Share of CUDA API time by kind", "ranges time the host alone"):
         assert (words in md) and (words in page), words
     assert '<table class="phases">' in page and "<code>step</code>" in page
+
+
+# rule texts whose Chinese leaves out numbers the English gives (rules/ YAML, the lead's): this list may
+# only shrink; a rule not in it that drops a number fails (issue 48, item 10)
+ZH_GAPS = {
+    ("kernel-compute-bound", "message"), ("kernel-memory-bound", "message"), ("latency-bound", "message"),
+    ("low-occupancy", "message"), ("ncu-guided-analysis", "message"), ("register-pressure", "message"),
+    ("tail-effect", "message"), ("tensor-cores-unused", "message"), ("uncoalesced-access", "message"),
+    ("allocator-churn", "message"), ("data-io-bound", "message"), ("dram-bandwidth-bound", "message"),
+    ("gpu-starved", "message"), ("host-bound", "message"), ("launch-bound", "message"), ("memory-bound", "message"),
+}
+
+
+def test_zh_texts_keep_the_numbers_and_the_report_words():
+    """Item 10: --lang zh dropped the numbers of the sync-bound message and the launch-bound advice, and
+    left the category in headings, 'Device→Pinned' and a warning in English."""
+    import glob
+
+    from jinja2 import meta
+
+    from nsys_expert.engine.rules import load_rule_file
+    from nsys_expert.engine.texts import ENV
+
+    gaps = set()
+    for p in glob.glob(str(ROOT / "rules" / "*" / "*.yaml")):
+        if p.endswith(".cases.yaml"):
+            continue
+        r = load_rule_file(p, "core")
+        for key, t in (("message", r.message), ("advice", {k: "\n".join(v) for k, v in r.advice.items()})):
+            if "en" in t and "zh" in t and meta.find_undeclared_variables(ENV.parse(t["en"])) - \
+                    meta.find_undeclared_variables(ENV.parse(t["zh"])):
+                gaps.add((r.id, key))
+    assert gaps - ZH_GAPS == set(), "a Chinese text leaves out a number its English gives"
+    assert ZH_GAPS - gaps == set(), "fixed: remove it from ZH_GAPS"
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh")), "zh")
+    assert "85.7 % 在同步返回之后" in md and "每次迭代有 2.0 次阻塞同步调用" in md
+    assert "`slow-first-iteration`，启动阶段" in md and ", startup" not in md
+    assert "Device→Pinned" not in md and "设备→Pinned 主机内存" in md
+    from nsys_expert.report.i18n import translate
+    assert translate("subfolders not read (pass one as its own PATH to diagnose it): nsys-2022.4", "zh") == \
+        "未读取的子文件夹（要诊断其中一个，请把它作为单独的 PATH 传入）：nsys-2022.4"

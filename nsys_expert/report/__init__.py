@@ -273,6 +273,7 @@ def _env() -> jinja2.Environment:
     env.filters["basename"] = lambda p: os.path.basename(str(p))
     env.filters["actionable"] = actionable
     env.filters["gbps"] = _gbps
+    env.filters["memkind"] = _memkind
     return env
 
 
@@ -285,6 +286,14 @@ def _gbps(v) -> str:
     if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 0.01:
         return "< 0.01"
     return _fmt(v, 2)
+
+
+def _memkind(v, L) -> str:
+    """'Device→Pinned' in the report's language (L["mem_kinds"]: zh), the arrow kept."""
+    kinds = (L or {}).get("mem_kinds") if hasattr(L, "get") else None
+    if not kinds or not isinstance(v, str):
+        return "–" if v is None else str(v)
+    return "→".join(kinds.get(part, part) for part in v.split("→"))
 
 
 def actionable(findings: list[dict]) -> list[dict]:

@@ -25,6 +25,7 @@ from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_ME
 from ..textsafe import visible
 from . import SEVERITY_ZH, labels, _fmt, localized, severity_word, shown_name, template_env, verdict
 from . import _gbps as report_gbps
+from . import _memkind as report_memkind
 from . import actionable as report_actionable
 from . import gpu_metrics as gm_report
 from .labels import HTML_LABELS  # noqa: F401 - html.HTML_LABELS
@@ -359,6 +360,7 @@ def _env() -> jinja2.Environment:
     env.filters["basename"] = lambda p: str(p).replace("\\", "/").rsplit("/", 1)[-1]
     env.filters["actionable"] = report_actionable
     env.filters["gbps"] = report_gbps
+    env.filters["memkind"] = report_memkind
     return env
 
 
