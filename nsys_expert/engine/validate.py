@@ -87,18 +87,18 @@ def _param_line(rule: Rule, name: str) -> int | None:
 
 
 # names a rule's texts may read beside its facts and params (Jinja2's own)
-TEXT_NAMES = frozenset({"loop", "range", "lang"})
+TEXT_NAMES = frozenset({"loop", "range", "lang", "command"})   # + the rules environment's command()
 
 
 def text_problems(rule: Rule) -> list[str]:
     """Names a rule's title, message, why, advice or estimate read that are no fact of any scope and no
     param: a typo (``{{ kernels_per_itr }}``) renders as nothing and the case still passes, so
     ``check-rules`` says it (issue 48, item 8)."""
+    import jinja2
     from jinja2 import meta
 
-    from .texts import ENV
-
-    known = set(TEXT_NAMES) | set(rule.params)
+    env = jinja2.Environment()     # parsing only (the rules' own environment is engine/rules.py's: no circle)
+    known = set(TEXT_NAMES) | set(env.globals) | set(rule.params)
     for scope in registry.SCOPES:
         known |= set(registry.all_names(scope))
     texts = [("title", rule.title), ("message", rule.message), ("why", rule.why or {}),
@@ -109,7 +109,7 @@ def text_problems(rule: Rule) -> list[str]:
     for key, t in texts:
         for lang, src in t.items():
             try:
-                names = meta.find_undeclared_variables(ENV.parse(src))
+                names = meta.find_undeclared_variables(env.parse(src))
             except Exception:  # noqa: BLE001 - a text that does not parse failed at load already
                 continue
             for n in sorted(names - known):

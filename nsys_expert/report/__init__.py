@@ -20,7 +20,8 @@ from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
 from ..load import Profile
 from ..textsafe import visible
-from . import verdict
+from . import shaping, verdict
+from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
 from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
 
 SCHEMA_VERSION = 1
@@ -73,21 +74,6 @@ def _window(fs: FactSet) -> dict:
     return fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
 
 
-def _recorded(prof: Profile) -> str:
-    """``nothing``: every table read has no rows; ``no_gpu_work``: no kernel, copy or memset in any GPU
-    table; else ``some`` (issue 48, item 6: an empty recording says so in its verdict, not in a warning)."""
-    t = prof.tables
-    if t and all(x.height == 0 for x in t.values()):
-        return "nothing"
-    gpu = [n for n in ("gpu_trace", "kern_sum", "mem_time_sum", "gpu_sum") if n in t]
-    if gpu and all(t[n].height == 0 for n in gpu):
-        return "no_gpu_work"
-    return "some"
-
-
-PROFILE_AGAIN = "nsys profile --trace=cuda,nvtx,osrt -o prof python train.py"
-
-
 def _verdict(doc: dict, evaluation) -> dict:
     """The verdict of a report (or of a rank's row): ``doc`` holds its ranked findings, facts, inputs,
     not-evaluated rules and tables; its next steps are added to it."""
@@ -103,7 +89,7 @@ def _verdict(doc: dict, evaluation) -> dict:
         out.pop("gpu_idle_attributed_pct", None)
     if doc.get("_recorded", "some") != "some":   # nothing to judge: that is the verdict, not a warning
         out.update(state="undetermined", reason="no_rows" if doc["_recorded"] == "nothing" else "no_gpu_work",
-                   category=None, rule=None, severity=None, confidence=None, next_command=PROFILE_AGAIN)
+                   category=None, rule=None, severity=None, confidence=None, next_command=shaping.PROFILE_AGAIN)
         out.pop("gpu_idle_attributed_pct", None)
     if limiter:
         out["limiter"] = limiter
@@ -130,7 +116,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "findings": ordered,
         "not_evaluated": evaluation.not_evaluated,
         "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings
-                     if not _twin_read(w, prof.inputs)],
+                     if not shaping.twin_read(w, prof.inputs)],
         "recoverable": getattr(evaluation, "recoverable", {}) or {},
         "too_little_work": getattr(evaluation, "too_little_work", None),
         "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
@@ -140,7 +126,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "tables": tables,
         "settings": {**NO_SETTINGS, **(settings or {})},
         "lang": lang,
-        "_recorded": _recorded(prof),
+        "_recorded": shaping.recorded(prof),
     }
     doc["verdict"] = _verdict(doc, evaluation)
     if ranks is not None:
@@ -203,8 +189,8 @@ def _md_text(s) -> str:
 
 def _md_safe(s) -> str:
     """Prose that may quote profile text (kernel names in a message): no raw HTML, no table breaks. A
-    ``<`` outside code spans is backslash-escaped (CommonMark draws ``\<`` as ``<``, and a terminal shows
-    no ``&lt;`` entity: issue 48, item 12); inside a code span it is literal already."""
+    ``<`` outside code spans gets a backslash before it (CommonMark draws that as ``<``, and a terminal
+    shows no ``&lt;`` entity: issue 48, item 12); inside a code span it is literal already."""
     parts = str(s).replace("\n", " ").split("`")
     if len(parts) % 2 == 0:          # an unpaired backtick opens no code span: escape all of it
         return "`".join(parts).replace("<", "\\<")
@@ -271,13 +257,10 @@ def _env() -> jinja2.Environment:
     env.filters["fmt"] = _fmt
     env.filters["short"] = short_kernel_name
     env.filters["basename"] = lambda p: os.path.basename(str(p))
-    env.filters["actionable"] = actionable
+    env.filters["actionable"] = shaping.actionable
     env.filters["gbps"] = _gbps
-    env.filters["memkind"] = _memkind
+    env.filters["memkind"] = shaping.memkind
     return env
-
-
-MIN_KERNEL_ADVICE_GAIN_PCT = 0.5
 
 
 def _gbps(v) -> str:
@@ -286,33 +269,6 @@ def _gbps(v) -> str:
     if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 0.01:
         return "< 0.01"
     return _fmt(v, 2)
-
-
-def _memkind(v, L) -> str:
-    """'Device→Pinned' in the report's language (L["mem_kinds"]: zh), the arrow kept."""
-    kinds = (L or {}).get("mem_kinds") if hasattr(L, "get") else None
-    if not kinds or not isinstance(v, str):
-        return "–" if v is None else str(v)
-    return "→".join(kinds.get(part, part) for part in v.split("→"))
-
-
-def actionable(findings: list[dict]) -> list[dict]:
-    """The findings whose advice the report lists: not a kernel's whose gain is known and under
-    MIN_KERNEL_ADVICE_GAIN_PCT of the window (ncu advice for a kernel at 0.05 % of it; launch_bound's
-    tail-effect once the critical path caps it at 0): the finding stays, its advice is noise."""
-    return [f for f in findings if f.get("advice") and not (
-        f.get("scope") and isinstance(f.get("estimated_gain_pct"), (int, float))
-        and f["estimated_gain_pct"] < MIN_KERNEL_ADVICE_GAIN_PCT)]
-
-
-def _twin_read(warning: str, inputs: list[dict]) -> bool:
-    """A warning that X.txt is the text form of an ncu report while X.csv (or X_details.csv ...) was read."""
-    name, sep, rest = warning.partition(" is the text form of an Nsight Compute report")
-    if not sep:
-        return False
-    stem = os.path.splitext(name)[0]
-    return any(os.path.basename(str(i.get("path", ""))).startswith(stem) and
-               str(i.get("path", "")).endswith((".csv", ".csv.gz")) for i in inputs)
 
 
 def group_not_evaluated(items: list[dict], doc: dict | None = None) -> list[tuple[list[str], str]]:

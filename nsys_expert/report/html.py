@@ -25,8 +25,8 @@ from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_ME
 from ..textsafe import visible
 from . import SEVERITY_ZH, labels, _fmt, localized, severity_word, shown_name, template_env, verdict
 from . import _gbps as report_gbps
-from . import _memkind as report_memkind
-from . import actionable as report_actionable
+from .shaping import actionable as report_actionable
+from .shaping import memkind as report_memkind
 from . import gpu_metrics as gm_report
 from .labels import HTML_LABELS  # noqa: F401 - html.HTML_LABELS
 from .svg import _chart, _el, _ink, _legend, _n, _nice_step, _text_w, _tick_label, _ticks, _time_axis  # noqa: F401
