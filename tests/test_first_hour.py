@@ -91,6 +91,9 @@ def test_warnings_of_damaged_input_reach_stderr_with_o(tmp_path):
     assert "scientific notation" in out.read_text()
     # the notes on the inputs (which file gave which table) stay in the report
     assert not any("richest source" in ln for ln in err)
+    # diff -o too, each warning with the run it is about
+    r = _cli("diff", str(case), str(FIXTURES / "launch_bound" / "input"), "-o", str(tmp_path / "d.md"))
+    assert r.returncode == 0 and f"nsys-expert: warning: {case}: " in r.stderr and "scientific notation" in r.stderr
 
 
 CTRL_C_SCRIPT = """

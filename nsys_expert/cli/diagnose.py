@@ -60,7 +60,7 @@ def _no_progress(paths, lang):
 MAX_WARNINGS = 10
 
 
-def _warn(doc: dict, lang: str | None) -> None:
+def _warn(doc: dict, lang: str | None, prefix: str = "") -> None:
     """The report's warnings that change what to believe (damaged or partial input; not the notes on
     which file gave which table), one line each on stderr, when the report itself goes to a file."""
     from ..report import split_warnings
@@ -68,9 +68,9 @@ def _warn(doc: dict, lang: str | None) -> None:
 
     important, _notes = split_warnings(doc.get("warnings") or [])
     for w in important[:MAX_WARNINGS]:
-        say(f"warning: {translate(w, lang)}")
+        say(f"warning: {prefix}{translate(w, lang)}")
     if len(important) > MAX_WARNINGS:
-        say(f"warning: and {len(important) - MAX_WARNINGS} more in the report's Warnings")
+        say(f"warning: {prefix}and {len(important) - MAX_WARNINGS} more in the report's Warnings")
 
 
 @command("diagnose")
