@@ -285,9 +285,10 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         if f["estimated_gain_pct"] is not None:
             f["estimated_gain_pct"] = round(min(f["estimated_gain_pct"], s), 1)
         _gain_basis(f, rules[f["rule"]], run, s)
-        cap = critical.finding_cap(f, run, within)
+        bound = critical.finding_cap(f, run, within)
+        cap = bound[0] if bound else None
         if cap is not None and f["estimated_gain_pct"] is not None and f["estimated_gain_pct"] > cap:
-            f["estimated_gain_pct"], f["gain_capped_by"] = round(cap, 1), "critical_path"
+            f["estimated_gain_pct"], f["gain_capped_by"] = round(cap, 1), bound[1]
             if f.get("estimated_gain_range_pct"):
                 f["estimated_gain_range_pct"] = [min(v, round(cap, 1)) for v in f["estimated_gain_range_pct"]]
         params = rules[f["rule"]].pack_params

@@ -30,7 +30,7 @@ LABELS = {
         "none_undetermined": "No finding, and none could be made: the rules that judge a system-level bottleneck "
                              "did not have the data they need (see the verdict and what was not evaluated).",
         "evidence": "Evidence", "fact": "Fact", "value": "Value", "threshold": "Threshold", "from": "Source",
-        "gain": "expected gain", "gain_replayed": "replayed", "limiter_short": "limiter: host work no finding names, {host} % of the critical path (the full report says how to profile it)", "limiter_host": "The limiter is the host's own work between CUDA calls, which no finding names: {host} % of each iteration's critical path (taking it off the path would win back up to {offload} % of the window); Next steps say how to profile it.", "gain_capped": "at most what the critical path leaves it",
+        "gain": "expected gain", "gain_replayed": "replayed", "limiter_short": "limiter: host work no finding names, {host} % of the critical path (the full report says how to profile it)", "limiter_host": "The limiter is the host's own work between CUDA calls, which no finding names: {host} % of each iteration's critical path (taking it off the path would win back up to {offload} % of the window); Next steps say how to profile it.", "gain_capped": "at most what the critical path leaves it", "gain_capped_copies": "at most the kernels' time to hide them under and the pageable copies' time",
         "recoverable_capped": "at most 100 % less the {side} ({value} % of the critical path), which no finding's fix shortens", "side_host": "host's own time", "side_gpu": "GPU's work",
         "gain_summary": "a range", "of_window": "of the window", "missing": "missing", "main_idle": "Main idle cause",
         "idle_causes": {"launch": "launching (short gaps)", "sync": "after a blocking sync", "memcpy": "in a copy call",
@@ -94,7 +94,7 @@ LABELS = {
         "none_found": "稳态下未发现系统级瓶颈。", "severity": "严重程度",
         "none_undetermined": "没有发现，也无法判断：判断系统级瓶颈的规则缺少所需数据（见结论与未评估的规则）。",
         "evidence": "依据", "fact": "指标", "value": "数值", "threshold": "阈值", "from": "来源",
-        "gain": "预期收益", "gain_replayed": "回放", "limiter_short": "瓶颈：没有发现指出的主机工作，占关键路径的 {host} %（完整报告给出分析方法）", "limiter_host": "瓶颈是主机在 CUDA 调用之间自身的工作，没有任何发现指出它：占每次迭代关键路径的 {host} %（把它移出关键路径最多可挽回窗口的 {offload} %）；分析方法见“后续步骤”。", "gain_capped": "至多为关键路径所允许的部分",
+        "gain": "预期收益", "gain_replayed": "回放", "limiter_short": "瓶颈：没有发现指出的主机工作，占关键路径的 {host} %（完整报告给出分析方法）", "limiter_host": "瓶颈是主机在 CUDA 调用之间自身的工作，没有任何发现指出它：占每次迭代关键路径的 {host} %（把它移出关键路径最多可挽回窗口的 {offload} %）；分析方法见“后续步骤”。", "gain_capped": "至多为关键路径所允许的部分", "gain_capped_copies": "至多为可用来掩盖拷贝的 kernel 时间加上可分页拷贝的时间",
         "recoverable_capped": "至多为 100 % 减去{side}（关键路径的 {value} %），没有任何发现的优化能缩短它", "side_host": "主机自身的时间", "side_gpu": "GPU 的工作",
         "gain_summary": "范围", "of_window": "（占窗口）", "missing": "缺少", "main_idle": "主要空闲原因",
         "idle_causes": {"launch": "提交 kernel（短间隙）", "sync": "阻塞同步之后", "memcpy": "拷贝调用中",
