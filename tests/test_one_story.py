@@ -20,15 +20,17 @@ KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _cases() -> list[str]:
+    """Every case folder holding its run's SQLite export beside other inputs (gpu_metrics/ one deeper)."""
     if not CASES.is_dir():
         return []
-    return sorted(p.name for p in CASES.iterdir()
-                  if p.is_dir() and any(q.name.startswith(p.name + ".sqlite") for q in p.iterdir()))
+    dirs = [p for p in CASES.iterdir() if p.is_dir()] + [p for p in (CASES / "gpu_metrics").glob("*") if p.is_dir()]
+    return sorted(str(p.relative_to(CASES)) for p in dirs
+                  if any(q.name.startswith(p.name + ".sqlite") for q in p.iterdir()))
 
 
 def _csv_only(case: str, tmp: pathlib.Path) -> pathlib.Path:
     """The case's nsys stats CSVs alone (the folder holds its SQLite too, which would win)."""
-    out = tmp / f"csv_{case}"
+    out = tmp / f"csv_{case.replace('/', '_')}"
     out.mkdir()
     for q in (CASES / case).iterdir():
         if q.is_file() and ".csv" in q.name:
@@ -51,6 +53,8 @@ def _agree(ref: dict, other: dict) -> bool:
 def _inputs(case: str, tmp: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
     out = [("csv", _csv_only(case, tmp))]
     out += [(name, CASES / case / name) for name in CONSOLE if (CASES / case / name).is_file()]
+    if (CASES / case / "nsys-2022.4").is_dir():   # the same export through Nsight Systems 2022.4's nsys stats
+        out.append(("nsys-2022.4", CASES / case / "nsys-2022.4"))
     kineto = CASES / "kineto" / f"{case}.pt.trace.json.gz"
     if kineto.is_file():          # a separate run of the same workload: only the category must agree
         out.append(("kineto", kineto))
@@ -61,7 +65,7 @@ def _inputs(case: str, tmp: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("case", _cases())
 def test_same_verdict_from_every_input_of_a_run(case, tmp_path):
-    sqlite = next(q for q in (CASES / case).iterdir() if q.name.startswith(case + ".sqlite"))
+    sqlite = next(q for q in (CASES / case).iterdir() if q.name.startswith(case.split("/")[-1] + ".sqlite"))
     ref = _verdict(sqlite)
     assert ref is not None
     told = []
