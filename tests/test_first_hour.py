@@ -361,3 +361,20 @@ def test_zh_texts_keep_the_numbers_and_the_report_words():
     from nsys_expert.report.i18n import translate
     assert translate("subfolders not read (pass one as its own PATH to diagnose it): nsys-2022.4", "zh") == \
         "未读取的子文件夹（要诊断其中一个，请把它作为单独的 PATH 传入）：nsys-2022.4"
+
+
+def test_o_tells_its_own_json_from_any_json(tmp_path):
+    """Item 5: only nsys-expert's own output is replaced without --force; every JSON file starts with '{'."""
+    other = tmp_path / "settings.json"
+    other.write_text('{\n  "theme": "dark"\n}\n')
+    r = _cli("diagnose", str(FIXTURES / "launch_bound" / "input"), "--format", "json", "-o", str(other))
+    assert r.returncode == 2 and "not an nsys-expert report" in r.stderr and "dark" in other.read_text()
+    listing = tmp_path / "rules.json"
+    assert _cli("rules", "--format", "json", "-o", str(listing)).returncode == 0
+    assert _cli("rules", "--format", "json", "-o", str(listing)).returncode == 0     # its own listing again
+    r = _cli("diagnose", str(FIXTURES / "launch_bound" / "input"), "--format", "json", "-o", str(listing))
+    assert r.returncode == 2                       # a rules listing is not this diagnosis's kind of output
+    d = tmp_path / "d.json"
+    before, after = str(FIXTURES / "launch_bound" / "input"), str(FIXTURES / "sync_bound" / "input")
+    assert _cli("diff", before, after, "--format", "json", "-o", str(d)).returncode == 0
+    assert _cli("diff", after, before, "--format", "json", "-o", str(d)).returncode == 0

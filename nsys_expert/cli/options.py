@@ -117,17 +117,35 @@ def _written_by_us(head: str, text: str) -> bool:
     import json
 
     lead = head.lstrip()
-    if lead.startswith("{"):
-        try:
-            doc = json.loads(head)
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict) and (doc.get("tool") or {}).get("name") == "nsys-expert":
-            return True
+    if lead.startswith(("{", "[")):
+        return _same_json(head, text)
     if lead.startswith("# nsys-expert") or 'name="generator" content="nsys-expert' in head[:2000]:
         return True
     first = text.split("\n", 1)[0].strip()
     return bool(first) and head.split("\n", 1)[0].strip() == first
+
+
+def _same_json(head: str, text: str) -> bool:
+    """A JSON file is nsys-expert's when it names the tool (a diagnosis), or has the keys of what this
+    command writes now (a diff: schema_version, before, after; a listing: its rows' keys); a first line
+    of "{" alone says nothing (any JSON file has it)."""
+    import json
+
+    def keys(s):
+        try:
+            v = json.loads(s)
+        except ValueError:
+            return None
+        if isinstance(v, dict):
+            return ("tool", (v.get("tool") or {}).get("name")) if isinstance(v.get("tool"), dict) else frozenset(v)
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            return frozenset(v[0])
+        return None
+
+    theirs = keys(head)
+    if theirs == ("tool", "nsys-expert"):
+        return True
+    return theirs is not None and theirs == keys(text)
 
 
 def overwrite_refusal(target: str, inputs=(), this_run: set[str] | None = None, text: str = "") -> str | None:
