@@ -18,6 +18,7 @@ per-rank results; a rank that fails yields its exception instead, and the others
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -117,6 +118,25 @@ def pooled(fn, calls: list[tuple], workers: int) -> Iterator[tuple[int, object]]
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+@contextlib.contextmanager
+def _children_ignore_sigint():
+    """While the local Dask cluster starts its worker processes, SIGINT is ignored here, so they start
+    with it ignored (a spawned Python keeps an ignored SIGINT ignored): Ctrl-C at a terminal, sent to the
+    whole process group, then reaches this process alone, which says "interrupted" once instead of a
+    traceback from each worker (issue 48, item 4). Outside the main thread nothing is changed."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def _client(scheduler: str, workers: int):
     try:
         from distributed import Client, LocalCluster
@@ -124,9 +144,15 @@ def _client(scheduler: str, workers: int):
         raise InputError(f"--scheduler {scheduler} needs Dask, an optional extra that is not installed",
                          hint=MISSING_EXTRA) from e
     if scheduler == DASK:
-        cluster = LocalCluster(**local_cluster_options(workers))
+        with _children_ignore_sigint():
+            cluster = LocalCluster(**local_cluster_options(workers))
         try:
-            return Client(cluster), cluster
+            client = Client(cluster)
+            # a Dask worker installs its own Ctrl-C handling: each ignores SIGINT from now on (the
+            # function runs on the worker's main thread), so the terminal's Ctrl-C, sent to the whole
+            # process group, reaches this process alone
+            client.run(_quiet_worker)
+            return client, cluster
         except Exception:
             cluster.close()
             raise
