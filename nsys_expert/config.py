@@ -19,9 +19,26 @@ from .errors import InputError
 KEYS = {"rules", "select", "ignore", "set", "fail-on", "lang", "skip-iterations", "iteration-range", "scheduler"}
 
 
+def _candidates(start: str | None = None) -> list[str]:
+    """``nsys-expert.toml`` then ``pyproject.toml`` of the current folder, then of each folder above it
+    up to the file system's root, as ruff and pytest look (issue 48, item 16: a run from a subfolder of
+    the project found no settings). The current folder's are named as before (relative)."""
+    here = os.path.abspath(start or os.getcwd())
+    out, d = [], here
+    while True:
+        for name in ("nsys-expert.toml", "pyproject.toml"):
+            out.append(name if d == here else os.path.relpath(os.path.join(d, name), here))
+        up = os.path.dirname(d)
+        if up == d:
+            return out
+        d = up
+
+
 def load(path: str | None = None) -> dict:
-    """The settings (empty when there is no file). ``path`` forces a file."""
-    candidates = [path] if path else ["nsys-expert.toml", "pyproject.toml"]
+    """The settings (empty when there is no file). ``path`` forces a file; else the nearest
+    ``nsys-expert.toml``, or ``pyproject.toml`` with a ``[tool.nsys-expert]`` table, from the current
+    folder up."""
+    candidates = [path] if path else _candidates()
     for c in candidates:
         if not c or not os.path.exists(c):
             if path:

@@ -226,6 +226,22 @@ def _change(r: dict) -> str:
     return ch + (f" ({r['change_pct']:+.1f} %)" if r["change_pct"] is not None else "")
 
 
+# facts that count the kernels one by one: a run whose kernels are all inside CUDA graphs (nsys's
+# default --cuda-graph-trace=graph) has none of them, while its kernel time is there (issue 48, item 11:
+# 'kernel_count 39,800 -> 0' beside 'kernel_active_pct 98.85')
+GRAPH_HIDDEN = ("kernel_count", "kernels_per_iter", "kernel_small_share_pct", "kernel_median_us")
+GRAPH_NOTE = ("not comparable: the {side} run's kernels are inside CUDA graphs, traced as whole graphs "
+              "(profile with --cuda-graph-trace=node to count them)")
+
+
+def _graphed_sides(rows: list[dict]) -> str | None:
+    """'before', 'after' or 'both': the run(s) with CUDA graph launches and no kernel counted."""
+    by = {r["fact"]: r for r in rows}
+    g, k = by.get("graph_launch_count") or {}, by.get("kernel_count") or {}
+    sides = [s for s in ("before", "after") if (g.get(s) or 0) > 0 and not k.get(s)]
+    return None if not sides else sides[0] if len(sides) == 1 else "both"
+
+
 def _blocks(d: dict) -> list[tuple]:
     """The diff as blocks both renderers draw: ("h1"|"h2"|"p", text), ("ul", items),
     ("table", header, rows); text marks code with backticks and bold with ``**``."""
@@ -263,9 +279,15 @@ def _blocks(d: dict) -> list[tuple]:
         out.append(("p", f"No {names} findings."))
     changed = [r for r in d["facts"] if not (r["before"] == r["after"] or r["change"] == 0)]
     same = [r["fact"] for r in d["facts"] if r not in changed]
-    out += [("h2", "Facts"), ("table", ["fact", "before", "after", "change", "verdict"],
-                             [[f"`{r['fact']}`", _num(r["before"], r["fact"]), _num(r["after"], r["fact"]), _change(r),
-                               r["verdict"] or ""] for r in changed])]
+    out.append(("h2", "Facts"))
+    hidden = _graphed_sides(d["facts"])
+    if changed:   # no table without rows (a run diffed with itself: issue 48, item 16)
+        out.append(("table", ["fact", "before", "after", "change", "verdict"],
+                    [[f"`{r['fact']}`", _num(r["before"], r["fact"]), _num(r["after"], r["fact"]), _change(r),
+                      (GRAPH_NOTE.format(side=hidden) if hidden and r["fact"] in GRAPH_HIDDEN else r["verdict"] or "")]
+                     for r in changed]))
+    elif same:
+        out.append(("p", "No fact changed."))
     if same:
         out.append(("p", f"{len(same)} facts unchanged: " + ", ".join(f"`{n}`" for n in same) + "."))
     if cut:

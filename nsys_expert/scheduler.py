@@ -18,6 +18,7 @@ per-rank results; a rank that fails yields its exception instead, and the others
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -74,15 +75,66 @@ def _local(ranks, opts, jobs):
             except Exception as e:  # noqa: BLE001 - a broken rank is reported, the others carry on
                 yield i, e
         return
-    # spawn, not fork: Polars' thread pools do not survive a fork
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futs = {pool.submit(rank_unit, r.label, r.files, r.pid, opts): i for i, r in enumerate(ranks)}
+    calls = [(r.label, r.files, r.pid, opts) for r in ranks]
+    yield from pooled(rank_unit, calls, workers)
+
+
+def _quiet_worker() -> None:
+    """A worker ignores Ctrl-C: the terminal sends SIGINT to the whole process group, and the parent
+    alone says "interrupted" (issue 48, item 4: each worker printed its own traceback, 30-100 lines)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def pooled(fn, calls: list[tuple], workers: int) -> Iterator[tuple[int, object]]:
+    """``fn(*call)`` for each call on a ``spawn`` process pool (Polars' thread pools do not survive a
+    fork); ``(index, result or exception)`` as each finishes. Interrupted (Ctrl-C, or the consumer
+    stops), the workers are ended at once and nothing is waited for."""
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_quiet_worker)
+    done = False
+    try:
+        futs = {pool.submit(fn, *c): i for i, c in enumerate(calls)}
         for f in as_completed(futs):
             i = futs.pop(f)
             try:
                 yield i, f.result()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001 - a broken rank is reported, the others carry on
                 yield i, e
+        done = True
+    finally:
+        if done:
+            pool.shutdown(wait=True)
+        else:
+            procs = list((getattr(pool, "_processes", None) or {}).values())
+            for p in procs:          # ignoring SIGINT, they would finish their rank first
+                if p.is_alive():
+                    p.terminate()
+            for p in procs:
+                p.join(timeout=5)
+            # then the pool's own thread sees them gone and ends: joined here, not at interpreter exit
+            # (where it wrote to a closed pipe: "Exception ignored in ... Bad file descriptor")
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _children_ignore_sigint():
+    """While the local Dask cluster starts its worker processes, SIGINT is ignored here, so they start
+    with it ignored (a spawned Python keeps an ignored SIGINT ignored): Ctrl-C at a terminal, sent to the
+    whole process group, then reaches this process alone, which says "interrupted" once instead of a
+    traceback from each worker (issue 48, item 4). Outside the main thread nothing is changed."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _client(scheduler: str, workers: int):
@@ -92,9 +144,15 @@ def _client(scheduler: str, workers: int):
         raise InputError(f"--scheduler {scheduler} needs Dask, an optional extra that is not installed",
                          hint=MISSING_EXTRA) from e
     if scheduler == DASK:
-        cluster = LocalCluster(**local_cluster_options(workers))
+        with _children_ignore_sigint():
+            cluster = LocalCluster(**local_cluster_options(workers))
         try:
-            return Client(cluster), cluster
+            client = Client(cluster)
+            # a Dask worker installs its own Ctrl-C handling: each ignores SIGINT from now on (the
+            # function runs on the worker's main thread), so the terminal's Ctrl-C, sent to the whole
+            # process group, reaches this process alone
+            client.run(_quiet_worker)
+            return client, cluster
         except Exception:
             cluster.close()
             raise

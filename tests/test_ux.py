@@ -36,14 +36,24 @@ def test_o_refuses_a_file_nsys_expert_did_not_write(tmp_path, name, body):
 
 
 @pytest.mark.parametrize("fmt", ["md", "json", "html"])
-def test_o_refuses_the_report_of_another_run_and_replaces_its_own(tmp_path, fmt):
+def test_o_replaces_its_own_report_of_another_run(tmp_path, fmt):
+    """Issue 48, item 5 (issue 35 had refused another run's report: every profile -> fix -> profile
+    again loop then needed --force)."""
     target = tmp_path / f"report.{fmt}"
     assert run("diagnose", FIXTURES / "launch_bound" / "input", "--format", fmt, "-o", target).exit_code == 0
     first = target.read_text()
     assert run("diagnose", FIXTURES / "launch_bound" / "input", "--format", fmt, "-o", target).exit_code == 0
     r = run("diagnose", FIXTURES / "sync_bound" / "input", "--format", fmt, "-o", target)
-    one_line_error(r, "another run")
-    assert target.read_text() == first
+    assert r.exit_code == 0 and target.read_text() != first
+    assert ("sync_bound" in target.read_text()) and "launch_bound_cuda" not in target.read_text()
+
+
+def test_o_refuses_a_file_that_only_mentions_nsys_expert(tmp_path):
+    target = tmp_path / "notes.md"
+    target.write_text("My notes on nsys-expert: the launch-bound finding was right.\n")
+    r = run("diagnose", FIXTURES / "launch_bound" / "input", "-o", target)
+    one_line_error(r, "notes.md", "not an nsys-expert report", "--force")
+    assert r.stderr.count("refusing") == 1     # said once
 
 
 def test_o_rewrites_its_own_listing(tmp_path):

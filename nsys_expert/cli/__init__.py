@@ -95,8 +95,8 @@ def main():
 
     \b
     Every subcommand: -o/--output FILE writes what it would print to FILE
-    (stderr says "wrote FILE"; it replaces only its own earlier output of
-    the same run, else --force); --format picks the format where there is
+    (stderr says "wrote FILE"; it replaces its own earlier reports and
+    listings, anything else only with --force); --format picks the format where there is
     more than one. Exit codes: 0 ran, 1 a gate tripped (--fail-on,
     --fail-on-regression, a failing rule case; stderr says which),
     2 bad input or usage, 3 internal error.

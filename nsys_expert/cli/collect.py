@@ -17,6 +17,11 @@ from ..errors import InputError
 from .options import Choice, command, emit, output_option
 
 
+
+def _ended(rc: int) -> str:
+    """How a tool ended, for a message: never "failed (exit 0)" (issue 48, item 16)."""
+    return f"failed (exit {rc})" if rc else "ended without an error"
+
 def _run(argv: list[str], log, echo: bool) -> tuple[int, list[str]]:
     """Run, copying stdout and stderr to ``log`` (and to our stderr when ``echo``); -> (rc, stderr tail)."""
     try:
@@ -92,7 +97,7 @@ def collect_run(app: list[str], scenario: str = "quick", out_dir: str = "nsys-ex
                 hint = f"did the app push the NVTX range '{opts.range_name}'?"
             elif scenario == "cuda-profiler-range":
                 hint = "did the app call cudaProfilerStart()?"
-            raise InputError(f"nsys profile failed (exit {rc}) and wrote no report: {_trim(tail)}", log_path, hint)
+            raise InputError(f"nsys profile {_ended(rc)} and wrote no report: {_trim(tail)}", log_path, hint)
         if rc != 0:
             warnings.append(f"nsys profile exited with {rc} (usually the application's own exit code); "
                             f"the report was written and is used")
@@ -101,11 +106,11 @@ def collect_run(app: list[str], scenario: str = "quick", out_dir: str = "nsys-ex
             log.write("$ " + sc.Command(tuple(argv)).line() + "\n")
             rc, tail = _run([nsys, *argv[1:]], log, False)
             if argv[1] == "export" and (rc != 0 or not os.path.exists(sqlite)):
-                raise InputError(f"nsys export failed (exit {rc}): {_trim(tail)}", rep)
+                raise InputError(f"nsys export {_ended(rc)}" + (" but wrote no SQLite" if rc == 0 else "") + f": {_trim(tail)}", rep)
             if argv[1] == "stats":
                 csvs = [f for f in os.listdir(csv_dir) if f.endswith(".csv")]
                 if not csvs:
-                    raise InputError(f"nsys stats failed (exit {rc}) and wrote no CSV: {_trim(tail)}", sqlite)
+                    raise InputError(f"nsys stats {_ended(rc)} and wrote no CSV: {_trim(tail)}", sqlite)
                 if rc != 0:
                     warnings.append(f"nsys stats exited with {rc}: {_trim(tail, 2)}")
     result = {"diagnose_input": sqlite if opts.gpu_metrics else csv_dir, "report": rep, "sqlite": sqlite, "csv_dir": csv_dir, "log": log_path, "warnings": warnings,

@@ -57,10 +57,28 @@ def _no_progress(paths, lang):
     yield lambda *a, **k: None
 
 
+MAX_WARNINGS = 10
+
+
+def _warn(doc: dict, lang: str | None, prefix: str = "") -> None:
+    """The report's warnings that change what to believe (damaged or partial input; not the notes on
+    which file gave which table), one line each on stderr, when the report itself goes to a file."""
+    from ..report import split_warnings
+    from ..report.i18n import translate
+
+    important, _notes = split_warnings(doc.get("warnings") or [])
+    for w in important[:MAX_WARNINGS]:
+        say(f"warning: {prefix}{translate(w, lang)}")
+    if len(important) > MAX_WARNINGS:
+        say(f"warning: {prefix}and {len(important) - MAX_WARNINGS} more in the report's Warnings")
+
+
 @command("diagnose")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@format_option(["md", "json", "html"], "md",
-               help="md (Markdown), json, or html (one self-contained page with charts; use -o)")
+@format_option(["md", "json", "html"], "md", show_default=False,
+               help="md (Markdown: the default when the output is piped or goes to -o; at a terminal, "
+                    "without --format, a short summary), json, or html (one self-contained page with "
+                    "charts; use -o)")
 @output_option()
 @click.option("--lang", type=Choice(["en", "zh"]), default=None, help="report language (default en)")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder (repeatable)")
@@ -77,7 +95,8 @@ def _no_progress(paths, lang):
 @click.option("--fail-on", type=Choice(SEVERITIES), help="exit 1 when a finding is at or above this severity")
 @click.option("--show-facts", is_flag=True, help="also print every fact of this run with its value and source")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="settings file (default: [tool.nsys-expert] in ./pyproject.toml, or ./nsys-expert.toml)")
+              help="settings file (default: the nearest nsys-expert.toml, or pyproject.toml with [tool.nsys-expert], "
+                   "from the current folder up)")
 def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, iteration_range,
              scheduler, fail_on, show_facts, config_path):
     """Diagnose a profile. PATHS: a folder of `nsys stats --format csv` reports (or the CSV files);
@@ -88,8 +107,8 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     several processes).
 
     \b
-    -o FILE writes the report to FILE (never an input, a config or a report of another run
-    without --force) and says so on stderr;
+    -o FILE writes the report to FILE (its own earlier report too; never an input, and no
+    other file without --force) and says so on stderr, with the input warnings;
     --format md|json|html picks what is written (html: use -o); --scheduler picks where a
     multi-rank job's per-rank work runs.
     Exit codes: 0 ran, 1 --fail-on tripped (stderr names the findings), 2 bad input or usage,
@@ -128,6 +147,7 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
         import os
 
         this_run = {os.path.basename(str(i.get("path", ""))) for i in doc.get("inputs") or []}
+        _warn(doc, lang)   # what the report's Warnings say about the input reaches a CI log too
         write_output(output, text, [*paths, *packs, *([config_path] if config_path else [])], this_run)
     elif not show_facts and terminal.wants_summary(
             output, click.get_current_context().get_parameter_source("fmt").name != "DEFAULT"):

@@ -20,7 +20,8 @@ from .options import command, emit, format_option, output_option, say
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
 @click.option("--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="settings file (default: [tool.nsys-expert] in ./pyproject.toml, or ./nsys-expert.toml)")
+              help="settings file (default: the nearest nsys-expert.toml, or pyproject.toml with [tool.nsys-expert], "
+                   "from the current folder up)")
 def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides, config_path):
     """Compare two runs (profiles, or JSON reports from diagnose --format json), each diagnosed with
     the settings `diagnose` would use (the command line over the settings file), resolved once."""
@@ -29,10 +30,19 @@ def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides, config_path
     settings = pipeline.settings_of(pipeline.Request([], list(packs), overrides=list(overrides),
                                                      config=config.load(config_path)))
 
+    warned: list[tuple[str, dict]] = []
+
     def run(path):
-        return pipeline.run(pipeline.Request([path]), settings=settings).doc
+        doc = pipeline.run(pipeline.Request([path]), settings=settings).doc
+        warned.append((path, doc))
+        return doc
 
     d = diff.compare(diff.load_side(before, run), diff.load_side(after, run), fail_pct)
+    if output:   # the input warnings reach a CI log too, not only "wrote FILE" (issue 48, item 13)
+        from .diagnose import _warn
+
+        for path, doc in warned:
+            _warn(doc, None, prefix=f"{path}: ")
     if fmt == "json":
         text = json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
     elif fmt == "html":

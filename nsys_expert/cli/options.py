@@ -82,9 +82,10 @@ class Choice(click.Choice):
             self.fail(msg + (f" (did you mean '{hint[0]}'?)" if hint else ""), param, ctx)
 
 
-def format_option(choices: list[str], default: str, help: str | None = None):
-    """``--format`` (the value arrives as ``fmt``), its default shown in ``--help``."""
-    return click.option("--format", "fmt", type=Choice(choices), default=default, show_default=True,
+def format_option(choices: list[str], default: str, help: str | None = None, show_default: bool = True):
+    """``--format`` (the value arrives as ``fmt``), its default shown in ``--help`` (``show_default``
+    False: the help says it in words, where the default depends on where the output goes)."""
+    return click.option("--format", "fmt", type=Choice(choices), default=default, show_default=show_default,
                         help=help or "output format: " + ", ".join(choices))
 
 
@@ -96,11 +97,11 @@ def _set_force(ctx, _param, value):
 
 def output_option(help: str = "write the output to FILE instead of stdout"):
     """``-o`` / ``--output FILE``: the one meaning of ``-o`` in every subcommand (a file written
-    instead of stdout; never one of the inputs), and ``--force``: replace a FILE that nsys-expert did
-    not write (a rule pack, a config, a report of another run)."""
+    instead of stdout; never one of the inputs), and ``--force``: replace a FILE that is not
+    nsys-expert's own output (a rule pack, a config, notes)."""
     out = click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE", help=help)
     force = click.option("--force", is_flag=True, expose_value=False, callback=_set_force,
-                         help="let -o replace an existing file that is not this command's earlier output")
+                         help="let -o replace an existing file that is not an nsys-expert report or listing")
     return lambda fn: out(force(fn))
 
 
@@ -109,37 +110,49 @@ PRECIOUS_SUFFIXES = (".yaml", ".yml", ".toml", ".py", ".cfg", ".ini", ".sqlite",
                      ".ncu-rep", ".csv", ".gz")
 
 
-def _report_inputs(head: str) -> set[str] | None:
-    """The input file names an nsys-expert report lists (its JSON ``inputs``, the Markdown or HTML
-    "Inputs" line), or None when ``head`` is no diagnosis report."""
+def _written_by_us(head: str, text: str) -> bool:
+    """Earlier output of nsys-expert: a report (its JSON names the tool, its Markdown starts with
+    "# nsys-expert", its HTML page names it as generator), or a file that starts as this output does (a
+    listing of ``rules`` or ``facts``). A file that only mentions nsys-expert (notes, a README) is not."""
     import json
-    import re
 
-    if head.lstrip().startswith("{"):
+    lead = head.lstrip()
+    if lead.startswith(("{", "[")):
+        return _same_json(head, text)
+    if lead.startswith("# nsys-expert") or 'name="generator" content="nsys-expert' in head[:2000]:
+        return True
+    first = text.split("\n", 1)[0].strip()
+    return bool(first) and head.split("\n", 1)[0].strip() == first
+
+
+def _same_json(head: str, text: str) -> bool:
+    """A JSON file is nsys-expert's when it names the tool (a diagnosis), or has the keys of what this
+    command writes now (a diff: schema_version, before, after; a listing: its rows' keys); a first line
+    of "{" alone says nothing (any JSON file has it)."""
+    import json
+
+    def keys(s):
         try:
-            doc = json.loads(head)
+            v = json.loads(s)
         except ValueError:
             return None
-        if isinstance(doc, dict) and (doc.get("tool") or {}).get("name") == "nsys-expert" and "inputs" in doc:
-            return {os.path.basename(str(i.get("path", ""))) for i in doc.get("inputs") or [] if isinstance(i, dict)}
+        if isinstance(v, dict):
+            return ("tool", (v.get("tool") or {}).get("name")) if isinstance(v.get("tool"), dict) else frozenset(v)
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            return frozenset(v[0])
         return None
-    if head.startswith("# nsys-expert diagnosis") or 'name="generator" content="nsys-expert' in head[:2000]:
-        m = re.search(r"(?:Inputs|输入)[^:：\n]*[:：]\s*(.*)", head)
-        names = re.findall(r"(?:`|<code>)([^`<]+)(?:`|</code>)", m.group(1)) if m else []
-        return set(names) or None
-    return None
 
-
-def _written_by_us(head: str, text: str) -> bool:
-    """Earlier output of nsys-expert: it names the tool, or starts as this output does."""
-    first = text.split("\n", 1)[0].strip()
-    return "nsys-expert" in head[:4000] or bool(first) and head.split("\n", 1)[0].strip() == first
+    theirs = keys(head)
+    if theirs == ("tool", "nsys-expert"):
+        return True
+    return theirs is not None and theirs == keys(text)
 
 
 def overwrite_refusal(target: str, inputs=(), this_run: set[str] | None = None, text: str = "") -> str | None:
     """Why ``-o`` must not replace ``target`` (None: it may): an input; a file of a kind nsys-expert
-    reads rather than writes (a rule pack, a config, a profile); a file nsys-expert did not write; the
-    diagnosis report of another run (its inputs are not this run's)."""
+    reads rather than writes (a rule pack, a config, a profile); a file that is not nsys-expert's own
+    output. Its own earlier report is replaced, of this run or another (issue 48, item 5: the profile ->
+    fix -> profile again loop writes one report file over and over). ``this_run`` is kept for callers."""
     if target in input_files(inputs):
         return "is one of the inputs; refusing to overwrite it"
     if not os.path.isfile(target) or os.path.getsize(target) == 0:
@@ -154,10 +167,7 @@ def overwrite_refusal(target: str, inputs=(), this_run: set[str] | None = None, 
     except OSError:
         return None
     if not _written_by_us(head, text):
-        return "exists and was not written by nsys-expert; refusing to overwrite it"
-    theirs = _report_inputs(head)
-    if this_run and theirs and not theirs & this_run:
-        return "holds the report of another run; refusing to overwrite it"
+        return "exists and is not an nsys-expert report; refusing to overwrite it"
     return None
 
 

@@ -25,12 +25,17 @@ def rules_cmd(fmt, output, packs):
     if fmt == "json":
         emit(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", output)
         return
-    w = max(len(r["id"]) for r in rows)
-    lines = []
-    for r in rows:
-        params = ", ".join(f"{k}={v['default']}" for k, v in r["params"].items())
-        lines.append(f"{r['id']:<{w}}  {r['category']:<14} {r['severity']:<8} {r['scope']:<6} {r['pack']:<10} {params}")
-    emit("\n".join(lines) + "\n", output)
+    table = [[r["id"], r["category"], r["severity"], r["scope"], r["pack"],
+              ", ".join(f"{k}={v['default']}" for k, v in r["params"].items())] for r in rows]
+    emit(columns(["RULE", "CATEGORY", "SEVERITY", "SCOPE", "PACK", "PARAMS"], table), output)
+
+
+def columns(head: list[str], rows: list[list[str]]) -> str:
+    """A plain-text table: a header, then each column as wide as its widest cell plus two spaces (no two
+    columns run together: 'rank-imbalance' is 14 characters), the last column as it is."""
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    return "".join("  ".join(f"{str(c):<{w}}" for c, w in zip(r[:-1], widths)) + "  " + str(r[-1]) + "\n"
+                   for r in [head, *rows]).replace(" \n", "\n").replace("  \n", "\n")
 
 
 @command("explain")
@@ -61,7 +66,7 @@ def explain_cmd(rule, fmt, output, packs, lang):
     if fmt == "json":
         emit(json.dumps([describe.rule_summary(r) for r in chosen], indent=2, ensure_ascii=False) + "\n", output)
         return
-    emit("\n".join(describe.explain(r, lang) for r in chosen), output)
+    emit("\n".join(describe.explain(r, lang, formula=False) for r in chosen), output)
 
 
 @command("check-rules")
@@ -90,7 +95,7 @@ def check_rules_cmd(pack, strict, fmt, output):
              output)
     else:
         lines = [f"{'WARN' if r.warning else 'ok  ' if r.ok else 'FAIL'} {r.rule}: {r.name}: {r.detail}" for r in results]
-        lines.append(f"{p.name} {p.version}: {len(p.rules)} rules, {len(results) - len(bad) - len(untested)}/"
+        lines.append(f"{p.name} {p.version}: {len(p.rules)} rule{'' if len(p.rules) == 1 else 's'}, {len(results) - len(bad) - len(untested)}/"
                      f"{len(results) - len(untested)} checks passed"
                      + (f"; untested (no .cases.yaml): {', '.join(untested)}" if untested else ""))
         emit("\n".join(lines) + "\n", output)
@@ -123,6 +128,6 @@ def facts_cmd(fmt, output, lang):
         emit(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", output)
         return
     alt = " 或 " if lang == "zh" else " or "
-    lines = [f"{r['name']:<36} {r['unit']:<5} {r['scope']:<6} {alt.join(r['needs']):<44} {r['doc']}" for r in rows]
-    lines.append("\n" + _SPAN_NOTE[lang])
-    emit("\n".join(lines) + "\n", output)
+    head = ["事实", "单位", "范围", "来源", "含义"] if lang == "zh" else ["FACT", "UNIT", "SCOPE", "FROM", "MEANING"]
+    text = columns(head, [[r["name"], r["unit"] or "-", r["scope"], alt.join(r["needs"]), r["doc"]] for r in rows])
+    emit(text + "\n" + _SPAN_NOTE[lang] + "\n", output)

@@ -10,6 +10,7 @@ from ..facts import FactSet, registry
 from . import safe_yaml
 from .compiler import RESERVED
 from .rules import Rule
+from .validate import case_fact_problem, text_problems
 
 
 @dataclass
@@ -52,6 +53,9 @@ def run_case(rule: Rule, case: dict, overrides: dict | None = None) -> CaseResul
     from . import evaluate  # late import: engine/__init__ imports this module's siblings
     from .ruleset import RuleSet
 
+    why = case_fact_problem(rule, case)
+    if why:
+        return CaseResult(rule.id, case.get("name", "?"), False, why)
     fs = FactSet(run=dict(case.get("facts") or {}), kernels=[dict(k) for k in case.get("kernels") or []])
     for i, k in enumerate(fs.kernels):
         k.setdefault("name", f"kernel{i}")
@@ -81,6 +85,7 @@ def run_all(rules: list[Rule], strict: bool = True) -> list[CaseResult]:
             out.append(CaseResult(r.id, "(none)", not strict, f"no fixture cases: add {r.id}.cases.yaml beside the rule",
                                   warning=not strict))
             continue
+        out += [CaseResult(r.id, "(texts)", False, why) for why in text_problems(r)]
         kinds = {c["expect"] for c in cases}
         for c in cases:
             out.append(run_case(r, c))

@@ -83,7 +83,7 @@ _ZH = {
     " (when the condition below holds)": "（当下列条件成立时）", "Fires when:": "触发条件：",
     "Severity {} when also:": "同时满足下列条件时，严重度为 {}：",
     "Parameters (`--set {}.NAME=VALUE`):": "参数（`--set {}.NAME=VALUE`）：", "Facts it reads:": "读取的事实：",
-    "Estimated gain: `{}`": "预估收益：`{}`", " ({})": "（{}）", "Advice:": "建议：", " (only when:)": "（仅当：）",
+    "Estimated gain: `{}`": "预估收益：`{}`", "Estimated gain: {}": "预估收益：{}", " ({})": "（{}）", "Advice:": "建议：", " (only when:)": "（仅当：）",
     "- `{}` = {}: {}": "- `{}` = {}：{}", "- `{}` ({}): {}; from {}": "- `{}`（{}）：{}；来自 {}", " or ": " 或 ",
     "References:": "参考资料：", "{} (this rule in the rule reference)": "{}（规则参考中的本规则）",
 }
@@ -150,7 +150,9 @@ def rule_summary(r: Rule) -> dict:
             "facts": r.facts_used(), "escalates_to": [e["severity"] for e in r.escalate]}
 
 
-def explain(r: Rule, lang: str = "en") -> str:
+def explain(r: Rule, lang: str = "en", formula: bool = True) -> str:
+    """The rule in words. ``formula`` False (``nsys-expert explain``): the estimate's sentence, not its
+    Jinja2 expression; the reference (``rules --format md``, docs/rules.md) shows both."""
     t = lambda d: (d or {}).get(lang) or (d or {}).get("en") or ""  # noqa: E731
     w = lambda text, *a: _w(lang, text, *a)  # noqa: E731
     lines = [f"## `{r.id}`: {title_text(r, lang)}", "",
@@ -184,7 +186,10 @@ def explain(r: Rule, lang: str = "en") -> str:
             lines.append(w("- `{}` ({}): {}; from {}", f, d.unit or "-", registry.doc(d, lang),
                            w(" or ").join(registry.user_name(n, lang) for n in d.needs)) if d else f"- `{f}`")
     if r.estimate:
-        lines += ["", w("Estimated gain: `{}`", r.estimate["expr"]) + (w(" ({})", doc_text(r.estimate, lang)) if r.estimate.get("doc") else "")]
+        if formula or not r.estimate.get("doc"):
+            lines += ["", w("Estimated gain: `{}`", r.estimate["expr"]) + (w(" ({})", doc_text(r.estimate, lang)) if r.estimate.get("doc") else "")]
+        else:
+            lines += ["", w("Estimated gain: {}", doc_text(r.estimate, lang))]
     adv = r.advice.get(lang) or r.advice.get("en") or []
     if adv:
         lines += ["", w("Advice:")]

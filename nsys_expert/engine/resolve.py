@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import conditions
+from . import conditions, critical
 from .relations import supersede_depth
 from .rules import SEVERITIES, Rule
 
@@ -285,11 +285,18 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         if f["estimated_gain_pct"] is not None:
             f["estimated_gain_pct"] = round(min(f["estimated_gain_pct"], s), 1)
         _gain_basis(f, rules[f["rule"]], run, s)
+        bound = critical.finding_cap(f, run, within)
+        cap = bound[0] if bound else None
+        if cap is not None and f["estimated_gain_pct"] is not None and f["estimated_gain_pct"] > cap:
+            f["estimated_gain_pct"], f["gain_capped_by"] = round(cap, 1), bound[1]
+            if f.get("estimated_gain_range_pct"):
+                f["estimated_gain_range_pct"] = [min(v, round(cap, 1)) for v in f["estimated_gain_range_pct"]]
         params = rules[f["rule"]].pack_params
         cap = allowed_severity(f["estimated_gain_pct"], params)
         if SEVERITIES.index(f["severity"]) > SEVERITIES.index(cap):
             f["severity"] = cap
-    res = Resolution(list(alive), recoverable(alive, run, kernels, rules, replay))
+    res = Resolution(list(alive), critical.cap_total(recoverable(alive, run, kernels, rules, replay),
+                                                     critical.total_cap(list(alive), run, within)))
     _guard(res, rules, run)
     return res
 

@@ -42,6 +42,10 @@ def _check_operand(rule: Rule, value, op: str, line) -> None:
         return
     v = param(value)
     if op in NUMERIC_OPS and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        if isinstance(value, str) and value.startswith("$"):   # the param's default is what is wrong
+            raise _fail(path, lambda: _param_line(rule, value[1:]) or (line() if callable(line) else line), rid,
+                        f"param {value[1:]}: default {v!r} is not a number, and the condition compares "
+                        f"{value} with operator '{op}': give the param a numeric default")
         raise _fail(path, line, rid, f"operator '{op}' needs a number, got {value!r}")
     if op in ("in", "not_in") and not isinstance(v, list):
         raise _fail(path, line, rid, f"operator '{op}' needs a list")
@@ -65,6 +69,68 @@ def _check_operand(rule: Rule, value, op: str, line) -> None:
 
 
 MAX_PATTERN = 256
+
+
+def _param_line(rule: Rule, name: str) -> int | None:
+    """The line (1-based) of param ``name`` under ``params:`` in the rule's file, or None."""
+    import yaml
+
+    try:
+        with open(rule.path, encoding="utf-8") as fh:
+            node = yaml.compose(fh.read(), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    for k, v in node.value if isinstance(node, yaml.MappingNode) else []:
+        if k.value == "params" and isinstance(v, yaml.MappingNode):
+            return next((pk.start_mark.line + 1 for pk, _ in v.value if pk.value == name), None)
+    return None
+
+
+# names a rule's texts may read beside its facts and params (Jinja2's own)
+TEXT_NAMES = frozenset({"loop", "range", "lang", "command"})   # + the rules environment's command()
+
+
+def text_problems(rule: Rule) -> list[str]:
+    """Names a rule's title, message, why, advice or estimate read that are no fact of any scope and no
+    param: a typo (``{{ kernels_per_itr }}``) renders as nothing and the case still passes, so
+    ``check-rules`` says it (issue 48, item 8)."""
+    import jinja2
+    from jinja2 import meta
+
+    env = jinja2.Environment()     # parsing only (the rules' own environment is engine/rules.py's: no circle)
+    known = set(TEXT_NAMES) | set(env.globals) | set(rule.params)
+    for scope in registry.SCOPES:
+        known |= set(registry.all_names(scope))
+    texts = [("title", rule.title), ("message", rule.message), ("why", rule.why or {}),
+             ("advice", {k: "\n".join(v) for k, v in rule.advice.items()})]
+    if rule.estimate:
+        texts.append(("estimate.expr", {"": "{{ " + rule.estimate["expr"] + " }}"}))
+    out = []
+    for key, t in texts:
+        for lang, src in t.items():
+            try:
+                names = meta.find_undeclared_variables(env.parse(src))
+            except Exception:  # noqa: BLE001 - a text that does not parse failed at load already
+                continue
+            for n in sorted(names - known):
+                hint = difflib.get_close_matches(n, sorted(known), 1)
+                out.append(f"{key}{f' ({lang})' if lang else ''}: '{{{{ {n} }}}}' is no fact or param, so it renders "
+                           f"as nothing" + (f" (did you mean '{hint[0]}'?)" if hint else ""))
+    return out
+
+
+def case_fact_problem(rule: Rule, case: dict) -> str | None:
+    """A case that names a fact no rule can see (a typo: it was reported as "needs the cuda_gpu_trace
+    report"): which, and the closest fact."""
+    for what, names, scope in [("facts", case.get("facts") or {}, "run")] + \
+            [("kernels", k, "kernel") for k in case.get("kernels") or []]:
+        known = registry.all_names(scope)
+        for n in names:
+            if n != "name" and registry.lookup(scope, str(n)) is None:
+                hint = difflib.get_close_matches(str(n), known, 1)
+                return (f"unknown fact '{n}' in {what}" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+                        + f"; `nsys-expert facts` lists them")
+    return None
 
 
 def regex_hazard(pattern: str) -> str | None:

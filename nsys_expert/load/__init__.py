@@ -141,6 +141,7 @@ def _read_normalized(sn) -> tuple[csv_reports.Loaded, Exception | None]:
 def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof, skipped_dirs, paths, pid) -> Profile:
     loaded: dict[str, _Entry] = {}
     ignored: list[str] = []
+    stray: list[InputError] = []     # why text files found in a folder were not read
     # the CSV reports are parsed side by side (Polars releases the GIL); they are added in file order
     # and normalized where they were read (the API trace's normalizing ran after every read had ended: 0.3 s
     # at 20 M calls, now beside the GPU trace's read); an error is raised below, in file order
@@ -192,8 +193,17 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
                              f"{sn.report} header", path,
                              f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
         else:
-            part = exports[path] if path in exports else \
-                prefetched[path].result() if path in prefetched else _read_other(path, sn)
+            try:
+                part = exports[path] if path in exports else \
+                    prefetched[path].result() if path in prefetched else _read_other(path, sn)
+            except InputError as e:
+                # a text file that is no profile (an ncu run's .log beside its CSVs), found in a folder
+                # of profiles: listed as not read, never fatal (issue 48, item 7); named itself: its error
+                if sn.kind != "text" or _named(path, paths):
+                    raise
+                ignored.append(f"{base} ({e.message})")
+                stray.append(e)
+                continue
             if part is None:
                 ignored.append(base)
                 continue
@@ -227,6 +237,8 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
         prof.warnings += e.warnings
         prof.inputs.append({"path": e.path, "kind": e.kind, "report": e.report, "version": e.era,
                             "rows": e.frame.height, "table": e.table})
+    if not prof.tables and stray:   # nothing else was read: the first such file's own error
+        raise stray[0]
     if not prof.tables:
         where = paths[0] if len(paths) == 1 else ", ".join(paths)
         if said_empty:   # a file with nsys sections whose tables could not be read: say which and why
@@ -248,6 +260,11 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
     prof.meta.update(_meta(prof))
     prof.warnings = _grouped(prof.warnings)
     return prof
+
+
+def _named(path: str, paths: list[str]) -> bool:
+    """Whether ``path`` was given itself on the command line (not found by listing a folder)."""
+    return os.path.abspath(path) in {os.path.abspath(p) for p in paths}
 
 
 def _grouped(warnings: list[str]) -> list[str]:

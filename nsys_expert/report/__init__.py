@@ -20,7 +20,8 @@ from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
 from ..load import Profile
 from ..textsafe import visible
-from . import verdict
+from . import shaping, verdict
+from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
 from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
 
 SCHEMA_VERSION = 1
@@ -60,6 +61,7 @@ def _ordered(findings: list[dict]) -> list[dict]:
              "title": f["title"], "message": f["message"], "evidence": f["evidence"],
              "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"],
              **({"gain_basis": f["gain_basis"]} if f.get("gain_basis") else {}),
+             **({"gain_capped_by": f["gain_capped_by"]} if f.get("gain_capped_by") else {}),
              **({"estimated_gain_range_pct": f["estimated_gain_range_pct"]}
                 if f.get("estimated_gain_range_pct") else {}),
              "confidence": f.get("confidence", "measured"), "scope": f["scope"],
@@ -76,11 +78,21 @@ def _verdict(doc: dict, evaluation) -> dict:
     """The verdict of a report (or of a rank's row): ``doc`` holds its ranked findings, facts, inputs,
     not-evaluated rules and tables; its next steps are added to it."""
     doc["next_steps"] = _next_steps(doc)
-    out = verdict.decide(doc["findings"], evaluation.not_evaluated, doc["facts"], doc["next_steps"])
+    limiter = verdict.limiter(doc["findings"], doc["facts"])
+    if limiter:
+        doc["next_steps"].append(verdict.HOST_SAMPLING_STEP)
+    out = verdict.decide(doc["findings"], evaluation.not_evaluated, doc["facts"], doc["next_steps"],
+                         doc.get("window"), (doc.get("tables") or {}).get("phases"))
     if getattr(evaluation, "too_little_work", None):     # engine/resolve.py's minimum-work guard: no finding decides
         out.update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
                    confidence=None)
         out.pop("gpu_idle_attributed_pct", None)
+    if doc.get("_recorded", "some") != "some":   # nothing to judge: that is the verdict, not a warning
+        out.update(state="undetermined", reason="no_rows" if doc["_recorded"] == "nothing" else "no_gpu_work",
+                   category=None, rule=None, severity=None, confidence=None, next_command=shaping.PROFILE_AGAIN)
+        out.pop("gpu_idle_attributed_pct", None)
+    if limiter:
+        out["limiter"] = limiter
     return out
 
 
@@ -103,7 +115,8 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "facts": {k: _clean(v) for k, v in sorted(fs.run.items())},
         "findings": ordered,
         "not_evaluated": evaluation.not_evaluated,
-        "warnings": getattr(evaluation, "notes", []) + prof.warnings + fs.warnings,
+        "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings
+                     if not shaping.twin_read(w, prof.inputs)],
         "recoverable": getattr(evaluation, "recoverable", {}) or {},
         "too_little_work": getattr(evaluation, "too_little_work", None),
         "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
@@ -113,6 +126,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "tables": tables,
         "settings": {**NO_SETTINGS, **(settings or {})},
         "lang": lang,
+        "_recorded": shaping.recorded(prof),
     }
     doc["verdict"] = _verdict(doc, evaluation)
     if ranks is not None:
@@ -174,8 +188,13 @@ def _md_text(s) -> str:
 
 
 def _md_safe(s) -> str:
-    """Prose that may quote profile text (kernel names in a message): no raw HTML, no table breaks."""
-    return str(s).replace("<", "&lt;").replace("\n", " ")   # a lone ">" cannot open a tag
+    """Prose that may quote profile text (kernel names in a message): no raw HTML, no table breaks. A
+    ``<`` outside code spans gets a backslash before it (CommonMark draws that as ``<``, and a terminal
+    shows no ``&lt;`` entity: issue 48, item 12); inside a code span it is literal already."""
+    parts = str(s).replace("\n", " ").split("`")
+    if len(parts) % 2 == 0:          # an unpaired backtick opens no code span: escape all of it
+        return "`".join(parts).replace("<", "\\<")
+    return "`".join(p if i % 2 else p.replace("<", "\\<") for i, p in enumerate(parts))   # a lone ">" opens no tag
 
 
 def _fmt(v, nd: int = 1) -> str:
@@ -238,7 +257,18 @@ def _env() -> jinja2.Environment:
     env.filters["fmt"] = _fmt
     env.filters["short"] = short_kernel_name
     env.filters["basename"] = lambda p: os.path.basename(str(p))
+    env.filters["actionable"] = shaping.actionable
+    env.filters["gbps"] = _gbps
+    env.filters["memkind"] = shaping.memkind
     return env
+
+
+def _gbps(v) -> str:
+    """A copy rate: below 0.01 GB/s (a handful of bytes a copy: latency, not bandwidth) it is "< 0.01",
+    not "0.00256" (issue 48, item 16)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 0.01:
+        return "< 0.01"
+    return _fmt(v, 2)
 
 
 def group_not_evaluated(items: list[dict], doc: dict | None = None) -> list[tuple[list[str], str]]:
@@ -246,9 +276,14 @@ def group_not_evaluated(items: list[dict], doc: dict | None = None) -> list[tupl
     said once). On a single-GPU run (``doc`` without ranks) the cross-rank rules are left out: they
     cannot apply, and listing them on every report is noise (the JSON keeps them)."""
     single = doc is not None and not doc.get("ranks")
+    # the kernel rules that only lack Nsight Compute data are said once, in the Next steps that name
+    # them with the ncu command (issue 48, item 14: the same ten rules in every report)
+    stepped = {r for st in (doc or {}).get("next_steps") or [] for r in st.get("rules", [])}
     groups: dict[str, list[str]] = {}
     for n in items:
         if single and f"needs {registry.INPUTS['ranks']}" in n["missing"]:
+            continue
+        if n["rule"] in stepped and n["missing"] and all("Nsight Compute" in m for m in n["missing"]):
             continue
         groups.setdefault("; ".join(dict.fromkeys(n["missing"])), []).append(n["rule"])
     return [(rules, missing) for missing, rules in groups.items()]
@@ -280,7 +315,23 @@ def localized(doc: dict, lang: str) -> dict:
     return {"w": dict(doc["window"], reason=tr(doc["window"].get("reason"))),
             "not_evaluated_groups": groups, "warnings": ([tr(x) for x in important], [tr(x) for x in notes]),
             "next_steps": [dict(st, need=tr(st["need"]), why=tr(st["why"])) for st in doc.get("next_steps") or []],
-            "absent_active": _unnest(tr(doc.get("facts_absent", {}).get("gpu_active_pct") or "not computed"))}
+            "absent_active": _unnest(tr(doc.get("facts_absent", {}).get("gpu_active_pct") or "not computed")),
+            "async_step": _async_step(doc, labels(lang, doc))}
+
+
+def _async_step(doc: dict, L: dict) -> str | None:
+    """Why the NVTX table's step median is shorter than the iterations' (issue 48, item 11: 0.049 ms
+    beside 'Iterations: median 0.187 ms', unexplained): the step range times the host, which queues the
+    GPU work and goes on; an iteration of the window runs to the end of the work it launched."""
+    src = str((doc.get("window") or {}).get("source") or "")
+    it = (doc.get("facts") or {}).get("iter_median_ms")
+    rows = ((doc.get("tables") or {}).get("phases") or {}).get("rows") or []
+    r = next((r for r in rows if src.startswith("nvtx:") and r.get("name") == src[5:]), None)
+    if r is None or not isinstance(it, (int, float)) or not isinstance(r.get("median_ms"), (int, float)) \
+            or r["median_ms"] >= 0.5 * it:
+        return None
+    return (L["async_step"].replace("{range}", str(r["name"])).replace("{host}", _fmt(r["median_ms"], 2))
+            .replace("{iter}", _fmt(it, 2)))
 
 
 def _unnest(text: str) -> str:

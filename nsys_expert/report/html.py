@@ -24,6 +24,9 @@ import jinja2
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
 from ..textsafe import visible
 from . import SEVERITY_ZH, labels, _fmt, localized, severity_word, shown_name, template_env, verdict
+from . import _gbps as report_gbps
+from .shaping import actionable as report_actionable
+from .shaping import memkind as report_memkind
 from . import gpu_metrics as gm_report
 from .labels import HTML_LABELS  # noqa: F401 - html.HTML_LABELS
 from .svg import _chart, _el, _ink, _legend, _n, _nice_step, _text_w, _tick_label, _ticks, _time_axis  # noqa: F401
@@ -355,6 +358,9 @@ def _env() -> jinja2.Environment:
     env.filters["short"] = short_kernel_name
     env.filters["shown"] = shown_name
     env.filters["basename"] = lambda p: str(p).replace("\\", "/").rsplit("/", 1)[-1]
+    env.filters["actionable"] = report_actionable
+    env.filters["gbps"] = report_gbps
+    env.filters["memkind"] = report_memkind
     return env
 
 

@@ -23,13 +23,13 @@ WORDS = {
            "rules": "evaluating rules", "charts": "computing chart series", "ranks": "ranks", "failed": "failed",
            "findings": "Findings", "gain": "gain", "window": "window", "whole": "whole profile",
            "main_idle": "main idle cause", "active": "GPU active", "of_window": "of the window",
-           "not_evaluated": "rule(s) not evaluated", "warnings": "warning(s)",
+           "not_evaluated": "rule(s) not evaluated", "warnings": "warning(s)", "notes": "note(s) on the inputs",
            "more": "Full report: add --format md (or html -o report.html); --lang zh for Chinese.",
            "iter": "median iteration", "critical": "critical path: host"},
     "zh": {"working": "正在诊断", "loading": "读取输入", "facts": "计算指标", "rules": "评估规则",
            "charts": "计算图表数据", "ranks": "个 rank", "failed": "失败", "findings": "发现的问题", "gain": "预期收益",
            "window": "窗口", "whole": "整个采集", "main_idle": "主要空闲原因", "active": "GPU 活跃",
-           "of_window": "（占窗口）", "not_evaluated": "条规则未评估", "warnings": "条警告",
+           "of_window": "（占窗口）", "not_evaluated": "条规则未评估", "warnings": "条警告", "notes": "条关于输入的说明",
            "more": "完整报告：加 --format md（或 html -o report.html）。", "iter": "迭代中位耗时", "critical": "关键路径：主机"},
 }
 
@@ -164,6 +164,10 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     if vw["severity"]:
         v.append(f"  [{sev(vw['severity'])}]", style=SEVERITY_STYLES.get(vw["severity"], ""))
     console.print(v)
+    lim = doc["verdict"].get("limiter")
+    if lim:
+        console.print(Text("  " + L["limiter_short"].replace("{host}", f"{lim['critical_path_host_pct']:,.1f}"),
+                           style="yellow"))
     if vw["command"]:
         console.print(Text(f"  {vw['command_label']}{colon}{vw['command']}", style="dim"))
 
@@ -216,11 +220,20 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
         console.print(tab)
         if len(doc["findings"]) > max_findings:
             console.print(Text(f"  … +{len(doc['findings']) - max_findings}", style="dim"))
+    # the counts of the full report's own lists (issue 48, item 15): its Not evaluated section (without
+    # the cross-rank rules of a single GPU, and the ncu rules said in Next steps), its Warnings (the
+    # notes on the inputs apart)
+    from . import group_not_evaluated, split_warnings
+
     tail = []
-    if doc.get("not_evaluated"):
-        tail.append(f"{len(doc['not_evaluated'])} {W['not_evaluated']}")
-    if doc.get("warnings"):
-        tail.append(f"{len(doc['warnings'])} {W['warnings']}")
+    n_ne = sum(len(rules) for rules, _ in group_not_evaluated(doc.get("not_evaluated") or [], doc))
+    important, notes = split_warnings(doc.get("warnings") or [])
+    if n_ne:
+        tail.append(f"{n_ne} {W['not_evaluated']}")
+    if important:
+        tail.append(f"{len(important)} {W['warnings']}")
+    if notes:
+        tail.append(f"{len(notes)} {W['notes']}")
     if tail:
         console.print(Text(" · ".join(tail), style="yellow"))
     console.print(Text(W["more"], style="dim"))

@@ -19,6 +19,14 @@ from ..engine.rules import SEVERITIES
 SYSTEM_CATEGORIES = ("launch-bound", "sync-bound", "memcpy-bound", "compute-bound", "memory-bound",
                      "data-io-bound", "host-bound", "comm-bound", "gpu-idle")
 MIN_ACTIVE_PCT = 50.0
+# an estimate from summary reports is an upper bound (start-up work outside the steps counts in it): within
+# this many points above MIN_ACTIVE_PCT it cannot tell a busy GPU from a starved one (conv_pdl's console
+# text: 51.8 % estimated, 48.6 % measured on its SQLite), so the verdict is undetermined, never "healthy"
+ESTIMATE_MARGIN_PCT = 10.0
+# a window taken from the GPU trace's dense part (no NVTX timestamps) whose steady steps, as the NVTX
+# summary counts them, fill less than this share of it holds a slow warm-up step or start-up: its measured
+# utilization is not the steady state's (conv_pdl's CSVs: 39 x 30.4 ms of 3,056 ms)
+MIN_STEADY_SHARE = 0.6
 EXPLAINED_SHARE = 0.5   # idle time the gap causes attribute, above which an idle GPU is not "unexplained"
 
 
@@ -28,12 +36,13 @@ def _command(next_steps: list[dict], system_rules: set[str]) -> str | None:
         if set(step.get("rules", [])) & system_rules and step.get("commands"):
             return step["commands"][0]
     for step in next_steps:
-        if step.get("commands"):
+        if step.get("commands") and not step.get("limiter"):   # a new profile of the host decides nothing
             return step["commands"][0]
     return None
 
 
-def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_steps: list[dict]) -> dict:
+def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_steps: list[dict],
+           window: dict | None = None, phases: dict | None = None) -> dict:
     strong = [f for f in findings if SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium")]
     # a rule that refines another (splits a cause off its finding) is never what leaves the verdict open:
     # without its own inputs its cases count under the rule it refines, which is listed itself if it did not run
@@ -51,11 +60,16 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
     # without the GPU utilization, only a system-level cause can be the verdict: a kernel, precision or
     # start-up finding is true, but says nothing about where the time goes
     primary = next((f for f in strong if active is not None or f["category"] in SYSTEM_CATEGORIES), None)
+    steady = _steady_share(window, phases, facts)
     out = {"state": None, "category": None, "rule": None, "severity": None, "confidence": None,
            "gpu_active_pct": active, "gpu_active_basis": basis, "reason": None,
            "system_rules_not_evaluated": sys_missing, "next_command": None}
     if basis == "bound":   # what the bound rests on (docs/json-contract.md)
         out["gpu_work_to_iter_pct"] = facts["gpu_work_to_iter_pct"]
+    if steady is not None and steady["share"] < MIN_STEADY_SHARE:
+        out.update(state="undetermined", reason="window_not_steady", steady=steady,
+                   next_command=_command(next_steps, set(sys_missing)))
+        return out
     if primary:
         conf = primary.get("confidence", "measured")
         out.update(state="likely" if conf == "likely" else "diagnosed", category=primary["category"],
@@ -74,6 +88,8 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
         out.update(state="undetermined", reason="idle_unexplained")
     elif basis == "bound":
         out.update(state="likely", reason="no_finding_bound")
+    elif basis == "estimated" and active < MIN_ACTIVE_PCT + ESTIMATE_MARGIN_PCT:
+        out.update(state="undetermined", reason="estimate_near_threshold")
     elif basis == "estimated" or sys_missing:
         out.update(state="likely", reason="no_finding_partial")
     else:
@@ -81,6 +97,60 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
     if out["state"] != "diagnosed":
         out["next_command"] = _command(next_steps, set(sys_missing))
     return out
+
+
+# the host's own time on the critical path above which, when no finding names host work, it is the limiter
+HOST_LIMITER_PCT = 50.0
+HOST_LIMITER_GAIN_PCT = 20.0   # ... and moving the host's work between CUDA calls off the path wins this much
+HOST_SAMPLING_STEP = {
+    "need": "A profile of the host's own work",
+    "why": "most of each iteration's critical path is the launching thread's own work between CUDA calls, "
+           "and no finding names it: sample its Python and native stacks to see what it is",
+    "rules": [], "limiter": True,
+    "commands": ["nsys profile --trace=cuda,nvtx,osrt --sample=process-tree --python-sampling=true "
+                 "--cpuctxsw=process-tree -o host python train.py",
+                 "py-spy record --native -o host.svg -- python train.py"]}
+
+
+def limiter(findings: list[dict], facts: dict) -> dict | None:
+    """The host's own work as the limiter no finding names (sync_bound: 85 % of the critical path is
+    2.2 ms of host work a step, while removing the syncs wins 10 %): ``{"side", "critical_path_host_pct"}``."""
+    from ..engine.critical import side
+    from ..engine.resolve import within
+    host = facts.get("critical_path_host_pct")
+    if not isinstance(host, (int, float)) or host < HOST_LIMITER_PCT:
+        return None
+    offload = facts.get("replay_gain_host_offload_pct")
+    if not isinstance(offload, (int, float)) or offload < HOST_LIMITER_GAIN_PCT:
+        return None   # the host's time is in CUDA calls (launches, copies, syncs) that the findings name
+    if any(side(f, within) == "host" and SEVERITIES.index(f["severity"]) >= SEVERITIES.index("low")
+           for f in findings):
+        return None
+    return {"side": "host", "critical_path_host_pct": round(float(host), 1),
+            "replay_gain_host_offload_pct": round(float(offload), 1)}
+
+
+def _steady_share(window: dict | None, phases: dict | None, facts: dict) -> dict | None:
+    """How much of a window chosen without NVTX timestamps the steady steps fill: (count - 1) x the median
+    of the NVTX summary's step range over the window, when the steps' total spans most of the window (then
+    the rest is one slow step). None when the window is the NVTX steps' own or the steps do not span it."""
+    if not window or window.get("source") != "trace" or not phases:
+        return None
+    steps = [r for r in phases.get("rows", []) if r.get("phase") == "step" and not r.get("parent")]
+    win = facts.get("window_ms")
+    if not steps or not isinstance(win, (int, float)) or win <= 0:
+        return None
+    r = max(steps, key=lambda r: r.get("total_ms") or 0)
+    if not isinstance(r.get("count"), int) or r["count"] < 3 or not isinstance(r.get("median_ms"), (int, float)):
+        return None
+    if not isinstance(r.get("total_ms"), (int, float)) or r["total_ms"] < MIN_STEADY_SHARE * win:
+        return None   # host ranges that end before their GPU work (an asynchronous loop) say nothing of the window
+    ms = (r["count"] - 1) * r["median_ms"]
+    busy = facts.get("gpu_active_pct")
+    if isinstance(busy, (int, float)) and ms < 0.5 * busy * win / 100.0:
+        return None   # steady host ranges shorter than the GPU's work: they end before it (checkpoint_spikes)
+    return {"range": r["name"], "steps": r["count"] - 1, "median_ms": round(r["median_ms"], 4),
+            "steady_ms": round(ms, 3), "window_ms": round(win, 3), "share": round(ms / win, 3)}
 
 
 def words(doc: dict, L: dict, sev) -> dict:
@@ -91,6 +161,10 @@ def words(doc: dict, L: dict, sev) -> dict:
     out = {"label": L["verdict"], "text": "", "severity": v.get("severity"), "command_label": None,
            "command": v.get("next_command"), "ok": False}
     state = v.get("state")
+    lim = v.get("limiter")
+    # the limiter no finding names: a sentence of its own after the verdict's (and its severity)
+    out["limiter"] = (L["limiter_host"].replace("{host}", f"{lim['critical_path_host_pct']:,.1f}")
+                      .replace("{offload}", f"{lim.get('replay_gain_host_offload_pct', 0):,.1f}")) if lim else None
     if v.get("rule"):
         top = next((f for f in findings if f["rule"] == v["rule"]), None)
         out["text"] = top["title"] if top else str(v["category"])
@@ -114,10 +188,15 @@ def words(doc: dict, L: dict, sev) -> dict:
     text = (L["reason_" + reason].replace("{work_ms}", f"{doc['too_little_work']['gpu_busy_ms']:.3g}" if reason.endswith("_summary") else "")
             .replace("{active}", f"{active:,.1f}" if active is not None else "–")
             .replace("{basis}", basis).replace("{work}", f"{work:,.0f}" if work is not None else "–")
-            .replace("{attributed}", f"{v.get('gpu_idle_attributed_pct') or 0:,.1f}")) + "."
+            .replace("{attributed}", f"{v.get('gpu_idle_attributed_pct') or 0:,.1f}")
+            .replace("{steady_ms}", f"{(v.get('steady') or {}).get('steady_ms', 0):,.0f}")
+            .replace("{window_ms}", f"{(v.get('steady') or {}).get('window_ms', 0):,.0f}")
+            .replace("{steps}", str((v.get("steady") or {}).get("steps", "")))
+            .replace("{range}", str((v.get("steady") or {}).get("range", "")))
+            .replace("{median_ms}", f"{(v.get('steady') or {}).get('median_ms', 0):,.3g}")) + "."
     if state == "undetermined" and findings:
         text += f" {L['found_so_far']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in findings) + "."
-    if v.get("system_rules_not_evaluated"):
+    if v.get("system_rules_not_evaluated") and reason not in ("no_rows", "no_gpu_work"):
         text += f" {L['not_checked']}: " + ", ".join(v["system_rules_not_evaluated"]) + "."
     out["text"] = text
     # likely because rules could not run, on a measured trace: not "from summary reports"

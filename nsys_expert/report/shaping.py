@@ -1,0 +1,49 @@
+"""What the report shows and what it leaves out (issue 48): whether anything was recorded, the advice
+worth listing, the warnings worth saying, the copy table's memory kinds in the report's language."""
+from __future__ import annotations
+
+import os
+
+from ..load import Profile
+
+PROFILE_AGAIN = "nsys profile --trace=cuda,nvtx,osrt -o prof python train.py"
+MIN_KERNEL_ADVICE_GAIN_PCT = 0.5
+
+
+def recorded(prof: Profile) -> str:
+    """``nothing``: every table read has no rows; ``no_gpu_work``: no kernel, copy or memset in any GPU
+    table; else ``some`` (issue 48, item 6: an empty recording says so in its verdict, not in a warning)."""
+    t = prof.tables
+    if t and all(x.height == 0 for x in t.values()):
+        return "nothing"
+    gpu = [n for n in ("gpu_trace", "kern_sum", "mem_time_sum", "gpu_sum") if n in t]
+    if gpu and all(t[n].height == 0 for n in gpu):
+        return "no_gpu_work"
+    return "some"
+
+
+def memkind(v, L) -> str:
+    """'Device→Pinned' in the report's language (L["mem_kinds"]: zh), the arrow kept."""
+    kinds = (L or {}).get("mem_kinds") if hasattr(L, "get") else None
+    if not kinds or not isinstance(v, str):
+        return "–" if v is None else str(v)
+    return "→".join(kinds.get(part, part) for part in v.split("→"))
+
+
+def actionable(findings: list[dict]) -> list[dict]:
+    """The findings whose advice the report lists: not a kernel's whose gain is known and under
+    MIN_KERNEL_ADVICE_GAIN_PCT of the window (ncu advice for a kernel at 0.05 % of it; launch_bound's
+    tail-effect once the critical path caps it at 0): the finding stays, its advice is noise."""
+    return [f for f in findings if f.get("advice") and not (
+        f.get("scope") and isinstance(f.get("estimated_gain_pct"), (int, float))
+        and f["estimated_gain_pct"] < MIN_KERNEL_ADVICE_GAIN_PCT)]
+
+
+def twin_read(warning: str, inputs: list[dict]) -> bool:
+    """A warning that X.txt is the text form of an ncu report while X.csv (or X_details.csv ...) was read."""
+    name, sep, rest = warning.partition(" is the text form of an Nsight Compute report")
+    if not sep:
+        return False
+    stem = os.path.splitext(name)[0]
+    return any(os.path.basename(str(i.get("path", ""))).startswith(stem) and
+               str(i.get("path", "")).endswith((".csv", ".csv.gz")) for i in inputs)
