@@ -30,6 +30,7 @@ import polars as pl
 
 from . import timeline
 from .kernels import with_kernel_classes
+from .depsim import Run, simulate  # noqa: F401 - the run of a model (columns)
 from .names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
 SYNC_TOL_NS = timeline.SYNC_TOLERANCE_NS
@@ -65,10 +66,21 @@ class Item:
     t: int = 0              # when the call began (trace clock)
 
 
+ITEM_SCHEMA = {"kind": pl.String, "dur": pl.Float64, "block": pl.Boolean, "wait": pl.Int64, "ret": pl.Float64,
+               "data": pl.Boolean, "api": pl.String, "iteration": pl.Int64, "t": pl.Int64}
+# ``item``: the host item that submits the operation (its ``ops``), ``seq``: the order of submission
+OP_SCHEMA = {"dur": pl.Float64, "stream": pl.Int64, "kind": pl.String, "copy_kind": pl.String, "bytes": pl.Float64,
+             "pageable": pl.Boolean, "cls": pl.String, "fused": pl.Boolean, "simt": pl.Boolean, "name": pl.String,
+             "lat": pl.Float64, "item": pl.Int64, "seq": pl.Int64}
+
+
 @dataclass
 class Model:
-    items: list[Item]
-    ops: list[Op]
+    """Host items and operations as two frames (``ITEM_SCHEMA``, ``OP_SCHEMA``): one row per ``Item`` and
+    ``Op``, an item's operations the rows whose ``item`` is its row number. Lists of ``Item`` and ``Op`` (a
+    model written by hand) are made into the frames."""
+    items: pl.DataFrame
+    ops: pl.DataFrame
     carry: dict[int, float]   # stream -> ns after t0 until which work launched before the slice occupies it
     latency: float            # launch latency (call start -> operation start on an idle stream), ns
     gap: float                # gap between operations queued back to back on one stream, ns
@@ -78,6 +90,39 @@ class Model:
     tid: int | None
     other_thread_gpu_pct: float
     source: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.items, list):
+            self.items, self.ops = frames(self.items, self.ops)
+
+
+def frames(items: list[Item], ops: list[Op]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Lists of items and operations as the model's two frames."""
+    item_of: list = [None] * len(ops)
+    seq: list = [None] * len(ops)
+    n = 0
+    for k, it in enumerate(items):
+        for o in it.ops:
+            item_of[o], seq[o] = k, n
+            n += 1
+    idf = pl.DataFrame([(i.kind, float(i.dur), i.block, i.wait, i.ret, i.data, i.api, i.iteration, i.t) for i in items],
+                       schema=ITEM_SCHEMA, orient="row")
+    odf = pl.DataFrame([(float(o.dur), o.stream, o.kind, o.copy_kind, float(o.bytes), o.pageable, o.cls, o.fused, o.simt,
+                         o.name, o.lat, item_of[i], seq[i]) for i, o in enumerate(ops)], schema=OP_SCHEMA, orient="row")
+    return idf, odf
+
+
+def item_list(m: Model) -> tuple[list[Item], list[Op]]:
+    """The model's frames as lists of ``Item`` and ``Op`` (the event-by-event reference of the tests)."""
+    ops = [Op(r["dur"], r["stream"], r["kind"], r["copy_kind"], r["bytes"], r["pageable"], r["cls"], r["fused"],
+              r["simt"], r["name"], r["lat"]) for r in m.ops.iter_rows(named=True)]
+    of: dict[int, list[int]] = {}
+    for o, k, _s in m.ops.with_row_index("o").select("o", "item", "seq").sort("seq").iter_rows():
+        if k is not None:
+            of.setdefault(k, []).append(o)
+    items = [Item(r["kind"], r["dur"], of.get(k, []), r["block"], r["wait"], r["ret"], r["data"], r["api"], r["iteration"],
+                  r["t"]) for k, r in enumerate(m.items.iter_rows(named=True))]
+    return items, ops
 
 
 def build(gpu: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame | None, t0: int, t1: int, t_end: int,
@@ -90,7 +135,8 @@ def build(gpu: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame | None, t0: i
             return None
     # the slice's calls: one slice of the trace in start order (a filter scanned every call)
     calls = (timeline.starting_in(api, t0, t1)
-                .select("start_ns", "end_ns", "corr_id", "tid", api_base(api).alias("api")).sort("start_ns"))
+                .select("start_ns", "end_ns", "corr_id", "tid", api_base(api).cast(pl.String).alias("api"))
+                .sort("start_ns"))
     if calls.height == 0:
         return None
     # (queued work may run long after its launch) each set filtered from the trace at once: the operations
@@ -109,270 +155,238 @@ def build(gpu: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame | None, t0: i
     other = 100.0 * (1.0 - float(by_tid["t"][0]) / tot)
     mine = calls.filter(pl.col("tid") == tid) if "tid" in calls.columns else calls
     ops_df = with_kernel_classes(launched.join(mine.select("corr_id"), on="corr_id", how="semi").sort("start_ns"))
-    pageable = pl.lit(False)
     if "src_kind" in ops_df.columns:
-        pageable = (pl.col("src_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False)
-                    | pl.col("dst_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False))
-    ops_df = ops_df.with_columns(pageable.alias("_pg"))
-    streams: dict = {}
-    ops: list[Op] = []
-    op_of_corr: dict[int, list[int]] = {}
-    real_op: list[tuple[int, int, int]] = []   # (start, end, launch_s) of each op, for the calibration
-    cols = ("corr_id", "start_ns", "end_ns", "dur_ns", "stream", "kind", "copy_kind", "bytes", "_pg", "kernel_class",
-            "fused", "simt", "name", "launch_s")
-    have = [c for c in cols if c in ops_df.columns]
-    for r in ops_df.select(have).iter_rows(named=True):
-        sid = streams.setdefault((r.get("stream"), ), len(streams))
-        i = len(ops)
-        ops.append(Op(float(r["dur_ns"]), sid, str(r["kind"]), r.get("copy_kind"), float(r.get("bytes") or 0.0),
-                      bool(r.get("_pg")), str(r.get("kernel_class") or ""), bool(r.get("fused")), bool(r.get("simt")),
-                      str(r.get("name") or "")))
-        op_of_corr.setdefault(r["corr_id"], []).append(i)
-        real_op.append((r["start_ns"], r["end_ns"], r["launch_s"]))
+        ops_df = ops_df.with_columns(
+            (pl.col("src_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False)
+             | pl.col("dst_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False)).alias("_pg"))
+    ops, real, streams = _ops(ops_df)
     # work launched before the slice that still runs or waits in it: its streams are busy until it ends
     carry: dict[int, float] = {}
     before = gpu.filter(ends_after & pl.col("launch_s").is_not_null() & (pl.col("launch_s") < t0))
     for st, e in before.group_by("stream").agg(pl.col("end_ns").max()).iter_rows():
         carry[streams.setdefault((st, ), len(streams))] = float(e - t0)
     data = timeline.data_ranges(nvtx, t0, t1) if nvtx is not None else None
-    items = _items(mine, op_of_corr, ops, real_op, data, t0, iter_starts)
-    lat, gap, ret = _calibrate(items, ops, real_op, mine, {st: int(e) + t0 for st, e in carry.items()})
-    return Model(items, ops, carry, lat, gap, ret, _completions(mine, op_of_corr, real_op, t0, iter_starts),
+    mine = _calls(mine, real, iter_starts, t0)
+    items, ops = _items(mine, ops, real, data)
+    items = _mark_blocking(items, ops, real)
+    ops, lat, gap, ret = _calibrate(ops, real, mine, {st: int(e) + t0 for st, e in carry.items()})
+    return Model(items, ops, carry, lat, gap, ret, _completions(mine, len(iter_starts), t0),
                  max(1, len(iter_starts)), tid, other)
 
 
-def _completions(mine: pl.DataFrame, op_of_corr: dict, real_op: list, t0: int, iter_starts: list[int]) -> list[float]:
-    """When each iteration's work was done, as measured: its last call's end or its operations' end."""
-    comp = [0.0] * max(1, len(iter_starts))
-    for s, e, corr, _tid, _name in mine.iter_rows():
-        i = max(0, bisect.bisect_right(iter_starts, s) - 1)
-        end = max([e] + [real_op[o][1] for o in op_of_corr.get(corr, [])])
-        comp[i] = max(comp[i], float(end - t0))
-    for i in range(1, len(comp)):
-        comp[i] = max(comp[i], comp[i - 1])
-    return comp
+def _ops(ops_df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
+    """The operations in start order (their row number their id) as the model's columns, and what was
+    measured of each (``real``: start, end, launch time, correlation id, stream id)."""
+    def col(name, default, dtype):
+        return pl.col(name).cast(dtype).fill_null(default) if name in ops_df.columns else pl.lit(default, dtype)
+    keys = ops_df["stream"].unique(maintain_order=True).to_list()
+    streams = {(k, ): i for i, k in enumerate(keys)}
+    sid = pl.Series("stream", [streams[(k, )] for k in keys], dtype=pl.Int64)
+    st = ops_df["stream"]
+    idx = st.to_frame().join(pl.DataFrame({"stream": pl.Series(keys, dtype=st.dtype), "sid": sid}), on="stream",
+                             how="left", nulls_equal=True, maintain_order="left")["sid"]
+    ops = ops_df.select(pl.col("dur_ns").cast(pl.Float64).alias("dur"), idx.alias("stream"),
+                        pl.col("kind").cast(pl.String),
+                        (pl.col("copy_kind").cast(pl.String) if "copy_kind" in ops_df.columns
+                         else pl.lit(None, pl.String)).alias("copy_kind"),
+                        col("bytes", 0.0, pl.Float64).alias("bytes"), col("_pg", False, pl.Boolean).alias("pageable"),
+                        col("kernel_class", "", pl.String).alias("cls"), col("fused", False, pl.Boolean).alias("fused"),
+                        col("simt", False, pl.Boolean).alias("simt"), col("name", "", pl.String).alias("name"),
+                        pl.lit(None, pl.Float64).alias("lat"))
+    real = ops_df.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), pl.col("launch_s").alias("ls"),
+                         pl.col("corr_id").alias("corr"), idx.alias("stream")).with_row_index("op")
+    return ops, real, streams
 
 
-def _items(mine: pl.DataFrame, op_of_corr: dict, ops: list[Op], real_op: list, data, t0: int,
-           iter_starts: list[int]) -> list[Item]:
+LAUNCH_APIS = sorted(KERNEL_LAUNCH_APIS | ASYNC_MEM_APIS | SYNC_MEM_APIS)
+
+
+def _calls(mine: pl.DataFrame, real: pl.DataFrame, iter_starts: list[int], t0: int) -> pl.DataFrame:
+    """The thread's calls in start order with their iteration, the host's end before each (``ce``), whether
+    it is nested in an earlier call, how many operations it launched and when the last of them ended."""
+    per = real.group_by("corr").agg(pl.len().alias("nops"), pl.col("e").max().alias("oe"))
+    marks = pl.Series(iter_starts or [t0], dtype=pl.Int64)
+    c = (mine.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), pl.col("corr_id").alias("corr"),
+                     pl.col("api").fill_null(""))
+             .join(per, on="corr", how="left", maintain_order="left")
+             .with_columns(pl.col("nops").fill_null(0),
+                           pl.col("e").cum_max().shift(1).fill_null(t0).clip(t0).alias("ce")))
+    c = c.with_columns((marks.search_sorted(c["s"], side="right").cast(pl.Int64) - 1).clip(0).alias("it"))
+    return c.with_columns((pl.col("s") < pl.col("ce")).alias("nested"),
+                          pl.col("api").is_in(sorted(SYNC_APIS)).alias("sync"),
+                          pl.col("api").is_in(LAUNCH_APIS).alias("lapi"))
+
+
+def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The host items of the thread, in time order; calls nested in another call (driver calls under a
-    runtime call) give their operations to the outer one."""
-    launch_apis, sync_apis = KERNEL_LAUNCH_APIS | ASYNC_MEM_APIS | SYNC_MEM_APIS, SYNC_APIS
-    dranges = list(data.select("s", "e").iter_rows()) if data is not None and data.height else []
-    items: list[Item] = []
-    cur_end = t0
-    outer: Item | None = None
-    it = 0
-    di = 0
-    for s, e, corr, _tid, name in mine.iter_rows():
-        while it + 1 < len(iter_starts) and s >= iter_starts[it + 1]:
-            it += 1
-        mine_ops = op_of_corr.get(corr, [])
-        if s < cur_end and outer is not None:      # nested: its operations are the outer call's
-            if mine_ops:
-                outer.ops.extend(mine_ops)
-                if outer.kind == "O":
-                    outer.kind = "L"
-            if name in sync_apis and outer.kind != "S":
-                outer.kind = "S"
-            cur_end = max(cur_end, e)
-            continue
-        if s > cur_end:
-            w = Item("W", float(s - cur_end), iteration=it)
-            if dranges:   # the share of this host work inside data ranges
-                while di < len(dranges) and dranges[di][1] <= cur_end:
-                    di += 1
-                inside = sum(max(0, min(e2, s) - max(s2, cur_end)) for s2, e2 in dranges[di:di + 4])
-                w.data = inside >= 0.5 * (s - cur_end)
-            items.append(w)
-        kind = "S" if name in sync_apis else ("L" if mine_ops or name in launch_apis else "O")
-        prev = items[-1] if items else None
-        if (kind == "O" and prev is not None and prev.kind in ("L", "O") and s <= cur_end + 1_000
-                and prev.iteration == it and e - s < 50_000):
-            # a short query call right after a launch (cuKernelGetName, cudaStreamIsCapturing ...): the
-            # launch's own host time (one item, not two: the replay walks fewer)
-            prev.dur += float(e - cur_end)
-            cur_end = e
-            continue
-        outer = Item(kind, float(e - s), list(mine_ops), api=str(name), iteration=it, t=s)
-        items.append(outer)
-        cur_end = e
-    return _mark_blocking(items, ops, real_op)
+    runtime call) give their operations to the outer one. A short query call right after a launch
+    (cuKernelGetName, cudaStreamIsCapturing ...: an 'O' call beginning when the previous one ended, under
+    50 us) is the launch's own host time: one item, not two (the replay walks fewer)."""
+    cand = c.with_row_index("k").filter(
+        ~pl.col("nested") & ~pl.col("sync") & ~pl.col("lapi") & (pl.col("nops") == 0) & (pl.col("s") == pl.col("ce"))
+        & (pl.col("e") - pl.col("s") < 50_000) & (pl.col("k") > 0))["k"].to_list()
+    creator = _merges(c, cand)
+    c = c.with_columns(pl.Series("creates", creator, dtype=pl.Boolean))
+    c = c.with_columns((pl.col("creates").cast(pl.Int64).cum_sum() - 1).alias("g"))
+    grp = (c.group_by("g").agg(pl.col("sync").any().alias("anysync"),
+                               ((pl.col("nops") > 0).any() | pl.col("lapi").first()).alias("launch"),
+                               (pl.col("e") - pl.col("s")).filter(pl.col("creates") | ~pl.col("nested")).sum().alias("dur"),
+                               pl.col("api").first(), pl.col("it").first(), pl.col("s").first().alias("t"))
+              .sort("g"))
+    kind = pl.when(pl.col("anysync")).then(pl.lit("S")).when(pl.col("launch")).then(pl.lit("L")).otherwise(pl.lit("O"))
+    calls_items = grp.select(pl.col("g").cast(pl.Int64).alias("_g"), pl.lit(1).alias("_w"), kind.alias("kind"),
+                             pl.col("dur").cast(pl.Float64), pl.col("api"), pl.col("it").alias("iteration"), "t")
+    wk = c.filter(pl.col("creates") & (pl.col("s") > pl.col("ce")))
+    wk = wk.with_columns(_data(wk, data))
+    w_items = wk.select(pl.col("g").cast(pl.Int64).alias("_g"), pl.lit(0).alias("_w"), pl.lit("W").alias("kind"),
+                        (pl.col("s") - pl.col("ce")).cast(pl.Float64).alias("dur"), pl.lit("").alias("api"),
+                        pl.col("it").alias("iteration"), pl.lit(0, pl.Int64).alias("t"), "data")
+    allx = pl.concat([calls_items, w_items], how="diagonal").sort("_g", "_w")
+    allx = allx.with_row_index("k")
+    items = allx.select("kind", "dur", pl.lit(False).alias("block"), pl.lit(-1, pl.Int64).alias("wait"),
+                        pl.lit(None, pl.Float64).alias("ret"), pl.col("data").fill_null(False), "api",
+                        pl.col("iteration").cast(pl.Int64), pl.col("t").cast(pl.Int64))
+    # each operation: the item of the call that launched it, in call order then start order
+    kof = allx.filter(pl.col("_w") == 1).select(pl.col("_g").alias("g"), pl.col("k").cast(pl.Int64).alias("item"))
+    owner = (c.with_row_index("ci").select("corr", "g", "ci").join(kof, on="g", how="left"))
+    op_item = real.select("op", "corr").join(owner, on="corr", how="left", maintain_order="left")
+    seq = op_item.select((pl.col("ci").cast(pl.Int64) * (real.height + 1) + pl.col("op")).rank("ordinal")
+                         .cast(pl.Int64) - 1).to_series()
+    ops = ops.with_columns(op_item["item"], seq.alias("seq"))
+    return items.cast(ITEM_SCHEMA), ops
 
 
-def _mark_blocking(items: list[Item], ops: list[Op], real_op: list) -> list[Item]:
+def _merges(c: pl.DataFrame, cand: list[int]) -> list[bool]:
+    """Which calls make an item: every call not nested in another, but a candidate query call (``cand``)
+    joins the item before it when that item is no synchronisation yet and of the same iteration."""
+    nested = c["nested"].to_list()
+    creates = [not x for x in nested]
+    if not cand:
+        return creates
+    top = c.select(pl.when(~pl.col("nested")).then(pl.int_range(pl.len(), dtype=pl.Int64)).forward_fill()
+                    .shift(1).alias("p"))["p"]
+    syncs = c["sync"].cast(pl.Int64).cum_sum().to_list()
+    its = c["it"]
+    owner: dict[int, int] = {}
+    for k in cand:
+        p = top[k]
+        if p is None:
+            continue
+        cr = owner.get(p, p)
+        # no synchronisation among the item's calls before this one (its kind is L or O), one iteration
+        if syncs[k - 1] - (syncs[cr - 1] if cr else 0) == 0 and its[cr] == its[k]:
+            owner[k] = cr
+            creates[k] = False
+    return creates
+
+
+def _data(wk: pl.DataFrame, data) -> pl.Expr:
+    """Host work (from ``ce`` to ``s``) at least half inside NVTX data ranges (the next four ranges that
+    end after it begins)."""
+    if data is None or not data.height:
+        return pl.lit(False).alias("data")
+    rs, re_ = data["s"].cast(pl.Int64), data["e"].cast(pl.Int64)
+    n = data.height
+    first = re_.search_sorted(wk["ce"], side="right").cast(pl.Int64)
+    inside = pl.lit(0, pl.Int64)
+    for j in range(4):
+        i = (first + j)
+        ok = i < n
+        ic = i.clip(0, n - 1)
+        s2, e2 = rs.gather(ic), re_.gather(ic)
+        part = (pl.min_horizontal(pl.lit(e2), pl.col("s")) - pl.max_horizontal(pl.lit(s2), pl.col("ce"))).clip(0)
+        inside = inside + pl.when(pl.lit(ok)).then(part).otherwise(0)
+    return (inside >= 0.5 * (pl.col("s") - pl.col("ce"))).alias("data")
+
+
+def _mark_blocking(items: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame) -> pl.DataFrame:
     """A call that ended with its copy waited for it (synchronous copies, pageable ``cudaMemcpyAsync``):
     ``block``, and its own host time is then what such a call costs without waiting (the median kernel
-    launch call)."""
-    launch_durs = sorted(i.dur for i in items if i.kind == "L" and i.ops and all(ops[o].kind == "kernel" for o in i.ops))
-    base = launch_durs[len(launch_durs) // 2] if launch_durs else 5_000.0
-    by_end = sorted(range(len(real_op)), key=lambda o: real_op[o][1])
-    ends = [real_op[o][1] for o in by_end]
-    for item in items:
-        if item.kind == "S":          # the wait is the replay's to decide; the call's own cost stays
-            item.dur = min(item.dur, base)
-            continue
-        if item.kind in ("L", "O") and item.dur > max(LONG_CALL_NS, 10 * base) and not _copy_waits(item, ops, real_op):
-            # a launch (or other call) that took far longer than a launch: the host waited for the GPU (a
-            # full launch queue, an allocator call that synchronizes): for the operation that ended
-            # last before the call returned, among those submitted before it
-            call_s = item.t
-            call_e = call_s + item.dur
-            k = bisect.bisect_right(ends, call_e + SYNC_TOL_NS) - 1
-            while k >= 0 and ends[k] > call_s:
-                o = by_end[k]
-                if real_op[o][2] is not None and real_op[o][2] < call_s:
-                    item.wait, item.block, item.dur = o, True, base
-                    break
-                k -= 1
-            continue
-        if item.kind != "L" or not item.ops:
-            continue
-        copies = [o for o in item.ops if ops[o].kind in ("memcpy", "memset")]
-        if not copies:
-            continue
-        call_e = item.t + item.dur
-        op_end = max(real_op[o][1] for o in copies)
-        if _copy_waits(item, ops, real_op):
-            item.block = True
-            item.ret = float(max(0, call_e - op_end))
-            item.dur = min(item.dur, base)
-    return items
+    launch call). A launch (or other call) that took far longer than a launch waited for the GPU (a full
+    launch queue, an allocator call that synchronizes): for the operation that ended last before the
+    call returned, among those submitted before it."""
+    copy = pl.col("kind").is_in(["memcpy", "memset"])
+    per = (ops.select("item", "kind").hstack(real.select("s", "e")).filter(pl.col("item").is_not_null())
+              .group_by("item").agg(pl.len().alias("n"), (pl.col("kind") == "kernel").all().alias("allk"),
+                                    copy.sum().alias("nc"), pl.col("s").filter(copy).min().alias("cs"),
+                                    pl.col("e").filter(copy).max().alias("ce")))
+    it = (items.with_row_index("k").with_columns(pl.col("k").cast(pl.Int64))
+               .join(per.rename({"item": "k"}), on="k", how="left", maintain_order="left"))
+    launch_durs = it.filter((pl.col("kind") == "L") & (pl.col("n") > 0) & pl.col("allk"))["dur"].sort()
+    base = float(launch_durs[launch_durs.len() // 2]) if launch_durs.len() else 5_000.0
+    call_e = pl.col("t") + pl.col("dur")
+    cw = (pl.col("nc").fill_null(0) > 0) & (pl.col("cs") < call_e) & (call_e >= pl.col("ce") - SYNC_TOL_NS)
+    it = it.with_columns(cw.fill_null(False).alias("cw"))
+    long = pl.col("kind").is_in(["L", "O"]) & (pl.col("dur") > max(LONG_CALL_NS, 10 * base)) & ~pl.col("cw")
+    waits = _long_waits(it.filter(long).select("k", "t", "dur"), real)
+    cb = (pl.col("kind") == "L") & pl.col("cw")
+    wait = pl.col("k").replace_strict(waits, default=-1, return_dtype=pl.Int64) if waits else pl.lit(-1, pl.Int64)
+    it = it.with_columns(wait.alias("wait"))
+    found = pl.col("wait") >= 0
+    return it.select(
+        "kind",
+        pl.when(found).then(pl.lit(base)).when((pl.col("kind") == "S") | cb).then(pl.min_horizontal("dur", pl.lit(base)))
+          .otherwise("dur").alias("dur"),
+        (cb | found).alias("block"), "wait",
+        pl.when(cb).then((call_e - pl.col("ce")).clip(0).cast(pl.Float64)).otherwise(pl.col("ret")).alias("ret"),
+        "data", "api", "iteration", "t").cast(ITEM_SCHEMA)
 
 
-def _copy_waits(item: Item, ops: list[Op], real_op: list) -> bool:
-    """The call submitted a copy and ended with it (the blocking-copy case, handled below)."""
-    copies = [o for o in item.ops if ops[o].kind in ("memcpy", "memset")]
-    if not copies:
-        return False
-    call_e = item.t + item.dur
-    # the copy ran while the call was in progress and the call ended with it (a small pageable copy is
-    # staged: the call returns before the copy starts, and did not wait)
-    return (min(real_op[o][0] for o in copies) < call_e
-            and call_e >= max(real_op[o][1] for o in copies) - SYNC_TOL_NS)
-
-
-def _calibrate(items: list[Item], ops: list[Op], real_op: list, mine: pl.DataFrame,
-               carried: dict[int, int]) -> tuple[float, float, float]:
-    """Launch latency, stream gap and return latency as this trace shows them (medians; defaults when a
-    kind of event is missing). ``carried``: stream -> end of the work queued on it before the slice."""
-    lat, gap = [], []
-    prev_end: dict[int, int] = dict(carried)
-    for i, (s, e, ls) in enumerate(real_op):
-        st = ops[i].stream
-        pe = prev_end.get(st)
-        if ls is not None:
-            if pe is None or pe < ls:                 # the stream was idle at the call: the launch decided the start
-                if s >= ls:
-                    lat.append(s - ls)
-                    ops[i].lat = float(s - ls)
-            elif 0 <= s - pe <= 5_000 and ls + 2_000 < pe:   # queued behind the previous operation
-                gap.append(s - pe)
-        prev_end[st] = max(e, pe or e)
-    # return latency: sync calls that ended after the work they waited on
-    ends = sorted(e for _s, e, _l in real_op)
-    ret = []
-    for s, e, _corr, _tid, name in mine.iter_rows():
-        if name in SYNC_APIS:
-            k = bisect.bisect_right(ends, e) - 1
-            if k >= 0 and ends[k] > s:
-                ret.append(e - ends[k])
-
-    def med(v, d):
-        v = sorted(x for x in v if x >= 0)
-        return float(v[len(v) // 2]) if v else d
-    return med(lat, 5_000.0), med(gap, 1_000.0), med(ret, 5_000.0)
-
-
-# ------------------------------------------------------------------------------ the run of a model
-@dataclass
-class Run:
-    total: float            # ns from the slice start to the end of the last host item or operation
-    host_ns: float          # on the critical path: the host's own time (work, CUDA calls)
-    gpu_ns: float           # on the critical path: operations and the gaps between them
-    latency_ns: float       # on the critical path: launch and return latencies
-    iter_host: list[float]  # host time at each iteration's first item
-    comp: list[float]       # when each iteration's work was done (host or GPU)
-
-    @property
-    def period(self) -> float:
-        """Completion to completion over the replayed iterations (the work carried in cancels out)."""
-        return self.comp[-1] - self.comp[0] if len(self.comp) >= 2 else self.total
-
-
-def simulate(m: Model) -> Run:
-    items, ops = m.items, m.ops
-    n = len(ops)
-    op_end = [0.0] * n
-    op_pred: list = [None] * n        # ('op', j) | ('item', k) | None (a carried-in stream)
-    bind: list = [None] * len(items)  # the operation a blocking item waited for, when the wait decided its end
-    last_on: dict[int, int] = {}
-    free = dict(m.carry)
-    host = 0.0
-    done, done_op = max(free.values(), default=0.0), -1
-    iter_host: list[float] = []
-    comp: dict[int, float] = {}
-    cur_it = None
-    for k, it in enumerate(items):
-        if it.iteration != cur_it:
-            cur_it = it.iteration
-            iter_host.append(host)
-        c = comp.get(it.iteration, 0.0)
-        start = host
-        host += it.dur
-        if it.kind == "L":
-            for o in it.ops:
-                op = ops[o]
-                ready = start + (m.latency if op.lat is None else op.lat)
-                prev = last_on.get(op.stream)
-                sfree = op_end[prev] + m.gap if prev is not None else free.get(op.stream, 0.0)
-                if sfree > ready:
-                    s, op_pred[o] = sfree, (("op", prev) if prev is not None else None)
-                else:
-                    s, op_pred[o] = ready, ("item", k)
-                op_end[o] = s + op.dur
-                c = max(c, op_end[o])
-                last_on[op.stream] = o
-                if op_end[o] > done:
-                    done, done_op = op_end[o], o
-            if it.block and (it.ops or it.wait >= 0):
-                w = it.wait if it.wait >= 0 else max(it.ops, key=lambda o: op_end[o])
-                back = m.ret if it.ret is None else it.ret
-                if op_end[w] + back > host:
-                    host, bind[k] = op_end[w] + back, w
-        elif it.kind == "O" and it.wait >= 0 and op_end[it.wait] + m.ret > host:
-            host, bind[k] = op_end[it.wait] + m.ret, it.wait
-        elif it.kind == "S" and done_op >= 0 and done + m.ret > host:
-            host, bind[k] = done + m.ret, done_op
-        comp[it.iteration] = max(c, host)
-    total = max(host, done)
-    comps = []
-    for i in sorted(comp):
-        comps.append(max(comp[i], comps[-1] if comps else 0.0))
-    h = g = lat = 0.0
-    cur = ("op", done_op) if done > host and done_op >= 0 else ("item", len(items) - 1)
-    guard = 0
-    while cur is not None and guard < 4 * (n + len(items)) + 10:
-        guard += 1
-        kind, i = cur
-        if kind == "item":
-            if i < 0:
+def _long_waits(longs: pl.DataFrame, real: pl.DataFrame) -> dict[int, int]:
+    """item -> the operation a long call waited for (the last to end before the call returned, of those
+    submitted before it)."""
+    if not longs.height:
+        return {}
+    srt = real.select("op", "e", "ls").sort("e", "op")
+    ends, by_end, ls = srt["e"].to_list(), srt["op"].to_list(), srt["ls"].to_list()
+    out = {}
+    for k, call_s, dur in longs.iter_rows():
+        call_e = call_s + dur
+        j = bisect.bisect_right(ends, call_e + SYNC_TOL_NS) - 1
+        while j >= 0 and ends[j] > call_s:
+            if ls[j] is not None and ls[j] < call_s:
+                out[k] = by_end[j]
                 break
-            if bind[i] is not None:
-                lat += m.ret if items[i].ret is None else items[i].ret
-                cur = ("op", bind[i])
-            else:
-                h += items[i].dur
-                cur = ("item", i - 1)
-        else:
-            g += ops[i].dur
-            p = op_pred[i]
-            if p is None:
-                cur = None
-            elif p[0] == "op":
-                g += m.gap
-                cur = p
-            else:
-                lat += m.latency if ops[i].lat is None else ops[i].lat
-                cur = ("item", p[1] - 1)
-    return Run(total, h, g, lat, iter_host, comps)
+            j -= 1
+    return out
+
+
+def _calibrate(ops: pl.DataFrame, real: pl.DataFrame, c: pl.DataFrame,
+               carried: dict[int, int]) -> tuple[pl.DataFrame, float, float, float]:
+    """Launch latency, stream gap and return latency as this trace shows them (medians; defaults when a
+    kind of event is missing); each operation's own launch latency where its stream was idle at the call.
+    ``carried``: stream -> end of the work queued on it before the slice."""
+    car = pl.DataFrame({"stream": list(carried), "_c": list(carried.values())},
+                       schema={"stream": pl.Int64, "_c": pl.Int64})
+    r = (real.join(car, on="stream", how="left", maintain_order="left")
+             .with_columns(pl.max_horizontal(pl.col("e").cum_max().shift(1).over("stream"), "_c").alias("pe")))
+    idle = pl.col("pe").is_null() | (pl.col("pe") < pl.col("ls"))
+    has = pl.col("ls").is_not_null()
+    r = r.select((has & idle & (pl.col("s") >= pl.col("ls"))).alias("lok"), (pl.col("s") - pl.col("ls")).alias("lat"),
+                 (has & ~idle & (pl.col("s") - pl.col("pe")).is_between(0, 5_000) & (pl.col("ls") + 2_000 < pl.col("pe")))
+                 .fill_null(False).alias("gok"), (pl.col("s") - pl.col("pe")).alias("gap"))
+    r = r.with_columns(pl.col("lok").fill_null(False))
+    ops = ops.with_columns(pl.when(r["lok"]).then(r["lat"].cast(pl.Float64)).otherwise(None).alias("lat"))
+    ends = real.select(pl.col("e").alias("oe")).sort("oe")
+    syncs = c.filter(pl.col("sync")).select("s", "e").sort("e")
+    rets = (syncs.join_asof(ends, left_on="e", right_on="oe", strategy="backward")
+                 .filter(pl.col("oe").is_not_null() & (pl.col("oe") > pl.col("s")))
+                 .select((pl.col("e") - pl.col("oe")).alias("v")))["v"] if syncs.height and ends.height else pl.Series([], dtype=pl.Int64)
+
+    def med(v: pl.Series, d: float) -> float:
+        v = v.filter(v >= 0).sort()
+        return float(v[v.len() // 2]) if v.len() else d
+    return ops, med(r["lat"].filter(r["lok"]), 5_000.0), med(r["gap"].filter(r["gok"]), 1_000.0), med(rets, 5_000.0)
+
+
+def _completions(c: pl.DataFrame, n_iters: int, t0: int) -> list[float]:
+    """When each iteration's work was done, as measured: its last call's end or its operations' end."""
+    n = max(1, n_iters)
+    per = (c.select(pl.col("it").clip(0, n - 1), pl.max_horizontal("e", "oe").alias("end"))
+            .group_by("it").agg(pl.col("end").max()))
+    comp = [0.0] * n
+    for i, e in per.iter_rows():
+        comp[i] = max(0.0, float(e - t0))
+    for i in range(1, n):
+        comp[i] = max(comp[i], comp[i - 1])
+    return comp
