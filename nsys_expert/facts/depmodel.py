@@ -225,30 +225,42 @@ def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tupl
     cand = c.with_row_index("k").filter(
         ~pl.col("nested") & ~pl.col("sync") & ~pl.col("lapi") & (pl.col("nops") == 0) & (pl.col("s") == pl.col("ce"))
         & (pl.col("e") - pl.col("s") < 50_000) & (pl.col("k") > 0))["k"].to_list()
-    creator = _merges(c, cand)
-    c = c.with_columns(pl.Series("creates", creator, dtype=pl.Boolean))
-    c = c.with_columns((pl.col("creates").cast(pl.Int64).cum_sum() - 1).alias("g"))
-    grp = (c.group_by("g").agg(pl.col("sync").any().alias("anysync"),
-                               ((pl.col("nops") > 0).any() | pl.col("lapi").first()).alias("launch"),
-                               (pl.col("e") - pl.col("s")).filter(pl.col("creates") | ~pl.col("nested")).sum().alias("dur"),
-                               pl.col("api").first(), pl.col("it").first(), pl.col("s").first().alias("t"))
-              .sort("g"))
-    kind = pl.when(pl.col("anysync")).then(pl.lit("S")).when(pl.col("launch")).then(pl.lit("L")).otherwise(pl.lit("O"))
-    calls_items = grp.select(pl.col("g").cast(pl.Int64).alias("_g"), pl.lit(1).alias("_w"), kind.alias("kind"),
-                             pl.col("dur").cast(pl.Float64), pl.col("api"), pl.col("it").alias("iteration"), "t")
-    wk = c.filter(pl.col("creates") & (pl.col("s") > pl.col("ce")))
-    wk = wk.with_columns(_data(wk, data))
-    w_items = wk.select(pl.col("g").cast(pl.Int64).alias("_g"), pl.lit(0).alias("_w"), pl.lit("W").alias("kind"),
-                        (pl.col("s") - pl.col("ce")).cast(pl.Float64).alias("dur"), pl.lit("").alias("api"),
-                        pl.col("it").alias("iteration"), pl.lit(0, pl.Int64).alias("t"), "data")
-    allx = pl.concat([calls_items, w_items], how="diagonal").sort("_g", "_w")
-    allx = allx.with_row_index("k")
-    items = allx.select("kind", "dur", pl.lit(False).alias("block"), pl.lit(-1, pl.Int64).alias("wait"),
-                        pl.lit(None, pl.Float64).alias("ret"), pl.col("data").fill_null(False), "api",
-                        pl.col("iteration").cast(pl.Int64), pl.col("t").cast(pl.Int64))
+    c = c.with_columns(pl.Series("creates", _merges(c, cand), dtype=pl.Boolean))
+    # one item per creating call and the calls after it up to the next one (nested calls, merged queries):
+    # its totals as differences of running sums at the group's first and last call (no hashing)
+    first = c.select(pl.arg_where(pl.col("creates"))).to_series()
+    last = pl.concat([first.slice(1) - 1, pl.Series([c.height - 1], dtype=first.dtype)])
+    run = c.select(pl.col("sync").cast(pl.Int64).cum_sum().alias("sy"), (pl.col("nops") > 0).cast(pl.Int64).cum_sum().alias("no"),
+                   pl.when(pl.col("nested")).then(0).otherwise(pl.col("e") - pl.col("s")).cum_sum().alias("du"))
+
+    g = c.select("s", "e", "sync", "lapi", "nops", "api", "it", "ce").gather(first)
+    sums = {k: run[k].gather(last) - run[k].gather(first) for k in ("sy", "no", "du")}
+    anysync = g["sync"] | (sums["sy"] > 0)
+    launch = g["lapi"] | (g["nops"] > 0) | (sums["no"] > 0)
+    kind = pl.select(pl.when(anysync).then(pl.lit("S")).when(launch).then(pl.lit("L")).otherwise(pl.lit("O"))).to_series()
+    dur = ((g["e"] - g["s"]) + sums["du"]).cast(pl.Float64)
+    hasw = g["s"] > g["ce"]
+    # items in time order: each creating call's item, after the host work before it (a W item) where there is some
+    pos = (pl.int_range(0, first.len(), dtype=pl.Int64, eager=True) + hasw.cast(pl.Int64).cum_sum())
+    n = first.len() + int(hasw.sum())
+    wk = g.filter(hasw)
+    wpos = pos.filter(hasw) - 1
+    wdata = wk.select(_data(wk, data)).to_series()
+
+    def put(call_vals: pl.Series, w_vals, dtype) -> pl.Series:
+        out = pl.repeat(None, n, dtype=dtype, eager=True)
+        out = out.scatter(pos, call_vals.cast(dtype))
+        return out.scatter(wpos, w_vals if isinstance(w_vals, pl.Series) else pl.repeat(w_vals, wpos.len(), dtype=dtype, eager=True))
+    items = pl.DataFrame({
+        "kind": put(kind, "W", pl.String), "dur": put(dur, (wk["s"] - wk["ce"]).cast(pl.Float64), pl.Float64),
+        "block": pl.repeat(False, n, eager=True), "wait": pl.repeat(-1, n, dtype=pl.Int64, eager=True),
+        "ret": pl.repeat(None, n, dtype=pl.Float64, eager=True),
+        "data": put(pl.repeat(False, first.len(), eager=True), wdata, pl.Boolean), "api": put(g["api"], "", pl.String),
+        "iteration": put(g["it"], wk["it"].cast(pl.Int64), pl.Int64), "t": put(g["s"], 0, pl.Int64)})
     # each operation: the item of the call that launched it, in call order then start order
-    kof = allx.filter(pl.col("_w") == 1).select(pl.col("_g").alias("g"), pl.col("k").cast(pl.Int64).alias("item"))
-    owner = (c.with_row_index("ci").select("corr", "g", "ci").join(kof, on="g", how="left"))
+    gi = (c["creates"].cast(pl.Int64).cum_sum() - 1)
+    owner = pl.DataFrame({"corr": c["corr"], "ci": pl.int_range(0, c.height, dtype=pl.Int64, eager=True),
+                          "item": pos.gather(gi)})
     op_item = real.select("op", "corr").join(owner, on="corr", how="left", maintain_order="left")
     seq = op_item.select((pl.col("ci").cast(pl.Int64) * (real.height + 1) + pl.col("op")).rank("ordinal")
                          .cast(pl.Int64) - 1).to_series()
@@ -304,32 +316,40 @@ def _mark_blocking(items: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame) -
     ``block``, and its own host time is then what such a call costs without waiting (the median kernel
     launch call). A launch (or other call) that took far longer than a launch waited for the GPU (a full
     launch queue, an allocator call that synchronizes): for the operation that ended last before the
-    call returned, among those submitted before it."""
+    call returned, among those submitted before it. Only the items with operations, and the long ones,
+    are looked at; the changes are scattered into the columns."""
     copy = pl.col("kind").is_in(["memcpy", "memset"])
     per = (ops.select("item", "kind").hstack(real.select("s", "e")).filter(pl.col("item").is_not_null())
               .group_by("item").agg(pl.len().alias("n"), (pl.col("kind") == "kernel").all().alias("allk"),
                                     copy.sum().alias("nc"), pl.col("s").filter(copy).min().alias("cs"),
-                                    pl.col("e").filter(copy).max().alias("ce")))
-    it = (items.with_row_index("k").with_columns(pl.col("k").cast(pl.Int64))
-               .join(per.rename({"item": "k"}), on="k", how="left", maintain_order="left"))
-    launch_durs = it.filter((pl.col("kind") == "L") & (pl.col("n") > 0) & pl.col("allk"))["dur"].sort()
+                                    pl.col("e").filter(copy).max().alias("ce"))
+              .sort("item"))
+    per = per.hstack(items.select("kind", "dur", "t").gather(per["item"]))
+    launch_durs = per.filter((pl.col("kind") == "L") & pl.col("allk"))["dur"].sort()
     base = float(launch_durs[launch_durs.len() // 2]) if launch_durs.len() else 5_000.0
     call_e = pl.col("t") + pl.col("dur")
-    cw = (pl.col("nc").fill_null(0) > 0) & (pl.col("cs") < call_e) & (call_e >= pl.col("ce") - SYNC_TOL_NS)
-    it = it.with_columns(cw.fill_null(False).alias("cw"))
-    long = pl.col("kind").is_in(["L", "O"]) & (pl.col("dur") > max(LONG_CALL_NS, 10 * base)) & ~pl.col("cw")
-    waits = _long_waits(it.filter(long).select("k", "t", "dur"), real)
-    cb = (pl.col("kind") == "L") & pl.col("cw")
-    wait = pl.col("k").replace_strict(waits, default=-1, return_dtype=pl.Int64) if waits else pl.lit(-1, pl.Int64)
-    it = it.with_columns(wait.alias("wait"))
-    found = pl.col("wait") >= 0
-    return it.select(
-        "kind",
-        pl.when(found).then(pl.lit(base)).when((pl.col("kind") == "S") | cb).then(pl.min_horizontal("dur", pl.lit(base)))
-          .otherwise("dur").alias("dur"),
-        (cb | found).alias("block"), "wait",
-        pl.when(cb).then((call_e - pl.col("ce")).clip(0).cast(pl.Float64)).otherwise(pl.col("ret")).alias("ret"),
-        "data", "api", "iteration", "t").cast(ITEM_SCHEMA)
+    cw = ((pl.col("nc") > 0) & (pl.col("cs") < call_e) & (call_e >= pl.col("ce") - SYNC_TOL_NS)).fill_null(False)
+    per = per.with_columns(cw.alias("cw"))
+    thr = max(LONG_CALL_NS, 10 * base)
+    waiting = per.filter(pl.col("cw"))["item"]
+    longs = (items.with_row_index("k").filter(pl.col("kind").is_in(["L", "O"]) & (pl.col("dur") > thr))
+                  .filter(~pl.col("k").is_in(waiting.cast(pl.UInt32).implode())).select("k", "t", "dur"))
+    waits = _long_waits(longs, real)
+    cb = per.filter((pl.col("kind") == "L") & pl.col("cw"))
+    dur, block, wait, ret = items["dur"], items["block"], items["wait"], items["ret"]
+    s = items.select(pl.arg_where(pl.col("kind") == "S")).to_series()
+    dur = dur.scatter(s, dur.gather(s).clip(upper_bound=base)) if s.len() else dur
+    if cb.height:
+        k = cb["item"]
+        dur = dur.scatter(k, cb["dur"].clip(upper_bound=base))
+        block = block.scatter(k, True)
+        ret = ret.scatter(k, cb.select((call_e - pl.col("ce")).clip(0).cast(pl.Float64)).to_series())
+    if waits:
+        k = pl.Series(list(waits), dtype=pl.Int64)
+        dur = dur.scatter(k, base)
+        block = block.scatter(k, True)
+        wait = wait.scatter(k, pl.Series(list(waits.values()), dtype=pl.Int64))
+    return items.with_columns(dur, block, wait, ret)
 
 
 def _long_waits(longs: pl.DataFrame, real: pl.DataFrame) -> dict[int, int]:

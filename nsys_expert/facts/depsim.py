@@ -47,11 +47,14 @@ class Run:
 def _item_columns(items: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     """Per item: host time after it without delays (``si``), whether it may block (``pb``), its segment
     (the blocking items before it)."""
-    has = pl.int_range(pl.len(), dtype=pl.Int64).is_in(ops["item"].drop_nulls().implode())
-    may = (((pl.col("kind") == "L") & pl.col("block") & (has | (pl.col("wait") >= 0)))
-           | ((pl.col("kind") == "O") & (pl.col("wait") >= 0)) | (pl.col("kind") == "S"))
-    return items.select(pl.col("dur").cum_sum().alias("si"), may.alias("pb"), "kind").with_columns(
-        (pl.col("pb").cast(pl.Int64).cum_sum() - pl.col("pb").cast(pl.Int64)).alias("seg"))
+    lb = items.select(pl.arg_where((pl.col("kind") == "L") & pl.col("block") & (pl.col("wait") < 0))).to_series()
+    may = ((pl.col("kind") == "L") & pl.col("block") & (pl.col("wait") >= 0)) \
+        | ((pl.col("kind") == "O") & (pl.col("wait") >= 0)) | (pl.col("kind") == "S")
+    ic = items.select(pl.col("dur").cum_sum().alias("si"), may.alias("pb"), "kind")
+    if lb.len():   # a blocking launch without a known wait blocks when it launched something
+        pb = ic["pb"].scatter(lb, lb.cast(pl.Int64).is_in(ops["item"].drop_nulls().implode()))
+        ic = ic.with_columns(pb)
+    return ic.with_columns((pl.col("pb").cast(pl.Int64).cum_sum() - pl.col("pb").cast(pl.Int64)).alias("seg"))
 
 
 def _op_columns(m, ic: pl.DataFrame) -> pl.DataFrame:
@@ -156,31 +159,41 @@ def simulate(m) -> Run:
             .with_columns(pl.col("e").shift(1).over("stream").alias("pe"))
             .with_columns(pl.when(pl.col("pe").is_null()).then(pl.col("free")).otherwise(pl.col("pe") + m.gap).alias("sf"))
             .with_columns((pl.col("sf") > pl.col("r")).alias("by_op")))
-    seg_after = (ic["seg"] + ic["pb"].cast(pl.Int64))
-    host_after = ic["si"] + dl.gather(seg_after)
+    its = items["iteration"]
+    if its.is_sorted():
+        # the host is done with an iteration at its last item (host time only grows): the iterations'
+        # first and last items, not every item
+        edge = items.select(pl.arg_where(pl.col("iteration") != pl.col("iteration").shift(-1).fill_null(-1)))
+        last = edge.to_series().cast(pl.Int64)
+        firsts = pl.concat([pl.Series([0], dtype=pl.Int64), last.head(-1) + 1]) if n else last
+    else:
+        last = firsts = pl.int_range(0, n, dtype=pl.Int64, eager=True)
+    host_after = ic["si"].gather(last) + dl.gather(ic["seg"].gather(last) + ic["pb"].gather(last).cast(pl.Int64))
     host = float(host_after[-1]) if n else 0.0
     total = max(host, done)
-    comps = _completions(items, oc, host_after)
-    iter_host = _iter_host(items, ic, dl)
+    comps = _completions(its, last, oc, host_after)
+    iter_host = _iter_host(items, ic, dl, firsts)
     h, g, lat = _walk(m, ic, oc, bind, host, done, done_op)
     return Run(total, h, g, lat, iter_host, comps)
 
 
-def _completions(items: pl.DataFrame, oc: pl.DataFrame, host_after: pl.Series) -> list[float]:
-    if not items.height:
+def _completions(its: pl.Series, at: pl.Series, oc: pl.DataFrame, host_after: pl.Series) -> list[float]:
+    """When each iteration's work was done (its host or its operations, whichever later), running max."""
+    if not its.len():
         return []
-    its = items["iteration"]
-    hosts = pl.DataFrame({"i": its, "h": host_after}).group_by("i").agg(pl.col("h").max())
+    hosts = pl.DataFrame({"i": its.gather(at), "h": host_after}).group_by("i").agg(pl.col("h").max())
     gpu = pl.DataFrame({"i": its.gather(oc["item"]), "e": oc["e"]}).group_by("i").agg(pl.col("e").max())
     c = (hosts.join(gpu, on="i", how="left").sort("i")
               .select(pl.max_horizontal("h", pl.col("e").fill_null(NEG)).cum_max()))
     return c.to_series().to_list()
 
 
-def _iter_host(items: pl.DataFrame, ic: pl.DataFrame, dl: pl.Series) -> list[float]:
-    sx = ic["si"] - items["dur"] + dl.gather(ic["seg"])
-    first = items["iteration"] != items["iteration"].shift(1)
-    return sx.filter(first.fill_null(True)).to_list()
+def _iter_host(items: pl.DataFrame, ic: pl.DataFrame, dl: pl.Series, at: pl.Series) -> list[float]:
+    """Host time at each iteration's first item (where the iteration changes)."""
+    its = items["iteration"].gather(at)
+    first = (its != its.shift(1)).fill_null(True)
+    at = at.filter(first)
+    return (ic["si"].gather(at) - items["dur"].gather(at) + dl.gather(ic["seg"].gather(at))).to_list()
 
 
 def _walk(m, ic: pl.DataFrame, oc: pl.DataFrame, bind: dict[int, int], host: float, done: float,
