@@ -246,8 +246,7 @@ def _runs(oc: pl.DataFrame, want: set[int]) -> dict[int, tuple]:
     back on a stream, each waiting for the one before it): op -> (head, D, idx, dur, item, lat, whether
     the head waited for work carried into the slice)."""
     pred_op = pl.col("by_op") & pl.col("pe").is_not_null()
-    runs = (oc.with_columns((~pred_op).cast(pl.Int64).cum_sum().over("stream").alias("run"))
-              .with_columns(pl.col("op").first().over("stream", "run").alias("head")))
+    runs = oc.with_columns(pl.when(~pred_op).then(pl.col("op")).forward_fill().over("stream").alias("head"))
     cols = ("op", "head", "D", "idx", "dur", "item", "lat", (pl.col("by_op") & pl.col("pe").is_null()).alias("none"))
     rows = runs.filter(pl.col("op").is_in(sorted(want))).select(cols)
     heads = runs.filter(pl.col("op").is_in(rows["head"].implode())).select(cols)

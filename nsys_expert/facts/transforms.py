@@ -97,32 +97,38 @@ def cuda_graphs(m: Model) -> Model:
     graph launch where its first launch was; dispatch items between two launches of a graph are gone."""
     p = PARAMS["cuda_graphs"]
     per_node, max_gap = p["launch_us_per_node"] * 1e3, p["max_dispatch_gap_us"] * 1e3
+    n = m.items.height
     per = (m.ops.filter(pl.col("item").is_not_null()).group_by("item")
                 .agg(pl.len().alias("n"), (pl.col("kind") == "kernel").all().alias("allk")))
-    k = pl.col("k")
-    it = (m.items.with_row_index("k").with_columns(k.cast(pl.Int64))
-                 .join(per.rename({"item": "k"}), on="k", how="left", maintain_order="left")
-                 .with_columns(((pl.col("kind") == "L") & (pl.col("n") > 0) & pl.col("allk") & ~pl.col("block"))
-                               .fill_null(False).alias("la"),
-                               (pl.col("kind").is_in(["W", "O"]) & (pl.col("dur") < max_gap)).alias("disp")))
+    nops = pl.repeat(0, n, dtype=pl.Int64, eager=True).scatter(per["item"], per["n"].cast(pl.Int64))
+    allk = pl.repeat(False, n, eager=True).scatter(per["item"], per["allk"])
+    k = pl.int_range(pl.len(), dtype=pl.Int64)
+    it = m.items.with_columns(nops.alias("n"), ((pl.col("kind") == "L") & (nops > 0) & allk & ~pl.col("block")).alias("la"),
+                              (pl.col("kind").is_in(["W", "O"]) & (pl.col("dur") < max_gap)).alias("disp"))
     brk = (~pl.col("la") & ~pl.col("disp") & (pl.col("kind").is_in(["S", "L", "W"]) | pl.col("block"))) \
         | (pl.col("iteration") != pl.col("iteration").shift(1)).fill_null(True)
     it = it.with_columns(brk.cast(pl.Int64).cum_sum().alias("seg"))
-    it = it.with_columns(pl.when(pl.col("la")).then(k).min().over("seg").alias("head"),
-                         pl.when(pl.col("la")).then(pl.col("n")).sum().over("seg").alias("nseg"),
+    # the last launch before each item (its segment), the graph's head (its segment's first launch) and the
+    # next item that is not dispatch
+    last_seg = pl.when(pl.col("la")).then(pl.col("seg")).forward_fill().shift(1)
+    first_la = pl.col("la") & (last_seg != pl.col("seg")).fill_null(True)
+    it = it.with_columns(first_la.alias("fl"), (last_seg == pl.col("seg")).fill_null(False).alias("alive"),
                          pl.when(~pl.col("disp")).then(k).backward_fill().shift(-1).alias("nxt"))
-    nxt_la = pl.col("la").gather(pl.col("nxt").fill_null(0))
-    nxt_seg = pl.col("seg").gather(pl.col("nxt").fill_null(0))
-    dropped = (pl.col("disp") & (pl.col("head") < k) & pl.col("nxt").is_not_null() & nxt_la & (nxt_seg == pl.col("seg")))
-    it = it.with_columns(dropped.fill_null(False).alias("drop"))
-    it = it.with_columns((~pl.col("drop") & ~(pl.col("la") & (pl.col("head") != k))).alias("keep"))
+    it = it.with_columns(pl.when(pl.col("fl")).then(k).forward_fill().alias("head"))
+    nx = it["nxt"].fill_null(0)
+    nxt_ok = it["nxt"].is_not_null() & it["la"].gather(nx) & (it["seg"].gather(nx) == it["seg"])
+    it = it.with_columns((pl.col("disp") & pl.col("alive") & nxt_ok).alias("drop"))
+    it = it.with_columns((~pl.col("drop") & ~(pl.col("la") & ~pl.col("fl"))).alias("keep"))
     it = it.with_columns((pl.col("keep").cast(pl.Int64).cum_sum() - 1).alias("new"))
+    new = it["new"]
     # each old item's operations go to: the graph's launch (a kernel launch), itself, or nowhere (dropped)
-    to = pl.when(pl.col("la")).then(pl.col("new").gather(pl.col("head"))).when(pl.col("keep")).then(pl.col("new"))
-    remap = it.select(k.alias("item"), to.alias("_to"))
-    ops = (m.ops.join(remap, on="item", how="left", maintain_order="left")
-                .with_columns(pl.col("_to").alias("item")).drop("_to"))
-    items = (it.filter(pl.col("keep"))
+    to = it.select(pl.when(pl.col("la")).then(new.gather(it["head"].fill_null(0)))
+                     .when(pl.col("keep")).then(pl.col("new"))).to_series()
+    ops = m.ops.with_columns(to.gather(m.ops["item"]).alias("item"))
+    # a graph's launch costs per_node for each of its kernels (those of every launch it took in)
+    tot = it.filter(pl.col("la")).group_by("head").agg(pl.col("n").sum())
+    nseg = pl.repeat(0, n, dtype=pl.Int64, eager=True).scatter(tot["head"], tot["n"].cast(pl.Int64))
+    items = (it.with_columns(nseg.alias("nseg")).filter(pl.col("keep"))
                .with_columns(pl.when(pl.col("la")).then(per_node * pl.col("nseg").cast(pl.Float64)).otherwise("dur")
                              .alias("dur"))
                .select(m.items.columns))
