@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _measure  # noqa: E402
 
 BENCH_DIR = "/work/devout/bench"
+SHARED_LAUNCH_BOUND = "/work/shared/cases/launch_bound/launch_bound.sqlite"
 
 READ = """
 import json, sys
@@ -73,12 +74,15 @@ def made(tmp: str) -> list[tuple[str, str]]:
     """The two profiles made here: (label, path)."""
     import bench_sqlite
     import make_long
-    src = next(p for p in bench_sqlite.DEFAULT if os.path.exists(p))
+    src = next(p for p in [SHARED_LAUNCH_BOUND] + bench_sqlite.DEFAULT if os.path.exists(p))
+    con = sqlite3.connect(f"file:{src}?mode=ro&immutable=1", uri=True)
+    per = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    con.close()
     long_path = os.path.join(tmp, "long-iteration.sqlite")
-    make_long.tile_steps(src, 14, long_path)
+    make_long.tile_steps(src, max(1, round(560_000 / per)), long_path)
     make_long.lengthen(long_path, 93_000)
     tiled = os.path.join(tmp, "tiled-1M.sqlite")
-    bench_sqlite.tile(src, 25, tiled)
+    bench_sqlite.tile(src, max(1, round(1e6 / per)), tiled)
     return [("long-iteration (made)", long_path), ("tiled-1M (made)", tiled)]
 
 
@@ -139,14 +143,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="nsx-long-") as tmp:
         profiles = given(paths, tmp) + ([] if a.no_made else made(tmp))
         rows = []
-        for label, path in profiles:
+        for i, (label, path) in enumerate(profiles):
             mb = os.path.getsize(path) / 1e6
             con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
             kernels = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
             con.close()
             print(f"{label}: {kernels:,} kernels, {mb:.0f} MB; {_measure.load()}")
             cmds = {"ADBC read of the tables it reads": [sys.executable, "-c", READ, path, json.dumps(queries(path))],
-                    "nsys-expert diagnose (Markdown)": [nsx, "diagnose", path, "-o", os.path.join(tmp, "r.md")]}
+                    "nsys-expert diagnose (Markdown)": [nsx, "diagnose", path, "-o", os.path.join(tmp, f"report-{i}.md")]}
             res = _measure.alternate(cmds, a.repeat)
             print(_measure.HEADER.format(n=a.repeat))
             print("\n".join(_measure.table(res, "ADBC read of the tables it reads")))
