@@ -66,8 +66,9 @@ class Item:
     t: int = 0              # when the call began (trace clock)
 
 
-ITEM_SCHEMA = {"kind": pl.String, "dur": pl.Float64, "block": pl.Boolean, "wait": pl.Int64, "ret": pl.Float64,
-               "data": pl.Boolean, "api": pl.String, "iteration": pl.Int64, "t": pl.Int64}
+KIND = pl.Enum(["W", "L", "S", "O"])   # host work, a launch, a synchronisation, another call
+ITEM_SCHEMA = {"kind": KIND, "dur": pl.Float64, "block": pl.Boolean, "wait": pl.Int64, "ret": pl.Float64,
+               "data": pl.Boolean, "api": pl.Categorical, "iteration": pl.Int64, "t": pl.Int64}
 # ``item``: the host item that submits the operation (its ``ops``), ``seq``: the order of submission
 OP_SCHEMA = {"dur": pl.Float64, "stream": pl.Int64, "kind": pl.String, "copy_kind": pl.String, "bytes": pl.Float64,
              "pageable": pl.Boolean, "cls": pl.String, "fused": pl.Boolean, "simt": pl.Boolean, "name": pl.String,
@@ -135,7 +136,7 @@ def build(gpu: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame | None, t0: i
             return None
     # the slice's calls: one slice of the trace in start order (a filter scanned every call)
     calls = (timeline.starting_in(api, t0, t1)
-                .select("start_ns", "end_ns", "corr_id", "tid", api_base(api).cast(pl.String).alias("api"))
+                .select("start_ns", "end_ns", "corr_id", "tid", api_base(api).cast(pl.Categorical).alias("api"))
                 .sort("start_ns"))
     if calls.height == 0:
         return None
@@ -170,8 +171,21 @@ def build(gpu: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame | None, t0: i
     items, ops = _items(mine, ops, real, data)
     items = _mark_blocking(items, ops, real)
     ops, lat, gap, ret = _calibrate(ops, real, mine, {st: int(e) + t0 for st, e in carry.items()})
+    items, ops = _in_submission_order(items, ops)
     return Model(items, ops, carry, lat, gap, ret, _completions(mine, len(iter_starts), t0),
                  max(1, len(iter_starts)), tid, other)
+
+
+def _in_submission_order(items: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The operations renumbered in the order they were submitted (the run reads them so: no sort), the
+    operations that items wait for renumbered with them."""
+    order = ops["seq"].arg_sort(nulls_last=True)
+    if order.equals(pl.int_range(0, ops.height, dtype=order.dtype, eager=True)):
+        return items, ops
+    new_id = pl.repeat(0, ops.height, dtype=pl.Int64, eager=True).scatter(order, pl.int_range(0, ops.height, dtype=pl.Int64, eager=True))
+    w = items["wait"]
+    items = items.with_columns(pl.when(w >= 0).then(new_id.gather(w.clip(0))).otherwise(w).alias("wait"))
+    return items, ops.gather(order)
 
 
 def _ops(ops_df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
@@ -225,7 +239,7 @@ def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tupl
     cand = c.with_row_index("k").filter(
         ~pl.col("nested") & ~pl.col("sync") & ~pl.col("lapi") & (pl.col("nops") == 0) & (pl.col("s") == pl.col("ce"))
         & (pl.col("e") - pl.col("s") < 50_000) & (pl.col("k") > 0))["k"].to_list()
-    c = c.with_columns(pl.Series("creates", _merges(c, cand), dtype=pl.Boolean))
+    c = c.with_columns(_merges(c, cand).alias("creates"))
     # one item per creating call and the calls after it up to the next one (nested calls, merged queries):
     # its totals as differences of running sums at the group's first and last call (no hashing)
     first = c.select(pl.arg_where(pl.col("creates"))).to_series()
@@ -245,18 +259,20 @@ def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tupl
     n = first.len() + int(hasw.sum())
     wk = g.filter(hasw)
     wpos = pos.filter(hasw) - 1
-    wdata = wk.select(_data(wk, data)).to_series()
+    wdata = wk.with_columns(_data(wk, data))["data"]
 
-    def put(call_vals: pl.Series, w_vals, dtype) -> pl.Series:
-        out = pl.repeat(None, n, dtype=dtype, eager=True)
-        out = out.scatter(pos, call_vals.cast(dtype))
-        return out.scatter(wpos, w_vals if isinstance(w_vals, pl.Series) else pl.repeat(w_vals, wpos.len(), dtype=dtype, eager=True))
-    items = pl.DataFrame({
-        "kind": put(kind, "W", pl.String), "dur": put(dur, (wk["s"] - wk["ce"]).cast(pl.Float64), pl.Float64),
-        "block": pl.repeat(False, n, eager=True), "wait": pl.repeat(-1, n, dtype=pl.Int64, eager=True),
-        "ret": pl.repeat(None, n, dtype=pl.Float64, eager=True),
-        "data": put(pl.repeat(False, first.len(), eager=True), wdata, pl.Boolean), "api": put(g["api"], "", pl.String),
-        "iteration": put(g["it"], wk["it"].cast(pl.Int64), pl.Int64), "t": put(g["s"], 0, pl.Int64)})
+    calls_f = pl.DataFrame({"kind": kind, "dur": dur, "data": pl.repeat(False, first.len(), eager=True),
+                            "api": g["api"], "iteration": g["it"].cast(pl.Int64), "t": g["s"].cast(pl.Int64)})
+    w_f = pl.DataFrame({"kind": pl.repeat("W", wk.height, eager=True), "dur": (wk["s"] - wk["ce"]).cast(pl.Float64),
+                        "data": wdata, "api": pl.repeat("", wk.height, eager=True).cast(g["api"].dtype),
+                        "iteration": wk["it"].cast(pl.Int64), "t": pl.repeat(0, wk.height, dtype=pl.Int64, eager=True)})
+    order = (pl.repeat(0, n, dtype=pl.Int64, eager=True)
+               .scatter(pos, pl.int_range(0, first.len(), dtype=pl.Int64, eager=True))
+               .scatter(wpos, pl.int_range(first.len(), n, dtype=pl.Int64, eager=True)))
+    both = pl.concat([calls_f.with_columns(pl.col("kind").cast(KIND)), w_f.with_columns(pl.col("kind").cast(KIND))])
+    items = both.gather(order).select(
+        "kind", "dur", pl.lit(False).alias("block"), pl.lit(-1, pl.Int64).alias("wait"), pl.lit(None, pl.Float64).alias("ret"),
+        "data", "api", "iteration", "t")
     # each operation: the item of the call that launched it, in call order then start order
     gi = (c["creates"].cast(pl.Int64).cum_sum() - 1)
     owner = pl.DataFrame({"corr": c["corr"], "ci": pl.int_range(0, c.height, dtype=pl.Int64, eager=True),
@@ -268,16 +284,15 @@ def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tupl
     return items.cast(ITEM_SCHEMA), ops
 
 
-def _merges(c: pl.DataFrame, cand: list[int]) -> list[bool]:
+def _merges(c: pl.DataFrame, cand: list[int]) -> pl.Series:
     """Which calls make an item: every call not nested in another, but a candidate query call (``cand``)
     joins the item before it when that item is no synchronisation yet and of the same iteration."""
-    nested = c["nested"].to_list()
-    creates = [not x for x in nested]
+    creates = ~c["nested"]
     if not cand:
         return creates
     top = c.select(pl.when(~pl.col("nested")).then(pl.int_range(pl.len(), dtype=pl.Int64)).forward_fill()
                     .shift(1).alias("p"))["p"]
-    syncs = c["sync"].cast(pl.Int64).cum_sum().to_list()
+    syncs = c["sync"].cast(pl.Int64).cum_sum()
     its = c["it"]
     owner: dict[int, int] = {}
     for k in cand:
@@ -288,7 +303,8 @@ def _merges(c: pl.DataFrame, cand: list[int]) -> list[bool]:
         # no synchronisation among the item's calls before this one (its kind is L or O), one iteration
         if syncs[k - 1] - (syncs[cr - 1] if cr else 0) == 0 and its[cr] == its[k]:
             owner[k] = cr
-            creates[k] = False
+    if owner:
+        creates = creates.clone().scatter(list(owner), False)
     return creates
 
 
@@ -336,7 +352,7 @@ def _mark_blocking(items: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame) -
                   .filter(~pl.col("k").is_in(waiting.cast(pl.UInt32).implode())).select("k", "t", "dur"))
     waits = _long_waits(longs, real)
     cb = per.filter((pl.col("kind") == "L") & pl.col("cw"))
-    dur, block, wait, ret = items["dur"], items["block"], items["wait"], items["ret"]
+    dur, block, wait, ret = (items[c].clone() for c in ("dur", "block", "wait", "ret"))
     s = items.select(pl.arg_where(pl.col("kind") == "S")).to_series()
     dur = dur.scatter(s, dur.gather(s).clip(upper_bound=base)) if s.len() else dur
     if cb.height:
@@ -354,20 +370,20 @@ def _mark_blocking(items: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame) -
 
 def _long_waits(longs: pl.DataFrame, real: pl.DataFrame) -> dict[int, int]:
     """item -> the operation a long call waited for (the last to end before the call returned, of those
-    submitted before it)."""
+    submitted before it): for each long call, the operations that ended while it ran, latest first."""
     if not longs.height:
         return {}
     srt = real.select("op", "e", "ls").sort("e", "op")
-    ends, by_end, ls = srt["e"].to_list(), srt["op"].to_list(), srt["ls"].to_list()
+    ends = srt["e"]
     out = {}
     for k, call_s, dur in longs.iter_rows():
         call_e = call_s + dur
-        j = bisect.bisect_right(ends, call_e + SYNC_TOL_NS) - 1
-        while j >= 0 and ends[j] > call_s:
-            if ls[j] is not None and ls[j] < call_s:
-                out[k] = by_end[j]
+        lo = int(ends.search_sorted(call_s, side="right"))
+        hi = int(ends.search_sorted(call_e + SYNC_TOL_NS, side="right"))
+        for o, _e, ls in reversed(srt.slice(lo, hi - lo).rows()):
+            if ls is not None and ls < call_s:
+                out[k] = o
                 break
-            j -= 1
     return out
 
 

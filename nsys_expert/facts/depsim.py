@@ -60,7 +60,9 @@ def _item_columns(items: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
 def _op_columns(m, ic: pl.DataFrame) -> pl.DataFrame:
     """The simulated operations (those of launch items) in submission order, with P, Q and their segment."""
     sim = m.ops.with_row_index("op").filter(pl.col("item").is_not_null())
-    sim = sim.filter(ic["kind"].gather(sim["item"]) == "L").sort("item", "seq")
+    sim = sim.filter(ic["kind"].gather(sim["item"]) == "L")
+    if not (sim["seq"].is_sorted() and sim["item"].is_sorted()):   # (a model built from a trace is in order)
+        sim = sim.sort("item", "seq")
     sx = (ic["si"] - m.items["dur"]).gather(sim["item"])
     free = pl.DataFrame({"stream": list(m.carry), "free": [float(v) for v in m.carry.values()]},
                         schema={"stream": pl.Int64, "free": pl.Float64})

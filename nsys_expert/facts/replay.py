@@ -126,7 +126,12 @@ def compute(ctx: Context) -> None:
         _absent(fs, f"the replay is {err:+.0f} % off the measured iterations" if err is not None else "nothing measured")
         return
     gpu_name = (prof.meta.get("gpus") or [{}])[0].get("name") if getattr(prof, "meta", None) else None
-    gains = {t: gain(m, (t,), base.period, gpu_name) if APPLIES[t](m) else 0.0 for t in TRANSFORMS if t != "copies"}
+    # without data ranges the DataLoader advice moves the same host work as host_offload: one replay for both
+    same = {} if m.items["data"].any() else {"data_workers": "host_offload"}
+    gains: dict[str, float] = {}
+    for t in TRANSFORMS:
+        if t != "copies":
+            gains[t] = gains[same[t]] if t in same else gain(m, (t,), base.period, gpu_name) if APPLIES[t](m) else 0.0
     gains["copies"] = max(gains["pinned_copies"], gains["copy_overlap"])   # (the better of the two: replayed above)
     for t, g in gains.items():
         fs.put(f"replay_gain_{t}_pct", g, src)

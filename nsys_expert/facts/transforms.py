@@ -30,7 +30,7 @@ def remove_syncs(m: Model) -> Model:
     cost = PARAMS["remove_syncs"]["cost_us"] * 1e3
     s = pl.col("kind") == "S"
     dtoh = _any_op(m, pl.col("copy_kind").eq("DtoH").fill_null(False))
-    items = m.items.with_columns(pl.when(s).then(pl.lit("O")).otherwise("kind").alias("kind"),
+    items = m.items.with_columns(pl.when(s).then(pl.lit("O")).otherwise("kind").cast(m.items["kind"].dtype).alias("kind"),
                                  pl.when(s).then(pl.min_horizontal("dur", pl.lit(cost))).otherwise("dur").alias("dur"),
                                  (pl.col("block") & (s | ~dtoh)).alias("block"))
     return replace(m, items=items)
