@@ -64,7 +64,9 @@ def _built(case: str):
 
 @pytest.mark.parametrize("case", ["sync_bound", "pair_dataloader_bound", "memcpy_bound", "launch_bound",
                                   "small_h2d_copies", "kineto_dataloader_bound", "cpu_side_math_sqlite",
-                                  "conv_pdl_sqlite", "checkpoint_spikes_sqlite", "allocator_churn_sqlite"])
+                                  "conv_pdl_sqlite", "checkpoint_spikes_sqlite", "allocator_churn_sqlite",
+                                  # nested calls and merged query calls (torch.profiler traces of HTA)
+                                  "kineto_hta_cnn_1rank", "kineto_hta_ddp_v100", "kineto_hta_torchrec_16rank"])
 def test_the_model_of_a_real_trace_is_the_one_built_call_by_call(case):
     new, old = _built(case)
     items, ops = depmodel.item_list(new)

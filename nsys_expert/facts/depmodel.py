@@ -243,16 +243,25 @@ def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tupl
     # one item per creating call and the calls after it up to the next one (nested calls, merged queries):
     # its totals as differences of running sums at the group's first and last call (no hashing)
     first = c.select(pl.arg_where(pl.col("creates"))).to_series()
-    last = pl.concat([first.slice(1) - 1, pl.Series([c.height - 1], dtype=first.dtype)])
-    run = c.select(pl.col("sync").cast(pl.Int64).cum_sum().alias("sy"), (pl.col("nops") > 0).cast(pl.Int64).cum_sum().alias("no"),
-                   pl.when(pl.col("nested")).then(0).otherwise(pl.col("e") - pl.col("s")).cum_sum().alias("du"))
-
-    g = c.select("s", "e", "sync", "lapi", "nops", "api", "it", "ce").gather(first)
-    sums = {k: run[k].gather(last) - run[k].gather(first) for k in ("sy", "no", "du")}
-    anysync = g["sync"] | (sums["sy"] > 0)
-    launch = g["lapi"] | (g["nops"] > 0) | (sums["no"] > 0)
-    kind = pl.select(pl.when(anysync).then(pl.lit("S")).when(launch).then(pl.lit("L")).otherwise(pl.lit("O"))).to_series()
-    dur = ((g["e"] - g["s"]) + sums["du"]).cast(pl.Float64)
+    cols = ("s", "e", "sync", "lapi", "nops", "api", "it", "ce")
+    if first.len() == c.height:      # no nested call, no merged query (the common trace): one item per call
+        g = c.select(cols)
+        kind = g.select(pl.when(pl.col("sync")).then(pl.lit("S")).when(pl.col("lapi") | (pl.col("nops") > 0))
+                        .then(pl.lit("L")).otherwise(pl.lit("O")).cast(KIND)).to_series()
+        dur = (g["e"] - g["s"]).cast(pl.Float64)
+    else:
+        last = pl.concat([first.slice(1) - 1, pl.Series([c.height - 1], dtype=first.dtype)])
+        run = c.select(pl.col("sync").cast(pl.Int64).cum_sum().alias("sy"),
+                       (pl.col("nops") > 0).cast(pl.Int64).cum_sum().alias("no"),
+                       pl.when(pl.col("nested")).then(0).otherwise(pl.col("e") - pl.col("s")).cum_sum().alias("du"))
+        g = c.select(cols).gather(first)
+        sums = {k: run[k].gather(last) - run[k].gather(first) for k in ("sy", "no", "du")}
+        del run
+        anysync = g["sync"] | (sums["sy"] > 0)
+        launch = g["lapi"] | (g["nops"] > 0) | (sums["no"] > 0)
+        kind = pl.select(pl.when(anysync).then(pl.lit("S")).when(launch).then(pl.lit("L")).otherwise(pl.lit("O"))
+                         .cast(KIND)).to_series()
+        dur = ((g["e"] - g["s"]) + sums["du"]).cast(pl.Float64)
     hasw = g["s"] > g["ce"]
     # items in time order: each creating call's item, after the host work before it (a W item) where there is some
     pos = (pl.int_range(0, first.len(), dtype=pl.Int64, eager=True) + hasw.cast(pl.Int64).cum_sum())
@@ -269,7 +278,8 @@ def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tupl
     order = (pl.repeat(0, n, dtype=pl.Int64, eager=True)
                .scatter(pos, pl.int_range(0, first.len(), dtype=pl.Int64, eager=True))
                .scatter(wpos, pl.int_range(first.len(), n, dtype=pl.Int64, eager=True)))
-    both = pl.concat([calls_f.with_columns(pl.col("kind").cast(KIND)), w_f.with_columns(pl.col("kind").cast(KIND))])
+    both = pl.concat([calls_f, w_f.with_columns(pl.col("kind").cast(KIND))])
+    del calls_f, w_f, g, wk
     items = both.gather(order).select(
         "kind", "dur", pl.lit(False).alias("block"), pl.lit(-1, pl.Int64).alias("wait"), pl.lit(None, pl.Float64).alias("ret"),
         "data", "api", "iteration", "t")
