@@ -10,7 +10,7 @@ import replay_reference as ref
 import replay_reference_transforms as ref_t
 from conftest import FIXTURES
 from nsys_expert import facts, load
-from nsys_expert.facts import depmodel, depsim, replay, transforms
+from nsys_expert.facts import depevents, depmodel, depsim, replay, transforms
 
 NAMES = [t for t in transforms.TRANSFORMS]
 
@@ -37,12 +37,16 @@ def _ref_model(m: depmodel.Model) -> ref.Model:
 
 
 def _all_agree(m: depmodel.Model, old: ref.Model) -> None:
-    _runs_agree(depsim.simulate(m), ref.simulate(old))
+    """Both runs (in columns, the big models' way; event by event, the small ones') against the reference,
+    as they are and with each transformation applied."""
+    _runs_agree(depsim.run_columns(m), ref.simulate(old))
+    _runs_agree(depevents.run(m, depsim.Run), ref.simulate(old))
     for t in NAMES:
         assert transforms.APPLIES[t](m) == ref_t.APPLIES[t](old), t
         new_t = transforms.apply(m, (t,), "NVIDIA H100")
         old_t = ref_t.apply(old, (t,), "NVIDIA H100")
-        _runs_agree(depsim.simulate(new_t), ref.simulate(old_t))
+        _runs_agree(depsim.run_columns(new_t), ref.simulate(old_t))
+        _runs_agree(depevents.run(new_t, depsim.Run), ref.simulate(old_t))
 
 
 def _built(case: str):

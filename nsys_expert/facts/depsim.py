@@ -149,7 +149,17 @@ def _delays(m, ic: pl.DataFrame, oc: pl.DataFrame):
     return deltas, bind, done, done_op
 
 
+EVENTS_BELOW = 6_000   # items + operations: below this a model is run event by event (depevents; measured crossover 6-7 k)
+
+
 def simulate(m) -> Run:
+    if m.items.height + m.ops.height < EVENTS_BELOW:
+        from . import depevents
+        return depevents.run(m, Run)
+    return run_columns(m)
+
+
+def run_columns(m) -> Run:
     items, n = m.items, m.items.height
     ic = _item_columns(items, m.ops)
     oc = _op_columns(m, ic)
