@@ -17,6 +17,7 @@ with each process's peak RSS and CPU time (``_measure``):
     copies, memsets, graphs, OS runtime calls, NVTX ranges; the same columns);
   - `nsys-expert diagnose EXPORT -o report.md`;
 and the targets: diagnose <= 2 x the read + 0.5 s (``tiled-1M``: <= 1.3 x), peak RSS <= 3 x the file.
+--before ROOT adds `diagnose` with an older code tree, alternating with the others.
 --groups adds, for each profile, the in-process time of load, the fact groups (the slowest eight, run one
 after the other) and the engine and report: where the time goes.
 Numbers are printed, never asserted: speed is not a unit test.
@@ -137,6 +138,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-made", action="store_true")
     ap.add_argument("--groups", action="store_true")
+    ap.add_argument("--before", metavar="ROOT", help="also diagnose with the code tree at ROOT (PYTHONPATH=ROOT): "
+                    "e.g. `git archive 23736fc | tar -x -C /tmp/before`")
     a = ap.parse_args()
     paths = a.profiles or sorted(glob.glob(os.path.join(BENCH_DIR, "*.sqlite")) + glob.glob(os.path.join(BENCH_DIR, "*.sqlite.gz")))
     nsx = shutil.which("nsys-expert") or os.path.join(os.path.dirname(sys.executable), "nsys-expert")
@@ -151,6 +154,9 @@ def main() -> None:
             print(f"{label}: {kernels:,} kernels, {mb:.0f} MB; {_measure.load()}")
             cmds = {"ADBC read of the tables it reads": [sys.executable, "-c", READ, path, json.dumps(queries(path))],
                     "nsys-expert diagnose (Markdown)": [nsx, "diagnose", path, "-o", os.path.join(tmp, f"report-{i}.md")]}
+            if a.before:
+                cmds["diagnose, code before (--before)"] = ["env", f"PYTHONPATH={a.before}", nsx, "diagnose", path, "-o",
+                                                            os.path.join(tmp, f"before-{i}.md")]
             res = _measure.alternate(cmds, a.repeat)
             print(_measure.HEADER.format(n=a.repeat))
             print("\n".join(_measure.table(res, "ADBC read of the tables it reads")))
