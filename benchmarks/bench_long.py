@@ -53,6 +53,14 @@ assert n > 0
 """
 
 
+def child(*args: str) -> str:
+    """Run this script in a child process (``--child ...``) and return what it printed: the parent stays
+    small (a child's peak RSS on Linux starts from its parent's at the fork)."""
+    import subprocess
+    return subprocess.run([sys.executable, os.path.abspath(__file__), "--child", *args], check=True,
+                          capture_output=True, text=True, env=_measure.ENV).stdout
+
+
 def queries(path: str) -> list[str]:
     """The table queries nsys-expert's loader issues for this export (the big tables and the NVTX ranges)."""
     from nsys_expert.load import sqlite_tables as st
@@ -133,6 +141,10 @@ def groups(path: str) -> str:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        what, path = sys.argv[2], sys.argv[3]
+        print(json.dumps(queries(path)) if what == "queries" else groups(path))
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("profiles", nargs="*")
     ap.add_argument("--repeat", type=int, default=3)
@@ -152,7 +164,7 @@ def main() -> None:
             kernels = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
             con.close()
             print(f"{label}: {kernels:,} kernels, {mb:.0f} MB; {_measure.load()}")
-            cmds = {"ADBC read of the tables it reads": [sys.executable, "-c", READ, path, json.dumps(queries(path))],
+            cmds = {"ADBC read of the tables it reads": [sys.executable, "-c", READ, path, child("queries", path).strip()],
                     "nsys-expert diagnose (Markdown)": [nsx, "diagnose", path, "-o", os.path.join(tmp, f"report-{i}.md")]}
             if a.before:
                 cmds["diagnose, code before (--before)"] = ["env", f"PYTHONPATH={a.before}", nsx, "diagnose", path, "-o",
@@ -168,7 +180,7 @@ def main() -> None:
                         f"{'yes' if diag <= target else 'no'} ({diag / read:.2f}x) | {rss:.0f} MB ({rss / mb:.1f}x) | "
                         f"{'yes' if rss <= 3 * mb else 'no'} |")
             if a.groups:
-                print(groups(path))
+                print(child("groups", path).rstrip())
         print("\n| profile | kernels | SQLite | ADBC read | diagnose | target | met? | peak RSS (x file) | <= 3x? |")
         print("|---|---|---|---|---|---|---|---|---|")
         print("\n".join(rows))
