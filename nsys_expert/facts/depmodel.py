@@ -143,8 +143,10 @@ def build(gpu: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame | None, t0: i
     # (queued work may run long after its launch) each set filtered from the trace at once: the operations
     # that end after t0 were a copy of the rest of the trace (half of ten million rows, every column)
     ends_after = pl.col("end_ns") > t0
+    want = [c for c in ("corr_id", "start_ns", "end_ns", "dur_ns", "stream", "kind", "copy_kind", "bytes", "src_kind",
+                        "dst_kind", "name", "launch_s") if c in gpu.columns]
     launched = gpu.filter(ends_after & pl.col("launch_s").is_not_null() & (pl.col("launch_s") >= t0)
-                          & (pl.col("launch_s") < t1))
+                          & (pl.col("launch_s") < t1)).select(want)
     if launched.height == 0:
         return None
     by_tid = (launched.join(calls.select("corr_id", "tid"), on="corr_id", how="inner")
@@ -161,6 +163,7 @@ def build(gpu: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame | None, t0: i
             (pl.col("src_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False)
              | pl.col("dst_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False)).alias("_pg"))
     ops, real, streams = _ops(ops_df)
+    del ops_df, launched, calls, by_tid      # (the model's own columns from here: a 93 k-kernel iteration's peak)
     # work launched before the slice that still runs or waits in it: its streams are busy until it ends
     carry: dict[int, float] = {}
     before = gpu.filter(ends_after & pl.col("launch_s").is_not_null() & (pl.col("launch_s") < t0))
@@ -278,7 +281,7 @@ def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tupl
     order = (pl.repeat(0, n, dtype=pl.Int64, eager=True)
                .scatter(pos, pl.int_range(0, first.len(), dtype=pl.Int64, eager=True))
                .scatter(wpos, pl.int_range(first.len(), n, dtype=pl.Int64, eager=True)))
-    both = pl.concat([calls_f, w_f.with_columns(pl.col("kind").cast(KIND))])
+    both = pl.concat([calls_f, w_f.with_columns(pl.col("kind").cast(KIND))], rechunk=False)
     del calls_f, w_f, g, wk
     items = both.gather(order).select(
         "kind", "dur", pl.lit(False).alias("block"), pl.lit(-1, pl.Int64).alias("wait"), pl.lit(None, pl.Float64).alias("ret"),
