@@ -340,6 +340,21 @@ def _data(wk: pl.DataFrame, data) -> pl.Expr:
     return (inside >= 0.5 * (pl.col("s") - pl.col("ce"))).alias("data")
 
 
+def per_item(n: int, ops: pl.DataFrame) -> tuple[pl.Series, pl.Series]:
+    """Per item (``n`` of them): how many operations it submits, and whether all are kernels (an item
+    without any: no)."""
+    own = ops["item"].drop_nulls()
+    if own.is_sorted():     # (a model built from a trace: operations in submission order) runs, no hashing
+        runs = own.rle().struct.unnest()
+        nops = pl.repeat(0, n, dtype=pl.Int64, eager=True).scatter(runs["value"], runs["len"].cast(pl.Int64))
+    else:
+        per = own.value_counts()
+        nops = pl.repeat(0, n, dtype=pl.Int64, eager=True).scatter(per["item"], per["count"].cast(pl.Int64))
+    other = ops.filter(pl.col("item").is_not_null() & (pl.col("kind") != "kernel"))["item"].unique()
+    allk = (nops > 0).scatter(other, False) if other.len() else (nops > 0)
+    return nops, allk
+
+
 def _mark_blocking(items: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame) -> pl.DataFrame:
     """A call that ended with its copy waited for it (synchronous copies, pageable ``cudaMemcpyAsync``):
     ``block``, and its own host time is then what such a call costs without waiting (the median kernel
@@ -348,16 +363,16 @@ def _mark_blocking(items: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame) -
     call returned, among those submitted before it. Only the items with operations, and the long ones,
     are looked at; the changes are scattered into the columns."""
     copy = pl.col("kind").is_in(["memcpy", "memset"])
-    per = (ops.select("item", "kind").hstack(real.select("s", "e")).filter(pl.col("item").is_not_null())
-              .group_by("item").agg(pl.len().alias("n"), (pl.col("kind") == "kernel").all().alias("allk"),
-                                    copy.sum().alias("nc"), pl.col("s").filter(copy).min().alias("cs"),
-                                    pl.col("e").filter(copy).max().alias("ce"))
+    nops, allk = per_item(items.height, ops)
+    launch_durs = items["dur"].filter((items["kind"] == "L") & allk).sort()
+    base = float(launch_durs[launch_durs.len() // 2]) if launch_durs.len() else 5_000.0
+    # the copies of each item that submitted some (few items): when they began and ended
+    per = (ops.select("item", "kind").hstack(real.select("s", "e")).filter(copy & pl.col("item").is_not_null())
+              .group_by("item").agg(pl.col("s").min().alias("cs"), pl.col("e").max().alias("ce"))
               .sort("item"))
     per = per.hstack(items.select("kind", "dur", "t").gather(per["item"]))
-    launch_durs = per.filter((pl.col("kind") == "L") & pl.col("allk"))["dur"].sort()
-    base = float(launch_durs[launch_durs.len() // 2]) if launch_durs.len() else 5_000.0
     call_e = pl.col("t") + pl.col("dur")
-    cw = ((pl.col("nc") > 0) & (pl.col("cs") < call_e) & (call_e >= pl.col("ce") - SYNC_TOL_NS)).fill_null(False)
+    cw = ((pl.col("cs") < call_e) & (call_e >= pl.col("ce") - SYNC_TOL_NS)).fill_null(False)
     per = per.with_columns(cw.alias("cw"))
     thr = max(LONG_CALL_NS, 10 * base)
     waiting = per.filter(pl.col("cw"))["item"]

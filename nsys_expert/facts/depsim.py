@@ -64,20 +64,23 @@ def _op_columns(m, ic: pl.DataFrame) -> pl.DataFrame:
     if not (sim["seq"].is_sorted() and sim["item"].is_sorted()):   # (a model built from a trace is in order)
         sim = sim.sort("item", "seq")
     sx = (ic["si"] - m.items["dur"]).gather(sim["item"])
-    free = pl.DataFrame({"stream": list(m.carry), "free": [float(v) for v in m.carry.values()]},
-                        schema={"stream": pl.Int64, "free": pl.Float64})
     g = m.gap
+    one = sim["stream"].n_unique() <= 1      # one stream (a decode loop): running sums without windows
+
+    def by(e: pl.Expr, *keys: str) -> pl.Expr:
+        keys = keys[1:] if one else keys
+        return e.over(*keys) if keys else e
+    free = (pl.col("stream").replace_strict({int(k): float(v) for k, v in m.carry.items()}, default=0.0,
+                                            return_dtype=pl.Float64) if m.carry else pl.lit(0.0)).alias("free")
     return (sim.select(pl.col("op").cast(pl.Int64), "item", "dur", "stream",
                        pl.col("lat").fill_null(m.latency).alias("lat"))
                .with_columns((sx + pl.col("lat")).alias("r0"), ic["seg"].gather(sim["item"]).alias("seg"),
                              pl.int_range(pl.len(), dtype=pl.Int64).alias("pos"),
-                             pl.int_range(pl.len(), dtype=pl.Int64).over("stream").alias("idx"),
-                             pl.col("dur").cum_sum().over("stream").alias("D"))
+                             by(pl.int_range(pl.len(), dtype=pl.Int64), "stream").alias("idx"),
+                             by(pl.col("dur").cum_sum(), "stream").alias("D"), free)
                .with_columns((pl.col("D") + pl.col("idx") * g).alias("P"),
                              (pl.col("r0") - (pl.col("D") - pl.col("dur")) - pl.col("idx") * g).alias("Q"))
-               .with_columns(pl.col("Q").cum_max().over("stream", "seg").alias("cq"))
-               .join(free, on="stream", how="left", maintain_order="left")
-               .with_columns(pl.col("free").fill_null(0.0)))
+               .with_columns(by(pl.col("Q").cum_max(), "stream", "seg").alias("cq")))
 
 
 def _delays(m, ic: pl.DataFrame, oc: pl.DataFrame):

@@ -9,7 +9,7 @@ from dataclasses import replace
 import polars as pl
 import yaml
 
-from .depmodel import Model, simulate
+from .depmodel import Model, per_item, simulate
 
 PARAMS = yaml.safe_load(pathlib.Path(__file__).with_name("replay.yaml").read_text(encoding="utf-8"))
 
@@ -98,10 +98,7 @@ def cuda_graphs(m: Model) -> Model:
     p = PARAMS["cuda_graphs"]
     per_node, max_gap = p["launch_us_per_node"] * 1e3, p["max_dispatch_gap_us"] * 1e3
     n = m.items.height
-    per = (m.ops.filter(pl.col("item").is_not_null()).group_by("item")
-                .agg(pl.len().alias("n"), (pl.col("kind") == "kernel").all().alias("allk")))
-    nops = pl.repeat(0, n, dtype=pl.Int64, eager=True).scatter(per["item"], per["n"].cast(pl.Int64))
-    allk = pl.repeat(False, n, eager=True).scatter(per["item"], per["allk"])
+    nops, allk = per_item(n, m.ops)
     k = pl.int_range(pl.len(), dtype=pl.Int64)
     it = m.items.with_columns(nops.alias("n"), ((pl.col("kind") == "L") & (nops > 0) & allk & ~pl.col("block")).alias("la"),
                               (pl.col("kind").is_in(["W", "O"]) & (pl.col("dur") < max_gap)).alias("disp"))
