@@ -1,8 +1,11 @@
 """The dependency model of the steady-state iteration (issue 32), built from the traces.
 
-One host timeline, the thread that launched most of the window's GPU work, as a list of items in time
-order; the GPU operations it launched, each on its stream. ``replay.simulate`` runs the model (and
-transformed copies of it) and walks its critical path.
+One host timeline, the thread that launched most of the window's GPU work, as items in time order; the
+GPU operations it launched, each on its stream. The model holds them as two frames, one row per item and
+per operation (``Model``; lists of ``Item`` and ``Op`` are made into them), built from the traces in
+columns (issue 47: a decode request's 93 k kernels are 1.1 M items). ``simulate`` runs the model (and
+transformed copies of it) and walks its critical path: ``depsim`` in columns, ``depevents`` event by
+event for a small model.
 
 Host items (``Item``):
 - ``W`` host work: the time between two CUDA calls of the thread (Python, data work, anything outside
@@ -12,8 +15,6 @@ Host items (``Item``):
 - ``S`` a blocking synchronisation (stream / device / event synchronize): the host waits until every
   operation submitted before it has finished.
 - ``O`` any other CUDA call (allocation, queries): host time.
-
-``simulate`` runs a model event by event and walks its critical path back from the end.
 
 Edges: host items follow each other; an operation starts when it was submitted (its call's start plus
 the launch latency measured in the same trace) and its stream is free (stream order, plus the gap

@@ -2,7 +2,8 @@
 with each piece of advice applied (``transforms``): the critical path, and what each advice gives back
 (issue 32; docs/gains.md).
 
-``depmodel.simulate`` runs the model event by event: host items one after the other, each operation when it
+``depmodel.simulate`` runs the model (in columns, ``depsim``; event by event when small, ``depevents``):
+host items one after the other, each operation when it
 was submitted (plus the launch latency) and its stream is free, a blocking item until the work it
 waits on is done. The same run, walked back from its end, is the critical path: how much of the
 iteration the host's own time decides and how much the GPU's. Each transformation (one per kind of
