@@ -9,7 +9,8 @@ from dataclasses import replace
 import polars as pl
 import yaml
 
-from .depmodel import Model, per_item, simulate
+from .depbuild import per_item
+from .depmodel import Model, simulate
 
 PARAMS = yaml.safe_load(pathlib.Path(__file__).with_name("replay.yaml").read_text(encoding="utf-8"))
 
