@@ -45,28 +45,31 @@ def parts(gpu: pl.DataFrame, api: pl.DataFrame, nvtx: pl.DataFrame | None, t0: i
                           & (pl.col("launch_s") < t1)).select(want)
     if launched.height == 0:
         return None
-    by_tid = (launched.join(calls.select("corr_id", "tid"), on="corr_id", how="inner")
-                      .group_by("tid").agg(pl.col("dur_ns").sum().alias("t")).sort("t", descending=True))
+    # the thread of each operation's call (correlation ids grow with the calls: a binary search)
+    tids = calls["tid"].gather(_call_of(calls["corr_id"], launched["corr_id"]))
+    by_tid = (pl.DataFrame({"tid": tids, "dur_ns": launched["dur_ns"]}).filter(tids.is_not_null())
+                .group_by("tid").agg(pl.col("dur_ns").sum().alias("t")).sort("t", descending=True))
     if by_tid.height == 0:
         return None
     tid = by_tid["tid"][0]
     tot = float(by_tid["t"].sum()) or 1.0
     other = 100.0 * (1.0 - float(by_tid["t"][0]) / tot)
     mine = calls.filter(pl.col("tid") == tid) if "tid" in calls.columns else calls
-    ops_df = with_kernel_classes(launched.join(mine.select("corr_id"), on="corr_id", how="semi").sort("start_ns"))
+    ops_df = with_kernel_classes(launched.filter((tids == tid).fill_null(False)).sort("start_ns"))
     if "src_kind" in ops_df.columns:
         ops_df = ops_df.with_columns(
             (pl.col("src_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False)
              | pl.col("dst_kind").cast(pl.String).str.to_lowercase().str.contains("pageable").fill_null(False)).alias("_pg"))
     ops, real, streams = _ops(ops_df)
-    del ops_df, launched, calls, by_tid      # (the model's own columns from here: a 93 k-kernel iteration's peak)
+    del ops_df, launched, calls, by_tid, tids      # (the model's own columns from here: a 93 k-kernel iteration's peak)
     # work launched before the slice that still runs or waits in it: its streams are busy until it ends
     carry: dict[int, float] = {}
     before = gpu.filter(ends_after & pl.col("launch_s").is_not_null() & (pl.col("launch_s") < t0))
     for st, e in before.group_by("stream").agg(pl.col("end_ns").max()).iter_rows():
         carry[streams.setdefault((st, ), len(streams))] = float(e - t0)
     data = timeline.data_ranges(nvtx, t0, t1) if nvtx is not None else None
-    mine = _calls(mine, real, iter_starts, t0)
+    mine, ci = _calls(mine, real, iter_starts, t0)
+    real = real.with_columns(ci)
     items, ops = _items(mine, ops, real, data)
     items = _mark_blocking(items, ops, real)
     ops, lat, gap, ret = _calibrate(ops, real, mine, {st: int(e) + t0 for st, e in carry.items()})
@@ -114,20 +117,38 @@ def _ops(ops_df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, dict]:
 LAUNCH_APIS = sorted(KERNEL_LAUNCH_APIS | ASYNC_MEM_APIS | SYNC_MEM_APIS)
 
 
-def _calls(mine: pl.DataFrame, real: pl.DataFrame, iter_starts: list[int], t0: int) -> pl.DataFrame:
+def _calls(mine: pl.DataFrame, real: pl.DataFrame, iter_starts: list[int], t0: int) -> tuple[pl.DataFrame, pl.Series]:
     """The thread's calls in start order with their iteration, the host's end before each (``ce``), whether
-    it is nested in an earlier call, how many operations it launched and when the last of them ended."""
-    per = real.group_by("corr").agg(pl.len().alias("nops"), pl.col("e").max().alias("oe"))
+    it is nested in an earlier call, how many operations it launched and when the last of them ended.
+    And ``ci``: for each operation (``real``), the row of the call that launched it."""
     marks = pl.Series(iter_starts or [t0], dtype=pl.Int64)
-    c = (mine.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), pl.col("corr_id").alias("corr"),
-                     pl.col("api").fill_null(""))
-             .join(per, on="corr", how="left", maintain_order="left")
-             .with_columns(pl.col("nops").fill_null(0),
-                           pl.col("e").cum_max().shift(1).fill_null(t0).clip(t0).alias("ce")))
+    c = mine.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"), pl.col("corr_id").alias("corr"),
+                    pl.col("api").fill_null(""))
+    ci = _call_of(c["corr"], real["corr"])
+    own = ci.drop_nulls()
+    if own.is_unique().all():    # one operation per call (no graph launch): scattered, no hashing
+        nops = pl.repeat(0, c.height, dtype=pl.Int64, eager=True).scatter(own, 1)
+        oe = pl.repeat(None, c.height, dtype=pl.Int64, eager=True).scatter(own, real["e"].filter(ci.is_not_null()))
+    else:
+        per = (pl.DataFrame({"ci": ci, "e": real["e"]}).filter(pl.col("ci").is_not_null())
+                 .group_by("ci").agg(pl.len().alias("n"), pl.col("e").max()))
+        nops = pl.repeat(0, c.height, dtype=pl.Int64, eager=True).scatter(per["ci"], per["n"].cast(pl.Int64))
+        oe = pl.repeat(None, c.height, dtype=pl.Int64, eager=True).scatter(per["ci"], per["e"])
+    c = c.with_columns(nops.alias("nops"), oe.alias("oe"), pl.col("e").cum_max().shift(1).fill_null(t0).clip(t0).alias("ce"))
     c = c.with_columns((marks.search_sorted(c["s"], side="right").cast(pl.Int64) - 1).clip(0).alias("it"))
     return c.with_columns((pl.col("s") < pl.col("ce")).alias("nested"),
                           pl.col("api").is_in(sorted(SYNC_APIS)).alias("sync"),
-                          pl.col("api").is_in(LAUNCH_APIS).alias("lapi"))
+                          pl.col("api").is_in(LAUNCH_APIS).alias("lapi")), ci
+
+
+def _call_of(calls: pl.Series, ops: pl.Series) -> pl.Series:
+    """For each operation's correlation id, the row of the call with that id (null: none). The ids of a
+    thread's calls usually grow with their start: then a binary search, else a join."""
+    if calls.null_count() == 0 and calls.is_sorted() and calls.len():
+        at = calls.search_sorted(ops, side="left").cast(pl.Int64).clip(0, calls.len() - 1)
+        return pl.select(pl.when(calls.gather(at) == ops).then(at)).to_series().alias("ci")
+    rows = pl.DataFrame({"corr": calls, "ci": pl.int_range(0, calls.len(), dtype=pl.Int64, eager=True)})
+    return ops.to_frame("corr").join(rows, on="corr", how="left", maintain_order="left")["ci"]
 
 
 def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -184,12 +205,11 @@ def _items(c: pl.DataFrame, ops: pl.DataFrame, real: pl.DataFrame, data) -> tupl
         "data", "api", "iteration", "t")
     # each operation: the item of the call that launched it, in call order then start order
     gi = (c["creates"].cast(pl.Int64).cum_sum() - 1)
-    owner = pl.DataFrame({"corr": c["corr"], "ci": pl.int_range(0, c.height, dtype=pl.Int64, eager=True),
-                          "item": pos.gather(gi)})
-    op_item = real.select("op", "corr").join(owner, on="corr", how="left", maintain_order="left")
-    seq = op_item.select((pl.col("ci").cast(pl.Int64) * (real.height + 1) + pl.col("op")).rank("ordinal")
-                         .cast(pl.Int64) - 1).to_series()
-    ops = ops.with_columns(op_item["item"], seq.alias("seq"))
+    ci = real["ci"]
+    item = pos.gather(gi).gather(ci)
+    seq = real.select((pl.col("ci") * (real.height + 1) + pl.col("op").cast(pl.Int64)).rank("ordinal")
+                      .cast(pl.Int64) - 1).to_series()
+    ops = ops.with_columns(item.alias("item"), seq.alias("seq"))
     return items.cast(ITEM_SCHEMA), ops
 
 
