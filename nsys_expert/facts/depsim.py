@@ -93,8 +93,9 @@ def _delays(m, ic: pl.DataFrame, oc: pl.DataFrame):
     by_seg: dict[int, list] = {}
     for row in segs.iter_rows():
         by_seg.setdefault(row[0], []).append(row[1:])
-    blocks = ic.with_row_index("k").filter(pl.col("pb")).select("k", "si", "seg")
-    bk = m.items.select("kind", "wait", "ret").with_row_index("k").join(blocks, on="k", how="inner").sort("k")
+    at = ic.select(pl.arg_where(pl.col("pb"))).to_series().cast(pl.Int64)
+    bk = pl.concat([at.alias("k").to_frame(), m.items.select("kind", "wait", "ret").gather(at),
+                    ic.select("si", "seg").gather(at)], how="horizontal")
     # the ops of blocking launch items, for the one the item waits on
     own: dict[int, list[int]] = {}
     if bk.height:
