@@ -83,9 +83,11 @@ def _op_columns(m, ic: pl.DataFrame) -> pl.DataFrame:
                .with_columns(by(pl.col("Q").cum_max(), "stream", "seg").alias("cq")))
 
 
-def _delays(m, ic: pl.DataFrame, oc: pl.DataFrame):
-    """Walk the items that may block, in order: -> (delay of each segment, bound op of each bound item,
-    done, done_op at the end). O(streams) per blocking item."""
+def _blocking(m, ic: pl.DataFrame, oc: pl.DataFrame):
+    """What the walk over the blocking items reads: each segment's streams (in the order their last
+    operation was submitted: max Q, P and id of the last operation, carried-in end), the blocking items
+    (row, kind, wait, ret, host time after them without delays, segment), the operations of blocking
+    launches, and (stream, segment, P, cq) of every operation a blocking item may wait for."""
     segs = (oc.group_by("seg", "stream").agg(pl.col("Q").max().alias("mq"), pl.col("P").last().alias("pl"),
                                              pl.col("op").last().alias("lo"), pl.col("pos").last().alias("lp"),
                                              pl.col("free").first().alias("f"))
@@ -96,18 +98,24 @@ def _delays(m, ic: pl.DataFrame, oc: pl.DataFrame):
     at = ic.select(pl.arg_where(pl.col("pb"))).to_series().cast(pl.Int64)
     bk = pl.concat([at.alias("k").to_frame(), m.items.select("kind", "wait", "ret").gather(at),
                     ic.select("si", "seg").gather(at)], how="horizontal")
-    # the ops of blocking launch items, for the one the item waits on
     own: dict[int, list[int]] = {}
     if bk.height:
         for k, o in (oc.filter(pl.col("item").is_in(bk.filter(pl.col("kind") == "L")["k"].cast(pl.Int64).implode()))
                        .select("item", "op").iter_rows()):
             own.setdefault(k, []).append(o)
-    opx = {}   # op -> (stream, seg, P, cq) for the ops a block may ask about
+    opx = {}
     want = set(bk.filter(pl.col("wait") >= 0)["wait"].to_list()) | {o for v in own.values() for o in v}
     if want:
         for o, st, sg, p, cq in oc.filter(pl.col("op").is_in(sorted(want))).select("op", "stream", "seg", "P",
                                                                                      "cq").iter_rows():
             opx[o] = (st, sg, p, cq)
+    return by_seg, bk, own, opx
+
+
+def _delays(m, ic: pl.DataFrame, oc: pl.DataFrame):
+    """Walk the items that may block, in order: -> (delay of each segment, bound op of each bound item,
+    done, done_op at the end). O(streams) per blocking item."""
+    by_seg, bk, own, opx = _blocking(m, ic, oc)
     R: dict[int, float] = {}
     rstart: dict[tuple[int, int], float] = {}
     deltas = [0.0]
