@@ -2,7 +2,8 @@
 with each piece of advice applied (``transforms``): the critical path, and what each advice gives back
 (issue 32; docs/gains.md).
 
-``depmodel.simulate`` runs the model event by event: host items one after the other, each operation when it
+``depmodel.simulate`` runs the model (in columns, ``depsim``; event by event when small, ``depevents``):
+host items one after the other, each operation when it
 was submitted (plus the launch latency) and its stream is free, a blocking item until the work it
 waits on is done. The same run, walked back from its end, is the critical path: how much of the
 iteration the host's own time decides and how much the GPU's. Each transformation (one per kind of
@@ -86,6 +87,28 @@ def _absent(fs, why: str, also: tuple[str, ...] = ()) -> None:
         fs.absent[name] = why
 
 
+def _gains(m, base_period: float, gpu_name: str | None):
+    """Each advice's replayed gain, and ``replayed(names)``: the gain of a set of transformations replayed
+    together, each set replayed once (the singles, all of them and the engine's totals often name the
+    same set)."""
+    # without data ranges the DataLoader advice moves the same host work as host_offload: one replay for both
+    same = {} if m.items["data"].any() else {"data_workers": "host_offload"}
+    raw: dict[tuple, float] = {}
+
+    def replayed(names: tuple) -> float:
+        """The gain of these transformations replayed together, each set replayed once (the singles, all
+        of them, and the engine's totals below often name the same set)."""
+        if names not in raw:
+            raw[names] = gain(m, names, base_period, gpu_name)
+        return raw[names]
+    gains: dict[str, float] = {}
+    for t in TRANSFORMS:
+        if t != "copies":
+            gains[t] = gains[same[t]] if t in same else replayed((t,)) if APPLIES[t](m) else 0.0
+    gains["copies"] = max(gains["pinned_copies"], gains["copy_overlap"])   # (the better of the two: replayed above)
+    return gains, replayed
+
+
 def compute(ctx: Context) -> None:
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
     gpu, api = prof.tables.get("gpu_trace"), prof.tables.get("api_trace")
@@ -126,19 +149,18 @@ def compute(ctx: Context) -> None:
         _absent(fs, f"the replay is {err:+.0f} % off the measured iterations" if err is not None else "nothing measured")
         return
     gpu_name = (prof.meta.get("gpus") or [{}])[0].get("name") if getattr(prof, "meta", None) else None
-    gains = {t: gain(m, (t,), base.period, gpu_name) if APPLIES[t](m) else 0.0 for t in TRANSFORMS if t != "copies"}
-    gains["copies"] = max(gains["pinned_copies"], gains["copy_overlap"])   # (the better of the two: replayed above)
+    gains, replayed = _gains(m, base.period, gpu_name)
     for t, g in gains.items():
         fs.put(f"replay_gain_{t}_pct", g, src)
     everything = distinct(t for t, g in gains.items() if g >= 0.5)
-    fs.put("replay_gain_all_pct", gain(m, everything, base.period, gpu_name) if everything else 0.0, src)
+    fs.put("replay_gain_all_pct", replayed(everything) if everything else 0.0, src)
     memo: dict[tuple, float] = {}
 
     def together(names) -> float:
         """The gain of these transformations replayed together (the engine's total of the findings)."""
         key = distinct(names)
         if key not in memo:
-            memo[key] = round(gain(m, key, base.period, gpu_name), 1)
+            memo[key] = round(replayed(key), 1)
         return memo[key]
     fs.tables["_replay"] = together
     fs.tables["critical_path"] = {"host_pct": 100.0 * base.host_ns / path, "gpu_pct": 100.0 * base.gpu_ns / path,
