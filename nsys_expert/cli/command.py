@@ -10,6 +10,7 @@ import stat
 import click
 
 from .. import scenarios as sc
+from ..scenarios.commands import heredoc_tag
 from ..errors import InputError
 from .options import Choice, command, emit, format_option, output_option
 
@@ -52,7 +53,7 @@ def _comment(text: str, prefix: str = "# ") -> str:
 
 def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_line: bool = False) -> str:
     """What ``command`` prints: a valid shell script (comments, heredocs for wrappers, the commands)."""
-    out = [f"# {plan.title}"]
+    out = [_comment(plan.title)]   # every user value in a comment stays in it (_comment: each line prefixed)
     if plan.container:
         out.append("# in a container, start it with the capabilities nsys / ncu need:")
         out += [_comment(c, "#   ") for c in plan.container]
@@ -60,12 +61,14 @@ def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_lin
         for f in fs:
             if written is not None:
                 path = next(p for p in written if os.path.basename(p) == f.name)
-                out.append(f"# wrote {path}" + (" (executable)" if f.executable else ""))
+                out.append(_comment(f"wrote {path}" + (" (executable)" if f.executable else "")))
             else:
                 out.append(f"# {f.name} (--out-dir DIR writes it for you):")
-                out.append(f"cat > {f.name} <<'EOF'\n{f.content.rstrip(chr(10))}\nEOF")
+                body = f.content.rstrip(chr(10))
+                tag = heredoc_tag(body)   # a terminator no line of the file can end early
+                out.append(f"cat > {shlex.quote(f.name)} <<'{tag}'\n{body}\n{tag}")
                 if f.executable:
-                    out.append(f"chmod +x {f.name}")
+                    out.append(f"chmod +x {shlex.quote(f.name)}")
 
     files([f for f in plan.files if f.executable])   # wrappers the commands run: before them
     out.append(plan.shell(multiline=not one_line))
@@ -76,8 +79,8 @@ def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_lin
     if explain and plan.explain:
         out.append("# why each option is there:")
         for flag, why in plan.explain:
-            out.append(f"#   {flag}")
-            out.append(f"#       {why}")
+            out.append(_comment(flag, "#   "))
+            out.append(_comment(why, "#       "))
     return "\n".join(out) + "\n"
 
 
