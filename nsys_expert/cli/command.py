@@ -12,7 +12,7 @@ import click
 from .. import scenarios as sc
 from ..scenarios.commands import heredoc_tag
 from ..errors import InputError
-from .options import Choice, command, emit, format_option, output_option
+from .options import Choice, command, emit, format_option, output_option, special_file
 
 
 def _ranks(ctx, param, value):
@@ -37,6 +37,9 @@ def _write_files(plan: sc.Plan, out_dir: str) -> list[str]:
         written = []
         for f in plan.files:
             path = os.path.join(out_dir, f.name)
+            why = special_file(os.path.realpath(path))   # a FIFO there would block, a device be replaced
+            if why:
+                raise InputError(why, path, "remove it or give another --out-dir")
             with open(path, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(f.content)
             if f.executable:
