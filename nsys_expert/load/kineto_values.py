@@ -107,9 +107,9 @@ def dedupe(g: pl.DataFrame, a: pl.DataFrame, dropped: Counter) -> tuple[pl.DataF
         dropped[("runtime calls", "a correlation id another call has (the first call kept)")] += int((~keep).sum())
         a = a.filter(keep)
     if g.height and g.n_unique() < g.height:
-        keep = g.is_first_distinct()
-        dropped[("GPU events", "an exact copy of another event")] += int((~keep).sum())
-        g = g.filter(keep)
+        kept = g.unique(keep="first", maintain_order=True)
+        dropped[("GPU events", "an exact copy of another event")] += g.height - kept.height
+        g = kept
     return g, a
 
 
