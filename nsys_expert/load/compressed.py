@@ -33,9 +33,12 @@ def _limit(raw, most: int | None = None) -> int:
     return min(cap, most or cap, max(RATIO_FLOOR, int(ratio * os.fstat(raw.fileno()).st_size)))
 
 
-def _too_big(path: str, most: int, what: str) -> InputError:
+_CSV_HINT = "split it, or export the reports as CSV files (nsys stats --format csv)"
+
+
+def _too_big(path: str, most: int, what: str, hint: str | None = None) -> InputError:
     return InputError(f"larger than {most / (1 << 20):,.0f} MiB, the most read as {what}; not read", path,
-                      "split it, or export the reports as CSV files (nsys stats --format csv)")
+                      hint or _CSV_HINT)
 
 
 def _bomb(path: str, limit: int) -> InputError:
@@ -44,7 +47,7 @@ def _bomb(path: str, limit: int) -> InputError:
                       "decompress it yourself if it is genuine, or raise NSX_GZ_MAX_RATIO / NSX_GZ_MAX_BYTES")
 
 
-def _pieces(path: str, raw, size: int, most: int | None = None, what: str = ""):
+def _pieces(path: str, raw, size: int, most: int | None = None, what: str = "", hint: str | None = None):
     """The decompressed content of the open gzip file ``raw`` in pieces of ``size``, capped (:func:`_limit`)."""
     limit, seen = _limit(raw, most), 0
     try:
@@ -52,7 +55,7 @@ def _pieces(path: str, raw, size: int, most: int | None = None, what: str = ""):
             while piece := gz.read(min(size, limit + 1 - seen)):
                 seen += len(piece)
                 if seen > limit:
-                    raise _too_big(path, limit, what) if most and limit == most else _bomb(path, limit)
+                    raise _too_big(path, limit, what, hint) if most and limit == most else _bomb(path, limit)
                 yield piece
     except (OSError, EOFError, zlib.error) as e:
         raise _bad(path, e) from None
@@ -108,18 +111,18 @@ def head(path: str, size: int) -> bytes:
             raise _bad(path, e) from None
 
 
-def read_all(path: str, most: int | None = None, what: str = "") -> bytes:
+def read_all(path: str, most: int | None = None, what: str = "", hint: str | None = None) -> bytes:
     """The whole (decompressed) content; ``most``: refused (one line naming ``what``) past that many bytes."""
     if not is_gzip(path):
         with _open(path) as fh:
             if most and os.fstat(fh.fileno()).st_size > most:
-                raise _too_big(path, most, what)
+                raise _too_big(path, most, what, hint)
             return fh.read()
     with _open(path) as raw:
         if raw.read(2) != MAGIC:
             raise _bad(path, ValueError("no gzip header: the file is not compressed"))
         raw.seek(0)
-        return b"".join(_pieces(path, raw, 16 << 20, most, what))
+        return b"".join(_pieces(path, raw, 16 << 20, most, what, hint))
 
 
 def blocks(path: str, size: int = 4 << 20):

@@ -118,8 +118,18 @@ def _too_deep(path: str) -> InputError:
 _EVENTS_KEY = re.compile(rb'(?<!\\)"traceEvents"\s*:')
 
 
+def whole_max() -> int:
+    """The largest trace read whole by the standard parser (``NSX_JSON_WHOLE_MAX_BYTES``, 2 GiB): it holds
+    about 10 bytes of Python objects per byte of JSON. Bigger traces are streamed (msgspec) or refused."""
+    import os
+
+    return int(float(os.environ.get("NSX_JSON_WHOLE_MAX_BYTES") or (2 << 30)))
+
+
 def _whole(path: str) -> dict:
-    data = compressed.read_all(path)
+    data = compressed.read_all(path, whole_max(), "a trace the streamed parser could not read (NaN, an event "
+                                                  "that is no object, a file cut short, data after its end)",
+                              "if it ends in NUL bytes or other data after the JSON, cut that off; or " + HINT)
     keys: list[int] = []
 
     def count(pairs):                       # called for each object, the document's own last
@@ -172,7 +182,13 @@ def _stream(path: str, add: Callable[[list], None]) -> dict:
             break
         else:
             raise _Unfit
-    tail = r.buf[pos:] + b"".join(r.src)   # ``]`` and what follows the events
+    parts, have = [r.buf[pos:]], len(r.buf) - pos
+    for piece in r.src:                    # ``]`` and what follows the events: a few kB (a NUL tail is not read on)
+        parts.append(piece)
+        have += len(piece)
+        if have > _HEAD_MAX:
+            raise _Unfit
+    tail = b"".join(parts)
     try:
         doc = _DOC.decode(head + tail)
     except msgspec.DecodeError:

@@ -144,3 +144,43 @@ def test_open_regular_refuses_without_blocking(tmp_path):
     (tmp_path / "r").write_bytes(b"ok")
     with open_regular(tmp_path / "r") as fh:
         assert fh.read() == b"ok"
+
+
+# ------------------------------------------------------------------------------ NUL tails, big journals
+def _sparse_tail(path, gib: int) -> None:
+    with open(path, "r+b") as fh:
+        fh.truncate(os.path.getsize(path) + (gib << 30))   # a hole: no disk used
+
+
+def test_csv_nul_tail_not_read(tmp_path):
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "launch_bound" / "input", case)
+    trace = case / "launch_bound_cuda_gpu_trace.csv"
+    with open(trace, "ab") as fh:
+        fh.write(b"\0" * 3000)                                # written NULs, then a sparse 20 GiB
+    _sparse_tail(trace, 20)
+    t = time.perf_counter()
+    r = run("diagnose", case, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert time.perf_counter() - t < 30
+    import json
+    doc = json.loads(r.stdout)
+    assert doc["findings"][0]["rule"] == "launch-bound"
+    assert any("ends in 21,474,839,480 NUL bytes" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_kineto_nul_tail_bounded(tmp_path):
+    src = next((FIXTURES / "kineto_sync_bound" / "input").glob("*.json.gz"))
+    p = tmp_path / "t.pt.trace.json"
+    p.write_bytes(gzip.decompress(src.read_bytes()))
+    _sparse_tail(p, 20)
+    one_error_line(run("diagnose", p), "t.pt.trace.json", "NUL")
+
+
+def test_sparse_wal_not_copied(tmp_path):
+    src = next((FIXTURES / "sync_bound_sqlite" / "input").glob("*.sqlite"))
+    db = tmp_path / "x.sqlite"
+    shutil.copy(src, db)
+    (tmp_path / "x.sqlite-wal").write_bytes(b"")
+    _sparse_tail(tmp_path / "x.sqlite-wal", 8)
+    one_error_line(run("diagnose", db), "x.sqlite", "x.sqlite-wal", "8.0 GiB")
