@@ -10,8 +10,8 @@ import stat
 import click
 
 from .. import scenarios as sc
-from ..scenarios.commands import heredoc_tag
 from ..errors import InputError
+from ..scenarios.commands import heredoc_tag
 from .options import Choice, command, emit, format_option, output_option, special_file
 
 
