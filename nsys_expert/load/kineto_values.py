@@ -80,14 +80,19 @@ _CHECK = {pl.Int64: _int, pl.Float64: _float, pl.String: _str}
 def frame(cols: dict, schema: dict, dropped: Counter) -> pl.DataFrame:
     """``pl.DataFrame(cols, schema=schema)``; when polars refuses a value, every value checked first."""
     try:
-        return pl.DataFrame(cols, schema=schema)
+        df = pl.DataFrame(cols, schema=schema)
     except ERRORS:
-        pass
-    clean = {}
-    for k, vals in cols.items():
-        check = _CHECK.get(schema[k], _str)
-        clean[k] = [check(v, k, dropped) for v in vals]
-    return pl.DataFrame(clean, schema=schema)
+        clean = {}
+        for k, vals in cols.items():
+            check = _CHECK.get(schema[k], _str)
+            clean[k] = [check(v, k, dropped) for v in vals]
+        df = pl.DataFrame(clean, schema=schema)
+    for k in (k for k, t in schema.items() if t == pl.Float64):   # 1e400 reads as inf, and polars takes it
+        bad = int((~df[k].is_finite()).sum())
+        if bad:
+            dropped[(k, "a number that is infinite or NaN")] += bad
+            df = df.with_columns(pl.when(pl.col(k).is_finite()).then(pl.col(k)).alias(k))
+    return df
 
 
 def key(*parts):

@@ -57,6 +57,7 @@ KINETO = {   # name -> (edit, text substitution, words the warning must hold)
     "str_corr": (_set("args.correlation", "101x"), None, "correlation ids"),
     "big_corr": (_set("args.correlation", 2 ** 70), None, "64-bit"),
     "str_bytes": (_set("args.bytes", "many"), None, "byte counts"),
+    "inf_bytes": (_set("args.bytes", 1.5), ('"bytes": 1.5', '"bytes": 1e400'), "infinite or NaN"),
     "big_device": (_set("args.device", 2 ** 70), None, "device ids"),
     "surrogate": (_set("name", "\ud800bad"), None, "surrogate"),
 }
