@@ -95,48 +95,60 @@ def _open(path: str):
         raise InputError(f"cannot read file ({e.strerror})", path) from e
 
 
+@contextlib.contextmanager
+def _read_errors(path: str):
+    """A read that fails (EIO from ``x.sqlite -> /proc/self/mem``, a file removed meanwhile) is one line."""
+    try:
+        yield
+    except OSError as e:
+        raise InputError(f"cannot read it ({e.strerror or e})", path) from None
+
+
 def head(path: str, size: int) -> bytes:
     """The first ``size`` bytes of the (decompressed) content."""
-    with _open(path) as raw:
-        if raw.read(2) != MAGIC:
-            if path.lower().endswith(".gz"):
-                raise _bad(path, ValueError("no gzip header: the file is not compressed"))
+    with _read_errors(path):
+        with _open(path) as raw:
+            if raw.read(2) != MAGIC:
+                if path.lower().endswith(".gz"):
+                    raise _bad(path, ValueError("no gzip header: the file is not compressed"))
+                raw.seek(0)
+                return raw.read(size)
             raw.seek(0)
-            return raw.read(size)
-        raw.seek(0)
-        try:
-            with gzip.GzipFile(fileobj=raw) as gz:
-                return gz.read(size)
-        except (OSError, EOFError, zlib.error) as e:
-            raise _bad(path, e) from None
+            try:
+                with gzip.GzipFile(fileobj=raw) as gz:
+                    return gz.read(size)
+            except (OSError, EOFError, zlib.error) as e:
+                raise _bad(path, e) from None
 
 
 def read_all(path: str, most: int | None = None, what: str = "", hint: str | None = None) -> bytes:
     """The whole (decompressed) content; ``most``: refused (one line naming ``what``) past that many bytes."""
-    if not is_gzip(path):
-        with _open(path) as fh:
-            if most and os.fstat(fh.fileno()).st_size > most:
-                raise _too_big(path, most, what, hint)
-            return fh.read()
-    with _open(path) as raw:
-        if raw.read(2) != MAGIC:
-            raise _bad(path, ValueError("no gzip header: the file is not compressed"))
-        raw.seek(0)
-        return b"".join(_pieces(path, raw, 16 << 20, most, what, hint))
+    with _read_errors(path):
+        if not is_gzip(path):
+            with _open(path) as fh:
+                if most and os.fstat(fh.fileno()).st_size > most:
+                    raise _too_big(path, most, what, hint)
+                return fh.read()
+        with _open(path) as raw:
+            if raw.read(2) != MAGIC:
+                raise _bad(path, ValueError("no gzip header: the file is not compressed"))
+            raw.seek(0)
+            return b"".join(_pieces(path, raw, 16 << 20, most, what, hint))
 
 
 def blocks(path: str, size: int = 4 << 20):
     """The (decompressed) content in pieces of about ``size`` bytes, never all of it at once."""
-    gz = is_gzip(path)
-    with _open(path) as raw:
-        if not gz:
-            while piece := raw.read(size):
-                yield piece
-            return
-        if raw.read(2) != MAGIC:
-            raise _bad(path, ValueError("no gzip header: the file is not compressed"))
-        raw.seek(0)
-        yield from _pieces(path, raw, size)
+    with _read_errors(path):
+        gz = is_gzip(path)
+        with _open(path) as raw:
+            if not gz:
+                while piece := raw.read(size):
+                    yield piece
+                return
+            if raw.read(2) != MAGIC:
+                raise _bad(path, ValueError("no gzip header: the file is not compressed"))
+            raw.seek(0)
+            yield from _pieces(path, raw, size)
 
 
 @contextlib.contextmanager

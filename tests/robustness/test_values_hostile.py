@@ -168,9 +168,13 @@ def test_sqlite_quote_in_table_name_is_intact(tmp_path):
     assert doc["findings"][0]["rule"] == "sync-bound"
 
 
-def test_sqlite_unreadable_link(tmp_path):
-    (tmp_path / "mem.sqlite").symlink_to("/proc/self/mem")
-    one_error_line(run("diagnose", tmp_path / "mem.sqlite"), "mem.sqlite", "cannot read")
+@pytest.mark.parametrize("name", ["mem.sqlite", "mem.txt", "mem_cuda_gpu_trace.csv", "mem.pt.trace.json"])
+def test_unreadable_link(tmp_path, name):
+    """stat says a regular file, every read fails with EIO."""
+    if not os.path.exists("/proc/self/mem"):
+        pytest.skip("no /proc/self/mem here")
+    (tmp_path / name).symlink_to("/proc/self/mem")
+    one_error_line(run("diagnose", tmp_path / name), name, "cannot read")
 
 
 # -------------------------------------------------------------------------------------- diff inputs
