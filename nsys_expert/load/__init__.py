@@ -245,6 +245,7 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
     if skipped_dirs:
         prof.warnings.append("subfolders not read (pass one as its own PATH to diagnose it): "
                              + ", ".join(os.path.basename(d) for d in skipped_dirs))
+    sanity.long_names(prof.tables, prof.warnings)
     prof.meta.update(_meta(prof))
     prof.warnings = _grouped(prof.warnings)
     return prof

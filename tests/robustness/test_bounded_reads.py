@@ -184,3 +184,41 @@ def test_sparse_wal_not_copied(tmp_path):
     (tmp_path / "x.sqlite-wal").write_bytes(b"")
     _sparse_tail(tmp_path / "x.sqlite-wal", 8)
     one_error_line(run("diagnose", db), "x.sqlite", "x.sqlite-wal", "8.0 GiB")
+
+
+# ------------------------------------------------------------------------------------ long names
+def test_long_names_cut_with_hash():
+    import polars as pl
+
+    from nsys_expert.load import sanity
+
+    a, b = "k<" + "A" * 100_000 + ">", "k<" + "A" * 100_000 + "B>"
+    tables = {"gpu_trace": pl.DataFrame({"name": [a, b, "short", a]}).with_columns(pl.col("name").cast(pl.Categorical)),
+              "api_trace": pl.DataFrame({"name": ["cudaLaunchKernel"]})}
+    warnings: list[str] = []
+    sanity.long_names(tables, warnings)
+    names = tables["gpu_trace"]["name"].cast(pl.String).to_list()
+    assert names[0] == names[3] != names[1] and names[2] == "short"
+    assert all(len(n) < 4200 for n in names) and "[100003 bytes, #" in names[0]
+    assert tables["gpu_trace"]["name"].dtype == pl.Categorical
+    assert len(warnings) == 1 and "gpu_trace: 2 name(s) longer than 64 KiB" in warnings[0]
+
+
+def test_long_kernel_name_report_bounded(tmp_path):
+    import csv
+    import json
+
+    csv.field_size_limit(1 << 30)
+    case = tmp_path / "case"
+    shutil.copytree(FIXTURES / "launch_bound" / "input", case)
+    big = "void huge_kernel<" + "A" * (1 << 20) + ">()"
+    trace = case / "launch_bound_cuda_gpu_trace.csv"
+    rows = list(csv.reader(trace.open()))
+    i = rows[0].index("Name")
+    for r in rows[1:40]:                       # 39 launches of one kernel with a 1 MiB name
+        r[i] = big
+    csv.writer(trace.open("w", newline="")).writerows(rows)
+    r = run("diagnose", case, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout) < 1 << 20
+    assert any("longer than 64 KiB" in w for w in json.loads(r.stdout)["warnings"])
