@@ -73,6 +73,23 @@ def private_file(path: str) -> bool:
         return False
 
 
+def content_id(path: str, piece: int = 1 << 20) -> str:
+    """The identity of a file's content for cache keys: its size and a SHA-256 of its first and last
+    ``piece`` bytes. An mtime alone is not one: a report replaced by an older copy (``cp -p``, an
+    unpacked archive) keeps an mtime older than the cached export."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        h.update(str(size).encode() + b"\0")
+        h.update(fh.read(piece))
+        if size > piece:
+            fh.seek(max(piece, size - piece))
+            h.update(fh.read(piece))
+    return f"{size}-{h.hexdigest()[:24]}"
+
+
 # ----------------------------------------------------------------------- compiled templates (Jinja2)
 # Jinja2's own file cache reads an entry with pickle and marshal: a file planted in the folder would be
 # run (or, short of that, crash the report with an internal KeyError). Every entry here carries an

@@ -15,6 +15,9 @@ import tomllib
 from dataclasses import dataclass
 
 from .errors import InputError
+from .safe_open import open_regular
+
+MAX_BYTES = 1 << 20    # a settings file (or a pyproject.toml) is a few kB
 
 KEYS = {"rules", "select", "ignore", "set", "fail-on", "lang", "skip-iterations", "iteration-range", "scheduler"}
 
@@ -45,8 +48,11 @@ def load(path: str | None = None) -> dict:
                 raise InputError("no such settings file", path)
             continue
         try:
-            with open(c, "rb") as fh:
-                data = tomllib.load(fh)
+            with open_regular(c) as fh:   # a FIFO or /dev/zero is refused, not read forever
+                raw = fh.read(MAX_BYTES + 1)
+            if len(raw) > MAX_BYTES:
+                raise InputError(f"settings file is larger than {MAX_BYTES >> 10} KB (a settings file is a few lines)", c)
+            data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
             raise InputError(f"settings file is not valid TOML ({str(e).splitlines()[0][:120]})", c) from None
         except OSError as e:

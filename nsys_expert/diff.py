@@ -8,6 +8,7 @@ new high / critical finding appears.
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from .engine.rules import SEVERITIES
@@ -29,19 +30,75 @@ SHOWN = ["window_ms", "iter_count", "iter_median_ms", "iter_max_over_median", "g
          "nccl_exposed_pct", "graph_launch_count"]
 
 
+# What diff reads of a stored JSON report (docs/json-contract.md), checked before any of it is used: a
+# hand-edited or hostile report is one line naming the first thing wrong, never a KeyError or a crash.
+_STR_OR_NULL = {"type": ["string", "null"]}
+_NUM_OR_NULL = {"type": ["number", "null"]}
+REPORT_SCHEMA = {
+    "type": "object",
+    "required": ["schema_version", "findings"],
+    "properties": {
+        "schema_version": {"const": 1},
+        "facts": {"type": "object", "additionalProperties": {"type": ["number", "string", "boolean", "null"]}},
+        "findings": {"type": "array", "items": {
+            "type": "object", "required": ["rule", "category", "severity"],
+            "properties": {"rule": {"type": "string"}, "category": {"type": "string"},
+                           "severity": {"enum": list(SEVERITIES)}, "title": _STR_OR_NULL,
+                           "scope": {"type": ["object", "null"], "properties": {"kernel": _STR_OR_NULL}},
+                           "estimated_gain_pct": _NUM_OR_NULL}}},
+        "not_evaluated": {"type": "array", "items": {"type": "object", "required": ["rule"],
+                                                     "properties": {"rule": {"type": "string"}}}},
+        "inputs": {"type": "array", "items": {"type": "object", "required": ["path"],
+                                              "properties": {"path": {"type": "string"}}}},
+        "window": {"type": "object", "properties": {"iterations": {"type": ["integer", "null"]}}},
+        "verdict": {"type": "object"},
+        "environment": {"type": "object", "properties": {"gpus": {"type": "array", "items": {
+            "type": "object", "properties": {"name": _STR_OR_NULL}}}}},
+    },
+}
+MAX_BYTES = 256 << 20
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is no JSON number")
+
+
+def _check(doc, path: str) -> None:
+    import jsonschema
+
+    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(REPORT_SCHEMA).iter_errors(doc))
+    if err is not None:
+        where = "/".join(str(p) for p in err.absolute_path) or "the top level"
+        raise InputError(f"not an nsys-expert JSON report (schema_version 1): at {where[:80]}, {err.message[:160]}",
+                         path, "write one with nsys-expert diagnose PROFILE --format json -o FILE")
+
+
 def load_side(path: str, diagnose_fn) -> dict:
-    """A JSON report as is, or a fresh diagnosis of a profile."""
+    """A JSON report (validated against REPORT_SCHEMA), or a fresh diagnosis of a profile."""
     if os.path.isfile(path) and path.endswith(".json"):
+        from .safe_open import open_regular
+
         try:
-            with open(path, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, json.JSONDecodeError) as e:
-            raise InputError(f"not a readable JSON report ({e})", path) from e
-        if not isinstance(doc, dict) or doc.get("schema_version") != 1 or "findings" not in doc:
-            raise InputError("not an nsys-expert JSON report (schema_version 1)", path,
-                             "write one with nsys-expert diagnose PROFILE --format json -o FILE")
+            with open_regular(path) as fh:
+                raw = fh.read(MAX_BYTES + 1)
+            if len(raw) > MAX_BYTES:
+                raise InputError(f"larger than {MAX_BYTES >> 20} MiB: not a JSON report nsys-expert wrote", path)
+            doc = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        except RecursionError:
+            raise InputError("not a readable JSON report (nested thousands of levels deep)", path) from None
+        except (OSError, ValueError) as e:
+            what = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+            raise InputError(f"not a readable JSON report ({what})", path) from None
+        _check(doc, path)
         return doc
     return diagnose_fn(path)
+
+
+def _finite(x):
+    """A number that JSON can hold and arithmetic keeps finite (an infinite, NaN or 400-digit value is unknown: None)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return x
+    return x if (abs(x) < 1 << 63 if isinstance(x, int) else math.isfinite(x)) else None
 
 
 def _key(f: dict) -> tuple:
@@ -57,9 +114,11 @@ def compare(before: dict, after: dict, fail_pct: float | None = None) -> dict:
         b, a = fb.get(n), fa.get(n)
         row = {"fact": n, "before": b, "after": a, "change": None, "change_pct": None, "verdict": None}
         if isinstance(b, (int, float)) and isinstance(a, (int, float)) and not isinstance(b, bool):
-            row["change"] = round(a - b, 4)
+            row["before"], row["after"] = b, a = _finite(b), _finite(a)
+        if isinstance(b, (int, float)) and isinstance(a, (int, float)) and not isinstance(b, bool):
+            row["change"] = _finite(round(a - b, 4))
             if b:
-                row["change_pct"] = round(100.0 * (a - b) / abs(b), 2)
+                row["change_pct"] = _finite(round(100.0 * (a - b) / abs(b), 2))
             if n in KEY_FACTS:
                 better = (a > b) if KEY_FACTS[n] else (a < b)
                 worse = (a < b) if KEY_FACTS[n] else (a > b)
@@ -175,7 +234,10 @@ def gate_reasons(d: dict, n: int = 3) -> str:
 
 def _label(doc: dict) -> dict:
     ins = doc.get("inputs", [])
-    common = os.path.commonpath([i["path"] for i in ins]) if ins else ""
+    try:
+        common = os.path.commonpath([i["path"] for i in ins]) if ins else ""
+    except ValueError:         # absolute and relative paths mixed (an edited report): no common folder
+        common = ""
     return {"inputs": common, "window": doc.get("window", {}), "verdict": doc.get("verdict", {}),
             "gpus": doc.get("environment", {}).get("gpus", [])}
 

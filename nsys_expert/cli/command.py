@@ -11,7 +11,8 @@ import click
 
 from .. import scenarios as sc
 from ..errors import InputError
-from .options import Choice, command, emit, format_option, output_option
+from ..scenarios.commands import heredoc_tag
+from .options import Choice, command, emit, format_option, output_option, special_file
 
 
 def _ranks(ctx, param, value):
@@ -36,6 +37,9 @@ def _write_files(plan: sc.Plan, out_dir: str) -> list[str]:
         written = []
         for f in plan.files:
             path = os.path.join(out_dir, f.name)
+            why = special_file(os.path.realpath(path))   # a FIFO there would block, a device be replaced
+            if why:
+                raise InputError(why, path, "remove it or give another --out-dir")
             with open(path, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(f.content)
             if f.executable:
@@ -52,7 +56,7 @@ def _comment(text: str, prefix: str = "# ") -> str:
 
 def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_line: bool = False) -> str:
     """What ``command`` prints: a valid shell script (comments, heredocs for wrappers, the commands)."""
-    out = [f"# {plan.title}"]
+    out = [_comment(plan.title)]   # every user value in a comment stays in it (_comment: each line prefixed)
     if plan.container:
         out.append("# in a container, start it with the capabilities nsys / ncu need:")
         out += [_comment(c, "#   ") for c in plan.container]
@@ -60,12 +64,14 @@ def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_lin
         for f in fs:
             if written is not None:
                 path = next(p for p in written if os.path.basename(p) == f.name)
-                out.append(f"# wrote {path}" + (" (executable)" if f.executable else ""))
+                out.append(_comment(f"wrote {path}" + (" (executable)" if f.executable else "")))
             else:
                 out.append(f"# {f.name} (--out-dir DIR writes it for you):")
-                out.append(f"cat > {f.name} <<'EOF'\n{f.content.rstrip(chr(10))}\nEOF")
+                body = f.content.rstrip(chr(10))
+                tag = heredoc_tag(body)   # a terminator no line of the file can end early
+                out.append(f"cat > {shlex.quote(f.name)} <<'{tag}'\n{body}\n{tag}")
                 if f.executable:
-                    out.append(f"chmod +x {f.name}")
+                    out.append(f"chmod +x {shlex.quote(f.name)}")
 
     files([f for f in plan.files if f.executable])   # wrappers the commands run: before them
     out.append(plan.shell(multiline=not one_line))
@@ -76,8 +82,8 @@ def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_lin
     if explain and plan.explain:
         out.append("# why each option is there:")
         for flag, why in plan.explain:
-            out.append(f"#   {flag}")
-            out.append(f"#       {why}")
+            out.append(_comment(flag, "#   "))
+            out.append(_comment(why, "#       "))
     return "\n".join(out) + "\n"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import stat
 import sys
 import traceback
 
@@ -185,6 +186,21 @@ def input_files(paths) -> set[str]:
     return out
 
 
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+
+
+def special_file(target: str) -> str | None:
+    """Why ``-o`` must not write ``target`` whatever ``--force`` says: it (or what its link points to) is a
+    device, FIFO, socket or folder; the atomic rename would replace the node (``-o /dev/null`` as root)."""
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return None
+    kind = next((k for test, k in _KINDS if test(mode)), None)
+    return f"is {kind}, not a regular file; -o writes only regular files" if kind else None
+
+
 def write_output(output: str, text: str, inputs=(), this_run: set[str] | None = None) -> None:
     """Write a report to ``-o FILE``: refused when FILE resolves to one of the inputs (a symlink to
     one included) or to a file it must not replace without ``--force`` (:func:`overwrite_refusal`;
@@ -194,9 +210,10 @@ def write_output(output: str, text: str, inputs=(), this_run: set[str] | None = 
     import tempfile
 
     target = os.path.realpath(output)
-    why = overwrite_refusal(target, inputs, this_run, text)
+    why = special_file(target) or overwrite_refusal(target, inputs, this_run, text)
     if why:
-        raise InputError(why, output, "give -o a new file name" + ("" if "inputs" in why else ", or --force"))
+        raise InputError(why, output, "give -o a new file name" + ("" if "inputs" in why or "regular" in why
+                                                                   else ", or --force"))
     folder = os.path.dirname(target) or "."
     tmp = None
     try:

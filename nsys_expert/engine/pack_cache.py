@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 
+from ..safe_open import open_regular
 from . import safe_yaml
 from .model import Pack, Rule
 
@@ -27,8 +28,8 @@ def key(folder: str, meta_path: str, paths: list[str]) -> str | None:
                 h.update(fh.read())
         for p in [meta_path] + paths:
             h.update(os.path.relpath(p, folder).encode())
-            with open(p, "rb") as fh:
-                h.update(fh.read())
+            with open_regular(p) as fh:    # a FIFO is refused (no key; safe_yaml then says why), never waited on
+                h.update(fh.read(safe_yaml.MAX_BYTES + 1))
             cases = os.path.splitext(p)[0] + ".cases.yaml"
             h.update(str(os.path.exists(cases)).encode())
     except OSError:

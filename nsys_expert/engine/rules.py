@@ -73,6 +73,9 @@ def pack_phases(meta: dict, meta_path: str) -> list:
             re.compile(p["re"])
         except re.error as e:
             raise RuleError(f"pack.yaml phases: entry {i} ({p['phase']}): 're' is not a regular expression ({e})", meta_path) from e
+        why = regex_hazard(p["re"])     # matched against every NVTX range name: checked as `matches` patterns are
+        if why:
+            raise RuleError(f"pack.yaml phases: entry {i} ({p['phase']}): 're' {p['re'][:80]!r} {why}", meta_path)
         cause = p.get("cause")
         if cause is not None and not isinstance(cause, str):
             raise RuleError(f"pack.yaml phases: entry {i} ({p['phase']}): 'cause' is a rule category or null", meta_path)

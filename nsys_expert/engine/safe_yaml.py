@@ -14,6 +14,7 @@ from __future__ import annotations
 import yaml
 
 from ..errors import RuleError
+from ..safe_open import open_regular
 
 MAX_BYTES = 1 << 20          # 1 MiB per YAML document
 MAX_NODES = 100_000          # nodes a document may expand to, aliases counted at their full size
@@ -24,7 +25,7 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def read_text(path: str) -> str:
     """A YAML file's text, refused (RuleError) past MAX_BYTES or when it is not UTF-8."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:      # a FIFO as a rule file is refused, not waited on
             raw = fh.read(MAX_BYTES + 1)
     except OSError as e:
         raise RuleError(f"cannot read the file ({e.strerror or e})", path) from e

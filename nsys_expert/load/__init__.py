@@ -257,6 +257,7 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
     if skipped_dirs:
         prof.warnings.append("subfolders not read (pass one as its own PATH to diagnose it): "
                              + ", ".join(os.path.basename(d) for d in skipped_dirs))
+    sanity.long_names(prof.tables, prof.warnings)
     prof.meta.update(_meta(prof))
     prof.warnings = _grouped(prof.warnings)
     return prof
@@ -429,6 +430,7 @@ def _meta(prof: Profile) -> dict:
     g = prof.tables.get("gpu_trace")
     if g is not None and g.height and "device_id" in g.columns:
         meta["gpus"] = _gpus(g, prof.meta.get("gpus") or [])
+        sanity.gpu_claim(meta["gpus"], g, prof.warnings)
     eras = sorted({i["version"] for i in prof.inputs})
     meta["report_eras"] = eras
     return meta

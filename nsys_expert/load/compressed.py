@@ -5,7 +5,9 @@ Everything is read without writing beside the input (its folder may be read-only
 user's): text and CSV are decompressed in memory; an SQLite export, which SQLite must open as a
 file, is decompressed into a private temporary folder (mode 0700) removed as soon as it is read.
 What a file *is* (which report, which kind) comes from its name without ``.gz``.
-Bad gzip data is one :class:`InputError` naming the file.
+Bad gzip data is one :class:`InputError` naming the file, and so is a gzip bomb: the content may grow
+to ``NSX_GZ_MAX_RATIO`` (100) times the compressed size (at least 64 MiB) and never past
+``NSX_GZ_MAX_BYTES`` (16 GiB); the real inputs seen compress 3x (SQLite) to 50x (Kineto JSON).
 """
 from __future__ import annotations
 
@@ -17,9 +19,46 @@ import tempfile
 import zlib
 
 from ..errors import InputError
+from ..safe_open import open_regular
 
 MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 20
+RATIO_FLOOR = 64 << 20
+
+
+def _limit(raw, most: int | None = None) -> int:
+    """The most bytes the gzip ``raw`` (an open file) may expand to (``most``: the caller's own cap)."""
+    ratio = float(os.environ.get("NSX_GZ_MAX_RATIO") or 100)
+    cap = int(float(os.environ.get("NSX_GZ_MAX_BYTES") or (16 << 30)))
+    return min(cap, most or cap, max(RATIO_FLOOR, int(ratio * os.fstat(raw.fileno()).st_size)))
+
+
+_CSV_HINT = "split it, or export the reports as CSV files (nsys stats --format csv)"
+
+
+def _too_big(path: str, most: int, what: str, hint: str | None = None) -> InputError:
+    return InputError(f"larger than {most / (1 << 20):,.0f} MiB, the most read as {what}; not read", path,
+                      hint or _CSV_HINT)
+
+
+def _bomb(path: str, limit: int) -> InputError:
+    return InputError(f"the gzip content grows past {limit / (1 << 20):,.0f} MiB (a compression ratio or size no "
+                      "profile export has; a gzip bomb?); not read", path,
+                      "decompress it yourself if it is genuine, or raise NSX_GZ_MAX_RATIO / NSX_GZ_MAX_BYTES")
+
+
+def _pieces(path: str, raw, size: int, most: int | None = None, what: str = "", hint: str | None = None):
+    """The decompressed content of the open gzip file ``raw`` in pieces of ``size``, capped (:func:`_limit`)."""
+    limit, seen = _limit(raw, most), 0
+    try:
+        with gzip.GzipFile(fileobj=raw) as gz:
+            while piece := gz.read(min(size, limit + 1 - seen)):
+                seen += len(piece)
+                if seen > limit:
+                    raise _too_big(path, limit, what, hint) if most and limit == most else _bomb(path, limit)
+                yield piece
+    except (OSError, EOFError, zlib.error) as e:
+        raise _bad(path, e) from None
 
 
 def logical_name(path: str) -> str:
@@ -37,7 +76,7 @@ def is_gzip(path: str) -> bool:
     if path.lower().endswith(".gz"):
         return True
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(2) == MAGIC
     except OSError:
         return False
@@ -51,60 +90,65 @@ def _bad(path: str, e: Exception) -> InputError:
 
 def _open(path: str):
     try:
-        return open(path, "rb")
+        return open_regular(path)   # a FIFO / device put in place after the listing is refused, not read
     except OSError as e:
         raise InputError(f"cannot read file ({e.strerror})", path) from e
 
 
+@contextlib.contextmanager
+def _read_errors(path: str):
+    """A read that fails (EIO from ``x.sqlite -> /proc/self/mem``, a file removed meanwhile) is one line."""
+    try:
+        yield
+    except OSError as e:
+        raise InputError(f"cannot read it ({e.strerror or e})", path) from None
+
+
 def head(path: str, size: int) -> bytes:
     """The first ``size`` bytes of the (decompressed) content."""
-    with _open(path) as raw:
-        if raw.read(2) != MAGIC:
-            if path.lower().endswith(".gz"):
+    with _read_errors(path):
+        with _open(path) as raw:
+            if raw.read(2) != MAGIC:
+                if path.lower().endswith(".gz"):
+                    raise _bad(path, ValueError("no gzip header: the file is not compressed"))
+                raw.seek(0)
+                return raw.read(size)
+            raw.seek(0)
+            try:
+                with gzip.GzipFile(fileobj=raw) as gz:
+                    return gz.read(size)
+            except (OSError, EOFError, zlib.error) as e:
+                raise _bad(path, e) from None
+
+
+def read_all(path: str, most: int | None = None, what: str = "", hint: str | None = None) -> bytes:
+    """The whole (decompressed) content; ``most``: refused (one line naming ``what``) past that many bytes."""
+    with _read_errors(path):
+        if not is_gzip(path):
+            with _open(path) as fh:
+                if most and os.fstat(fh.fileno()).st_size > most:
+                    raise _too_big(path, most, what, hint)
+                return fh.read()
+        with _open(path) as raw:
+            if raw.read(2) != MAGIC:
                 raise _bad(path, ValueError("no gzip header: the file is not compressed"))
             raw.seek(0)
-            return raw.read(size)
-        raw.seek(0)
-        try:
-            with gzip.GzipFile(fileobj=raw) as gz:
-                return gz.read(size)
-        except (OSError, EOFError, zlib.error) as e:
-            raise _bad(path, e) from None
-
-
-def read_all(path: str) -> bytes:
-    """The whole (decompressed) content."""
-    if not is_gzip(path):
-        with _open(path) as fh:
-            return fh.read()
-    with _open(path) as raw:
-        if raw.read(2) != MAGIC:
-            raise _bad(path, ValueError("no gzip header: the file is not compressed"))
-        raw.seek(0)
-        try:
-            with gzip.GzipFile(fileobj=raw) as gz:
-                return gz.read()
-        except (OSError, EOFError, zlib.error) as e:
-            raise _bad(path, e) from None
+            return b"".join(_pieces(path, raw, 16 << 20, most, what, hint))
 
 
 def blocks(path: str, size: int = 4 << 20):
     """The (decompressed) content in pieces of about ``size`` bytes, never all of it at once."""
-    gz = is_gzip(path)
-    with _open(path) as raw:
-        if not gz:
-            while piece := raw.read(size):
-                yield piece
-            return
-        if raw.read(2) != MAGIC:
-            raise _bad(path, ValueError("no gzip header: the file is not compressed"))
-        raw.seek(0)
-        try:
-            with gzip.GzipFile(fileobj=raw) as f:
-                while piece := f.read(size):
+    with _read_errors(path):
+        gz = is_gzip(path)
+        with _open(path) as raw:
+            if not gz:
+                while piece := raw.read(size):
                     yield piece
-        except (OSError, EOFError, zlib.error) as e:
-            raise _bad(path, e) from None
+                return
+            if raw.read(2) != MAGIC:
+                raise _bad(path, ValueError("no gzip header: the file is not compressed"))
+            raw.seek(0)
+            yield from _pieces(path, raw, size)
 
 
 @contextlib.contextmanager
@@ -118,11 +162,8 @@ def local_copy(path: str):
     try:
         out = os.path.join(folder, logical_name(path))
         with _open(path) as raw, open(out, "wb") as dst:
-            try:
-                with gzip.GzipFile(fileobj=raw) as gz:
-                    shutil.copyfileobj(gz, dst, _CHUNK)
-            except (OSError, EOFError, zlib.error) as e:
-                raise _bad(path, e) from None
+            for piece in _pieces(path, raw, _CHUNK):
+                dst.write(piece)
         os.chmod(out, 0o400)
         yield out
     finally:

@@ -55,11 +55,17 @@ class _Run:
     lost: list[str] = field(default_factory=list)
 
 
+def console_max() -> int:
+    """The largest console text read (``NSX_CONSOLE_MAX_BYTES``, 512 MiB): it is held whole, as text and
+    as lines (about 5x its size); a 2.5 GB log took more than 6 GiB."""
+    return int(float(os.environ.get("NSX_CONSOLE_MAX_BYTES") or (512 << 20)))
+
+
 def read_console(path: str) -> Part | None:
     """-> Part with one canonical frame per table of the first run; a Part without tables (its
     warnings say why) when sections were found but none of their tables could be read; None when
     the text holds no nsys stats output at all."""
-    text = compressed.read_all(path).decode("utf-8", errors="replace")
+    text = compressed.read_all(path, console_max(), "console text").decode("utf-8", errors="replace")
     events = list(scan(*split_lines(text)))
     tables = [e for e in events if isinstance(e, Table)]
     european = _is_european(tables)

@@ -52,9 +52,11 @@ _RUN_START = re.compile(r"^\s*\[1/\d+\]|\.qdstrm['\"]")
 # fast pre-check: a line with none of these is no marker (most lines of a log)
 _ANY_MARKER = re.compile(r"\[1/|qdstrm|Processing \[|Executing '|\*\*|reports[/\\]|Statistics|SKIPPED")
 # ------------------------------------------------------------------------------ table layouts
-_DASHES = re.compile(r"^[ -]*-[ -]*$")                                    # ' --------  -----  ----'
+# the layouts are matched on every line of a user's text: no two quantifiers may share characters (a
+# possessive '*+' never gives back), or one 400 KB line of spaces / dashes backtracks for minutes
+_DASHES = re.compile(r"^ *+-[ -]*+$")                                      # ' --------  -----  ----'
 _BORDER = re.compile(r"^\s*\+(?:-+\+)+\s*$")                              # '+------+-----+'
-_MD_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")  # '|---|:---:|'
+_MD_RULE = re.compile(r"^\s*+\|?\s*+:?-{3,}+:?\s*+(?:\|\s*+:?-{3,}+:?\s*+)++\|?\s*+$")  # '|---|:---:|'
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _CSV_START = re.compile(r'^\s*["A-Za-z]')                                  # a CSV header starts with a label
 _NUMBER = re.compile(r"^[+-]?[\d.,’'\u202f\u00a0 ]*\d(?:[eE][+-]?\d+)?$")

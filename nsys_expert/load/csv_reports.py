@@ -247,7 +247,8 @@ def read_report(sn: Sniff) -> Loaded:
         warnings.append(f"{os.path.basename(path)}: the file ends in the middle of a row (cut short?); "
                         f"its last, incomplete row was left out")
     opts = dict(skip_lines=sn.header_line, has_header=True, separator=sn.delimiter, encoding="utf8-lossy",
-                quote_char='"', truncate_ragged_lines=True, null_values=["None"], raise_if_empty=False)
+                quote_char='"', truncate_ragged_lines=True, null_values=["None"], raise_if_empty=False,
+                glob=False)   # the path is literal: 'exp[12]/' or 'run*/' never reads a sibling folder
     plan = schema.column_plan(sn.cells)
     warnings += numbers.check_units(sn.cells, path)    # µs / MiB read and said; an unknown unit is an error
     frame = None

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 
 import polars as pl
 
 from ..errors import InputError
 from . import compressed, kineto_decode
+from . import kineto_values as kv
 
 GPU_CATS = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
             "gpu_memset": "memset", "Memset": "memset"}
@@ -58,10 +60,6 @@ def looks_like(path: str, head: bytes | None = None) -> bool:
     return text.startswith(b"{") and (b'"traceEvents"' in head or b'"schemaVersion"' in head)
 
 
-def _ns(us) -> int:
-    return int(round(float(us) * 1000.0))
-
-
 def _copy_name(name: str) -> tuple[str, str | None, str | None]:
     m = _COPY.match(name)
     if not m:
@@ -84,6 +82,7 @@ class _Columns:
         self.flows: dict[tuple, int] = {}   # (pid, tid, ts) of a flow's GPU end -> its id (a correlation id)
         self.n_flows = self.n_cpu = self.n_gpu = 0
         self.no_corr: list = []              # rows of GPU events whose args give no correlation id
+        self.dropped: Counter = Counter()    # (what, why) -> values dropped (load/kineto_values.py)
 
     def add(self, events: list) -> None:
         gpu = {k: [] for k in GPU}
@@ -91,17 +90,18 @@ class _Columns:
         no_args, unset = kineto_decode.NO_ARGS, kineto_decode.UNSET
         for e in events:
             ph, cat = e.ph, e.cat
+            if not isinstance(cat, str):
+                continue
             if ph in ("s", "f") and cat == "ac2g":
                 self.n_flows += ph == "s"
                 if ph == "f" and e.id is not unset:
-                    self.flows[(e.pid, e.tid, e.ts)] = e.id
+                    self.flows[kv.key(e.pid, e.tid, e.ts)] = e.id
                 continue
             if ph != "X" or e.ts is None:
                 continue
-            name = str(e.name)
-            try:
-                ts, dur = _ns(e.ts), _ns(e.dur)
-            except (TypeError, ValueError):
+            name = e.name if isinstance(e.name, str) else str(e.name)
+            ts, dur = kv.time_ns(e.ts, self.dropped, "events"), kv.time_ns(e.dur, self.dropped, "events")
+            if ts is None or dur is None:
                 continue
             kind = GPU_CATS.get(cat)
             if kind is not None:
@@ -114,7 +114,7 @@ class _Columns:
                     src, name = (m.group(1) if m else None), "[CUDA memset]"
                 corr = args.correlation
                 if corr is None:
-                    self.no_corr.append((self.n_gpu + len(gpu["name"]), (e.pid, e.tid, e.ts)))
+                    self.no_corr.append((self.n_gpu + len(gpu["name"]), kv.key(e.pid, e.tid, e.ts)))
                 dev = e.pid if args.device is unset else args.device
                 strm = e.tid if args.stream is unset else args.stream
                 for k, v in (("start_ns", ts), ("dur_ns", dur), ("corr_id", corr), ("bytes", args.bytes),
@@ -138,7 +138,7 @@ class _Columns:
         self.n_gpu += len(gpu["name"])
         for key, cols, schema in (("gpu", gpu, GPU), ("api", api, API), ("rng", rng, RNG), ("cpu", cpu, CPU)):
             if cols["name"]:
-                self.frames[key].append(pl.DataFrame(cols, schema=schema))
+                self.frames[key].append(kv.frame(cols, schema, self.dropped))
 
     def frame(self, key: str, schema: dict) -> pl.DataFrame:
         """One table over all pieces, in file order."""
@@ -163,12 +163,14 @@ def read_kineto(path: str):
         corr = g["corr_id"].to_list()
         for row, key in c.no_corr:
             corr[row] = c.flows.get(key)
-        g = g.with_columns(pl.Series("corr_id", corr, dtype=pl.Int64))
+        g = g.with_columns(kv.frame({"corr_id": corr}, {"corr_id": pl.Int64}, c.dropped)["corr_id"])
     c.flows.clear()
+    g, a = kv.dedupe(g, a, c.dropped)
 
     rocm = _is_rocm(doc, a["name"])
     part = Part(kind="kineto", path=path, version=_version(doc, rocm))
     part.meta.update(_meta(doc, rocm, g["name"]))
+    part.warnings += kv.notes(base, c.dropped)
     main_pid = _main_pid(a["pid"])
     g = g.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
                        pl.lit(main_pid, pl.Int64).alias("pid")).sort("start_ns", maintain_order=True)
@@ -271,7 +273,9 @@ def _meta(doc: dict, rocm: bool = False, kernel_names: pl.Series | None = None) 
             name = str(p.get("name") or "").strip()
             if rocm and arch and arch not in name:   # MI250 traces say only 'AMD Radeon Graphics'
                 name = f"{name or 'AMD GPU'} ({arch})"
-            gpu = {"id": int(p.get("id", i)), "name": name or "unknown"}
+            gid = p.get("id", i)
+            gid = gid if isinstance(gid, int) and not isinstance(gid, bool) and 0 <= gid < 1 << 31 else i
+            gpu = {"id": gid, "name": name or "unknown"}
             major, minor = p.get("computeMajor"), p.get("computeMinor")
             if not rocm and isinstance(major, int) and not isinstance(major, bool) and 0 < major < 100:
                 gpu["cc"] = f"{major}.{minor if isinstance(minor, int) and not isinstance(minor, bool) else 0}"

@@ -100,6 +100,8 @@ def decode(path: str, add: Callable[[list], None], restart: Callable[[], None]) 
         except _Unfit:
             if fed[0]:
                 restart()
+        except RecursionError:
+            raise _too_deep(path) from None
     doc = _whole(path)
     events = doc.pop("traceEvents")
     for i in range(0, len(events), 50_000):
@@ -107,16 +109,46 @@ def decode(path: str, add: Callable[[list], None], restart: Callable[[], None]) 
     return doc, "json"
 
 
+def _too_deep(path: str) -> InputError:
+    return InputError("this JSON file nests arrays / objects deeper than a parser can follow (thousands of "
+                      "levels; a trace nests 3); not read", path, HINT)
+
+
+# the document's own key, not the text of an escaped string (``\"traceEvents\": [`` inside a name)
+_EVENTS_KEY = re.compile(rb'(?<!\\)"traceEvents"\s*:')
+
+
+def whole_max() -> int:
+    """The largest trace read whole by the standard parser (``NSX_JSON_WHOLE_MAX_BYTES``, 2 GiB): it holds
+    about 10 bytes of Python objects per byte of JSON. Bigger traces are streamed (msgspec) or refused."""
+    import os
+
+    return int(float(os.environ.get("NSX_JSON_WHOLE_MAX_BYTES") or (2 << 30)))
+
+
 def _whole(path: str) -> dict:
-    data = compressed.read_all(path)
-    try:
-        doc = json.loads(data)
+    data = compressed.read_all(path, whole_max(), "a trace the streamed parser could not read (NaN, an event "
+                                                  "that is no object, a file cut short, data after its end)",
+                              "if it ends in NUL bytes or other data after the JSON, cut that off; or " + HINT)
+    keys: list[int] = []
+
+    def count(pairs):                       # called for each object, the document's own last
+        keys.append(sum(k == "traceEvents" for k, _ in pairs))
+        return dict(pairs)
+    try:                                    # the slow hook only when the key is written twice somewhere
+        twice = len(_EVENTS_KEY.findall(data)) > 1
+        doc = json.loads(data, object_pairs_hook=count) if twice else json.loads(data)
+    except RecursionError:
+        raise _too_deep(path) from None
     except (ValueError, UnicodeDecodeError) as e:
         what = str(e).splitlines()[0][:100] if str(e) else type(e).__name__
         raise InputError(f"this torch.profiler trace is not valid JSON ({what}; the file may be cut)",
                          path, HINT) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise InputError("this JSON file is not a torch.profiler trace (no traceEvents list)", path, HINT)
+    if keys and keys[-1] > 1:
+        raise InputError("'traceEvents' appears twice in this trace: which list is the trace cannot be told "
+                         "(JSON readers keep either one)", path, HINT)
     return doc
 
 
@@ -150,7 +182,13 @@ def _stream(path: str, add: Callable[[list], None]) -> dict:
             break
         else:
             raise _Unfit
-    tail = r.buf[pos:] + b"".join(r.src)   # ``]`` and what follows the events
+    parts, have = [r.buf[pos:]], len(r.buf) - pos
+    for piece in r.src:                    # ``]`` and what follows the events: a few kB (a NUL tail is not read on)
+        parts.append(piece)
+        have += len(piece)
+        if have > _HEAD_MAX:
+            raise _Unfit
+    tail = b"".join(parts)
     try:
         doc = _DOC.decode(head + tail)
     except msgspec.DecodeError:

@@ -2,8 +2,9 @@
 
 The report format is private to Nsight Systems; only ``nsys`` reads it. When ``nsys`` is on PATH
 the report is exported to SQLite in a folder of our own (a fresh temporary folder, removed after
-reading, or the ``NSX_CACHE`` folder when set, where the export is kept and reused while it is
-newer than the report) and read with :mod:`.sqlite`. Nothing is ever written beside the user's
+reading, or the ``NSX_CACHE`` folder when set, where the export is kept and reused while the report's
+path, size and the hashes of its head and tail are the same: never by mtime, which a replaced report
+can keep older) and read with :mod:`.sqlite`. Nothing is ever written beside the user's
 file. Without ``nsys`` the error names the commands to run on a machine that has it.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 
+from ..cache import content_id
 from ..errors import InputError
 from .profile import Part
 from .sqlite import read_sqlite
@@ -34,11 +36,21 @@ def read_nsys_rep(path: str, cache_dir: str | None = None) -> Part:
     stem = os.path.splitext(os.path.basename(path))[0]
     if cache_dir:
         os.makedirs(cache_dir, exist_ok=True)
-        # one export per report (same name in two folders must not collide)
-        key = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:10]
+        # one export per report and content (same name in two folders, a report replaced in place)
+        try:
+            ident = content_id(path)
+        except OSError as e:
+            raise InputError(f"cannot read the report ({e.strerror})", path) from None
+        key = hashlib.sha1(f"{os.path.abspath(path)}\0{ident}".encode()).hexdigest()[:16]
         out = os.path.join(cache_dir, f"{stem}-{key}.sqlite")
-        if not (os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(path)):
-            _export(exe, path, out)
+        if not (os.path.isfile(out) and os.path.getsize(out) > 0):
+            part = os.path.join(cache_dir, f"{stem}-{key}.part{os.getpid()}.sqlite")
+            try:                               # written whole, then renamed: a killed export is never reused
+                _export(exe, path, part)
+                os.replace(part, out)
+            finally:
+                if os.path.exists(part):
+                    os.unlink(part)
         return _as_report(read_sqlite(out), path)
     tmp = tempfile.mkdtemp(prefix="nsys-expert-")
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ..errors import InputError
 from . import compressed, kineto, schema
 
 TIMELINE_REPORTS = {"cuda_gpu_trace", "gputrace"}
@@ -46,13 +47,16 @@ def _prefix(path: str) -> tuple[str | None, bool]:
 
 def _digest(path: str) -> str:
     h = hashlib.sha1()
-    size = os.path.getsize(path)
-    h.update(str(size).encode())
-    with open(path, "rb") as fh:
-        h.update(fh.read(1 << 20))
-        if size > 2 << 20:
-            fh.seek(size - (1 << 20))
-            h.update(fh.read())
+    try:
+        size = os.path.getsize(path)
+        h.update(str(size).encode())
+        with open(path, "rb") as fh:
+            h.update(fh.read(1 << 20))
+            if size > 2 << 20:
+                fh.seek(size - (1 << 20))
+                h.update(fh.read())
+    except OSError as e:       # /proc/self/mem and the like: stat says a file, reading it fails (EIO)
+        raise InputError(f"cannot read it ({e.strerror or e})", path) from None
     return h.hexdigest()
 
 

@@ -3,7 +3,9 @@
 - a UTF-8 byte-order mark at the start (a file re-saved by a Windows editor or Excel): dropped;
 - old Mac line endings (CR only, no LF anywhere): read as line ends;
 - bytes that are not text after the last row (a file appended to, or a download with garbage at
-  its end): the rows before them are read and the warning names the line where the junk begins.
+  its end): the rows before them are read and the warning names the line where the junk begins;
+- a tail of NUL bytes (space reserved and never written, a crash, a sparse 20 GB tail): found from
+  the end (``SEEK_HOLE`` skips a sparse tail at once), never read into memory.
 
 ``plan`` looks at the file's first and last bytes only; the whole file is read into memory only when
 one of these was found (a clean report is read by Polars from its path, as before).
@@ -67,6 +69,32 @@ def clean_prefix(head: bytes) -> bytes:
     return head[:out]
 
 
+def content_end(fh, size: int) -> int:
+    """Where the file's content ends: before its trailing NUL bytes (``size`` when there are none). A sparse
+    tail (a hole to the end) is skipped with SEEK_HOLE; written NULs are scanned back in 1 MiB pieces."""
+    end = size
+    fd = fh.fileno()
+    try:
+        hole = os.lseek(fd, 0, os.SEEK_HOLE)
+        if hole < size:
+            try:
+                os.lseek(fd, hole, os.SEEK_DATA)     # data after the first hole: not a sparse tail
+            except OSError:
+                end = hole                            # ENXIO: nothing but the hole to the end
+    except (OSError, AttributeError):
+        pass
+    step = TAIL_BYTES                                 # a clean file: one 64 KB read, as before
+    while end > 0:
+        start, step = max(0, end - step), 1 << 20
+        fh.seek(start)
+        piece = fh.read(end - start)
+        kept = len(piece.rstrip(b"\0"))
+        end = start + kept
+        if kept:
+            break
+    return end
+
+
 def plan(path: str, head: bytes, ncols: int, delim: str, header_line: int) -> tuple[bytes | None, list[str]]:
     """(the repaired content, or None when nothing needs repair; the warnings that say what was done).
     ``head``: the file's first bytes (decompressed)."""
@@ -75,17 +103,22 @@ def plan(path: str, head: bytes, ncols: int, delim: str, header_line: int) -> tu
     cr_only = b"\r" in head and b"\n" not in head
     with open(path, "rb") as fh:
         size = fh.seek(0, 2)
-        fh.seek(max(0, size - TAIL_BYTES))
-        tail = fh.read()
+        end = content_end(fh, size) if size else 0
+        fh.seek(max(0, end - TAIL_BYTES))
+        tail = fh.read(end - max(0, end - TAIL_BYTES))
+    nuls, size = size - end, end
     if cr_only:
         tail = tail.replace(b"\r", b"\n")
     first = tail.find(b"\n") + 1 if size > TAIL_BYTES else 0
     junk = junk_start(tail[first:], ncols, delim)
-    if not (bom or cr_only or junk is not None):
+    if not (bom or cr_only or junk is not None or nuls):
         return None, []
     with open(path, "rb") as fh:
-        data = fh.read()
+        data = fh.read(end)
     warnings = []
+    if nuls:
+        warnings.append(f"{base}: ends in {nuls:,} NUL bytes (space reserved and never written, or a crash); "
+                        f"read without them")
     if bom:
         data = data[len(BOM):]
         warnings.append(f"{base}: begins with a UTF-8 byte-order mark (nsys writes none: re-saved by another "

@@ -5,6 +5,10 @@ left out (never read as if it were true).
   the row is left out (``normalize``).
 - A kernel summary whose kernels are not the trace's (another run's file under this run's prefix):
   it is left out, and the kernel facts come from the trace.
+- A GPU whose compute capability is below what its kernels were built for (:func:`gpu_claim`): its
+  name and capability are left out.
+- A name longer than 64 KiB (:func:`long_names`; the longest real kernel names are a few KiB): kept as
+  its first 4,096 characters and a hash, so a 10 MB name does not fill every table of the report.
 
 Operations that overlap on one CUDA stream are NOT damage: on Hopper and later GPUs kernels launched
 with programmatic dependent launch (PDL: CUDA C++ Programming Guide, "Programmatic Dependent Launch
@@ -101,3 +105,62 @@ def summary_of_another_run(gpu: pl.DataFrame, kern_sum: pl.DataFrame) -> str | N
         return (f"{common * 100:.0f}% of the kernel names in common, {n_sum} kernels in the summary against "
                 f"{n_k} in the trace")
     return None
+
+
+# the architecture a kernel was built for, in its name: 'sm80_xmma_gemm_...', 'sm90_xmma', 'cutlass_80_tensorop_...'
+_ARCH_TAG = r"(?:^|[^A-Za-z0-9])(?:sm_?|cutlass_)([1-9]\d)[a-z]?_"
+
+
+def gpu_claim(gpus: list[dict], g: pl.DataFrame, warnings: list[str]) -> None:
+    """A GPU whose claimed compute capability is below what its kernels were built for (a trace saying K80,
+    cc 3.7, whose cuBLAS kernels are sm80_*): the claim is false (edited, or another machine's header).
+    Its name and capability are dropped, with a warning, so no advice rests on them."""
+    if not any(x.get("cc") for x in gpus) or "name" not in g.columns:
+        return
+    names = g["name"].head(1_000_000).unique().head(100_000)
+    tags = names.cast(pl.String).str.extract(_ARCH_TAG, 1).cast(pl.Int32, strict=False).drop_nulls()
+    if not tags.len():
+        return
+    built = int(tags.max())
+    for x in gpus:
+        try:
+            cc = round(float(x.get("cc")) * 10)
+        except (TypeError, ValueError):
+            continue
+        if cc < built:
+            warnings.append(f"the trace says GPU {x['id']} is {x.get('name')} (compute capability {x['cc']}), but its "
+                            f"kernels are built for sm_{built}, which that GPU cannot run: the GPU's name and "
+                            f"capability are left out (no advice rests on them)")
+            x["name"] = "unknown"
+            x.pop("cc", None)
+
+
+NAME_MAX = 64 << 10
+NAME_KEPT = 4096
+
+
+def long_names(tables: dict, warnings: list[str]) -> None:
+    """Names past NAME_MAX bytes in any table, cut to NAME_KEPT characters and a hash of the whole (the same
+    name gives the same text in every table, two names stay two), with one warning per table."""
+    for key, df in list(tables.items()):
+        if not isinstance(df, pl.DataFrame) or "name" not in df.columns:
+            continue
+        col = df["name"]
+        if col.dtype == pl.Categorical:
+            lengths = col.unique().cast(pl.String).str.len_bytes()
+        elif col.dtype == pl.String:
+            lengths = col.str.len_bytes()
+        else:
+            continue
+        longest = lengths.max()
+        if not longest or longest <= NAME_MAX:
+            continue
+        text = pl.col("name").cast(pl.String)
+        cut = (text.str.slice(0, NAME_KEPT) + pl.lit(" …[") + text.str.len_bytes().cast(pl.String)
+               + pl.lit(" bytes, #") + text.hash(7).cast(pl.String).str.slice(0, 12) + pl.lit("]"))
+        n = int((lengths > NAME_MAX).sum())
+        tables[key] = df.with_columns(pl.when(text.str.len_bytes() > NAME_MAX).then(cut).otherwise(text)
+                                      .cast(col.dtype).alias("name"))
+        warnings.append(f"{key}: {n:,} name(s) longer than {NAME_MAX >> 10} KiB (the longest {longest:,} bytes; the "
+                        f"longest real kernel names are a few KiB) kept as their first {NAME_KEPT:,} characters and "
+                        f"a hash")

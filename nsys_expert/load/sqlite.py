@@ -112,12 +112,20 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
     return part
 
 
+UNNAMED = "[unnamed kernel]"
+
+
 def _traces(con: sqlite3.Connection, cols: dict, gpus: dict, big: "_Big", part: Part, base: str,
             sums: ThreadPoolExecutor) -> None:
     """The trace tables into ``part.tables``, and the summaries made from them (as futures, on ``sums``)."""
     cuda = any(t in cols for t in (KERNEL, MEMCPY, MEMSET, GRAPH, RUNTIME))
     if cuda:
         gpu, n_graph = _gpu_trace(con, cols, gpus, big)
+        unnamed = gpu["name"].null_count()
+        if unnamed:   # a kernel whose StringIds entry is NULL or missing: kept, named so, and said
+            gpu = gpu.with_columns(pl.col("name").cast(pl.String).fill_null(UNNAMED).cast(pl.Categorical))
+            part.warnings.append(f"{base}: {unnamed:,} kernels have no name (their StringIds entry is NULL or "
+                                 f"missing): counted as '{UNNAMED}'; advice that reads kernel names cannot see them")
         part.tables["gpu_trace"] = gpu
         if n_graph:
             part.warnings.append(

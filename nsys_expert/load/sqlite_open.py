@@ -61,6 +61,13 @@ def readable(path: str):
     if not pending:
         yield path, []
         return
+    most = max(2 * os.path.getsize(path), 1 << 30)    # a WAL holds at most the pages changed since a checkpoint
+    big = [j for j in pending if os.path.getsize(j) > most]
+    if big:   # a (sparse) 8 GB -wal beside a 1 MB export would be copied whole before SQLite looks at it
+        raise InputError(f"its {os.path.basename(big[0])} is {os.path.getsize(big[0]) / (1 << 30):,.1f} GiB, larger than "
+                         f"any journal of this export can be ({most / (1 << 30):,.1f} GiB); not copied", path,
+                         "remove it if it is not the export's, or open the export once with sqlite3 so the changes "
+                         "are folded in")
     tmp = tempfile.mkdtemp(prefix="nsys-expert-wal-")     # mode 0700: private to this user
     try:
         local = os.path.join(tmp, "export.sqlite")

@@ -133,7 +133,13 @@ def _rows(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
     rows = con.execute(sql).fetchall()
     if not rows:
         return pl.DataFrame(schema=schema)
-    return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
+    try:
+        return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
+    except (pl.exceptions.PolarsError, TypeError, OverflowError):
+        # a BLOB where a number or a name belongs: that cell is null, and the loader's checks name the rows
+        # they leave out (a start that is no number) as they do for text in a number column
+        rows = [tuple(None if isinstance(v, (bytes, bytearray, memoryview)) else v for v in r) for r in rows]
+        return pl.DataFrame(rows, schema=schema, orient="row", strict=False)
 
 
 # A big table is read in pieces of consecutive rowids (a range of the table's B-tree: no scan of the

@@ -54,7 +54,8 @@ def _schema(con: sqlite3.Connection) -> dict[str, set[str]]:
     """Table name -> its column names (one PRAGMA per table: exports have ~100 tables). Real tables
     only: a view could run any query (sqlite_open.check names views that look like nsys tables)."""
     names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return {n: {r[1] for r in con.execute(f'PRAGMA table_info("{n}")')} for n in names}
+    # a '"' in a table name is doubled: an intact export with an odd extra table is no "damaged" file
+    return {n: {r[1] for r in con.execute('PRAGMA table_info("{}")'.format(str(n).replace('"', '""')))} for n in names}
 
 
 def _strings(con: sqlite3.Connection, cols: dict, ids: pl.Series, dtype=pl.String) -> pl.DataFrame:

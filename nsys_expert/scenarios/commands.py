@@ -19,6 +19,7 @@ Checked on an H200 with Nsight Compute 2025.3.1 (2026-12): the function names nc
 """
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass
@@ -102,6 +103,42 @@ def quote(arg: str) -> str:
     if not re.search(r'["\\$`!]', arg):
         return f'"{arg}"'
     return shlex.quote(arg)
+
+
+# ------------------------------------------- user values in generated Python, comments, heredocs
+def py_str(value: str) -> str:
+    """A Python string literal holding exactly ``value`` (JSON's escapes are Python's: quotes, backslashes,
+    newlines and lone surrogates come back as they were; nothing in it is code)."""
+    return json.dumps(str(value))
+
+
+def py_fstring(value: str, field: str) -> str:
+    """An f-string literal that is ``value`` with ``{field}`` its one replacement field (``f"rank{rank}_x"``):
+    every other brace doubled, every quote / backslash / newline escaped."""
+    parts = str(value).split("{" + field + "}")
+    return 'f"' + ("{" + field + "}").join(json.dumps(p)[1:-1].replace("{", "{{").replace("}", "}}")
+                                            for p in parts) + '"'
+
+
+def one_line(text: str) -> str:
+    """``text`` kept on one line (a shell / Python comment, a docstring line): line breaks shown as ``\\n``."""
+    return str(text).replace("\r", "\\r").replace("\n", "\\n")
+
+
+def docstring_text(text: str) -> str:
+    """``text`` as it may stand inside a triple-quoted Python docstring: backslashes doubled and quotes
+    escaped, so neither a ``\"\"\"`` nor a ``\\N{`` in a user's value ends or breaks it."""
+    return one_line(str(text).replace("\\", "\\\\").replace('"""', '\\"\\"\\"'))
+
+
+def heredoc_tag(content: str, base: str = "EOF") -> str:
+    """A here-document terminator that is no line of ``content`` (``EOF``, else ``EOF_1``, ...)."""
+    lines = set(content.split("\n"))
+    tag, n = base, 0
+    while tag in lines:
+        n += 1
+        tag = f"{base}_{n}"
+    return tag
 
 
 # ------------------------------------------------------------------------------ report names

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, replace
 
-from .commands import (Command, Opt, ShellWord, kernel_option, ncu_exports, ncu_profile, nsys_export_sqlite, nsys_profile,
-                       nsys_stats, opt, quote)
+from .commands import (Command, Opt, ShellWord, docstring_text, kernel_option, ncu_exports, ncu_profile, nsys_export_sqlite,
+                       nsys_profile, nsys_stats, one_line, opt, py_fstring, py_str, quote)
 from .plan import (_P, ALIASES, COLLECTABLE, DEFAULT_APP, NCU_HELP, NSYS_HELP, OPTION_DOC, PYTORCH_MODES,  # noqa: F401
                    SITUATIONS, STATS_REPORTS, TRACE_DOC, TRACE_VALUES, VERB_DOC, Options, Plan, WrapperFile,
                    _explain, explain_option)
@@ -44,7 +44,7 @@ def _profile_plan(name: str, opts: Options, **more) -> Plan:
                      force=t.get("force_overwrite", True), trace_first=not t.get("trace_after_options", False))
     p = Plan(name, _fill(t["title"], opts, **more), [c], outputs=[f"{out}.nsys-rep"])
     p.notes += [_fill(n, opts, **more) for n in t.get("notes", [])]
-    p.notes.append(f"then export what nsys-expert reads: nsys-expert command stats --input {out}.nsys-rep")
+    p.notes.append(f"then export what nsys-expert reads: nsys-expert command stats --input {quote(out + '.nsys-rep')}")
     if name in ("quick", "pytorch"):   # the torch.profiler twin of the same steps
         full = name == "pytorch"
         p.files.append(WrapperFile("torch_profiler_steps.py", _P["wrappers"]["torch_profiler"].format(
@@ -118,16 +118,17 @@ def torchrun(opts: Options) -> Plan:
     if "{rank}" not in output:
         output += "_rank{rank}"
     trace = opts.trace or t["trace"]
-    extra = "".join(f', "{w}"' for o in _nsys_common(opts) for w in o.words)
+    extra = "".join(f", {py_str(w)}" for o in _nsys_common(opts) for w in o.words)
     nodes = (opt(f"--nnodes={opts.nnodes}"), opt(f"--nproc-per-node={opts.nproc_per_node}"))
     if opts.nnodes > 1:   # several nodes meet at a rendezvous: the same line runs on every node
         nodes += (opt("--rdzv-id=nsys_profile"), opt("--rdzv-backend=c10d"), opt(ShellWord("--rdzv-endpoint=${MASTER_ADDR}:29500")))
     launch = Command(("torchrun",), nodes, (_wrapper_path(opts, "run_nsys.py"), *_script_args(opts.app)))
     args = f" --ranks {','.join(map(str, ranks))} --nproc-per-node {opts.nproc_per_node}" + \
         (f" --nnodes {opts.nnodes}" if opts.nnodes != 1 else "")
-    content = _P["wrappers"]["torchrun"].format(args=args, launch=launch.line(),
+    # user values land in Python: string literals (py_str / py_fstring), the docstring escaped
+    content = _P["wrappers"]["torchrun"].format(args=args, launch=docstring_text(launch.line()),
                                                 ranks="{" + ", ".join(map(str, ranks)) + "}",
-                                                trace=trace, extra=extra, output=output)
+                                                trace=py_str(trace), extra=extra, output=py_fstring(output, "rank"))
     p = Plan("torchrun", t["title"], [launch], [WrapperFile("run_nsys.py", content)],
              outputs=[output.replace("{rank}", str(r)) + ".nsys-rep" for r in ranks])
     p.notes += [n.format(ranks_text=", ".join(map(str, ranks))) for n in t["notes"]]
@@ -139,7 +140,7 @@ def torchrun(opts: Options) -> Plan:
         p.notes.append(f"run the launch line on each of the {opts.nnodes} nodes, with MASTER_ADDR set to the host name of "
                        "one of them (the rendezvous; port 29500 open between the nodes)")
     p.notes.append("then export what nsys-expert reads: nsys-expert command stats --input "
-                   f"{output.replace('{rank}', str(ranks[0]))}.nsys-rep")
+                   f"{quote(output.replace('{rank}', str(ranks[0])) + '.nsys-rep')}")
     return p
 
 
@@ -155,7 +156,8 @@ def deepspeed(opts: Options) -> Plan:
         ds_opts.append(opt(f"--num_gpus={opts.nproc_per_node}"))
     launch = Command(("deepspeed",), tuple(ds_opts),
                      (_wrapper_path(opts, "nsys_profile.sh", "./"), *_script_args(opts.app)))
-    content = _P["wrappers"]["deepspeed"].format(launch=launch.line(), trace=trace, extra=extra, output=output)
+    content = _P["wrappers"]["deepspeed"].format(launch=one_line(launch.line()), trace=quote(trace), extra=extra,
+                                                 output=quote(output))
     p = Plan("deepspeed", t["title"], [launch], [WrapperFile("nsys_profile.sh", content)],
              outputs=[output.replace("%p", "<PID>") + ".nsys-rep"])
     p.notes += list(t["notes"])
@@ -179,7 +181,7 @@ def mpi(opts: Options) -> Plan:
               opt("--force-overwrite=true")]
     n = opts.nproc_per_node * opts.nnodes
     launch = Command(("mpirun",), (opt("-np", n),), (_wrapper_path(opts, "nsys_mpi.sh", "./"), *opts.app))
-    content = _P["wrappers"]["mpi"].format(launch=launch.line(), common=" ".join(quote(w) for o in common for w in o.words))
+    content = _P["wrappers"]["mpi"].format(launch=one_line(launch.line()), common=" ".join(quote(w) for o in common for w in o.words))
     p = Plan("mpi", t["title"], [launch], [WrapperFile("nsys_mpi.sh", content)],
              outputs=[output.replace("%h", "<host>").replace("%p", "<PID>") + ".nsys-rep"])
     p.notes += list(t["notes"])

@@ -1,0 +1,132 @@
+"""The values of a torch.profiler trace checked for type and range (load/kineto.py's events).
+
+A JSON trace may hold anything where a number belongs: ``1e400`` (infinite), ``NaN``, 2**70, a string
+correlation id, a lone UTF-16 surrogate in a name, a list as a pid. The fast path builds each piece's
+columns as they come; only when polars refuses a column is the piece checked value by value here:
+what does not fit (a non-integer id, a number past 64 bits, a non-finite byte count) becomes null,
+a name with a lone surrogate keeps a replacement character, and each kind is counted. An event
+whose time is not a finite number of ns within ±2**62 is left out. :func:`notes` turns the counts
+into the warnings that name what was dropped and why; :func:`dedupe` drops a second runtime call
+with a correlation id already seen and exact copies of a GPU event (both flip the launch join).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import polars as pl
+
+LIMIT_NS = 1 << 62
+_I64 = (-(1 << 63), (1 << 63) - 1)
+ERRORS = (TypeError, ValueError, OverflowError, UnicodeEncodeError, pl.exceptions.PolarsError)
+
+
+def time_ns(us, dropped: Counter, what: str) -> int | None:
+    """``us`` (µs) as integer ns, or None (counted in ``dropped``) when it is no finite number in range."""
+    try:
+        x = float(us) * 1000.0
+    except (TypeError, ValueError, OverflowError):
+        dropped[(what, "a time that is not a number")] += 1
+        return None
+    if not math.isfinite(x) or abs(x) >= LIMIT_NS:
+        dropped[(what, "a time that is infinite, NaN or past 2**62 ns")] += 1
+        return None
+    return int(round(x))
+
+
+def _int(v, col: str, dropped: Counter):
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        if _I64[0] <= v <= _I64[1]:
+            return v
+        dropped[(col, "a number past the 64-bit integer range")] += 1
+        return None
+    dropped[(col, f"a value that is not an integer ({type(v).__name__})")] += 1
+    return None
+
+
+def _float(v, col: str, dropped: Counter):
+    if v is None:
+        return None
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        try:
+            x = float(v)
+        except OverflowError:
+            x = math.inf
+        if math.isfinite(x):
+            return x
+        dropped[(col, "a number that is infinite or NaN")] += 1
+        return None
+    dropped[(col, f"a value that is not a number ({type(v).__name__})")] += 1
+    return None
+
+
+def _str(v, col: str, dropped: Counter):
+    if v is None:
+        return None
+    s = v if isinstance(v, str) else str(v)
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        dropped[(col, "a lone UTF-16 surrogate (shown as '?')")] += 1
+        s = s.encode("utf-8", "replace").decode("utf-8")
+    return s
+
+
+_CHECK = {pl.Int64: _int, pl.Float64: _float, pl.String: _str}
+
+
+def frame(cols: dict, schema: dict, dropped: Counter) -> pl.DataFrame:
+    """``pl.DataFrame(cols, schema=schema)``; when polars refuses a value, every value checked first."""
+    try:
+        df = pl.DataFrame(cols, schema=schema)
+    except ERRORS:
+        clean = {}
+        for k, vals in cols.items():
+            check = _CHECK.get(schema[k], _str)
+            clean[k] = [check(v, k, dropped) for v in vals]
+        df = pl.DataFrame(clean, schema=schema)
+    for k in (k for k, t in schema.items() if t == pl.Float64):   # 1e400 reads as inf, and polars takes it
+        bad = int((~df[k].is_finite()).sum())
+        if bad:
+            dropped[(k, "a number that is infinite or NaN")] += bad
+            df = df.with_columns(pl.when(pl.col(k).is_finite()).then(pl.col(k)).alias(k))
+    return df
+
+
+def key(*parts):
+    """A hashable key from event fields (a list as a pid is made a tuple's text, never a crash)."""
+    try:
+        hash(parts)
+        return parts
+    except TypeError:
+        return tuple(repr(p) for p in parts)
+
+
+def dedupe(g: pl.DataFrame, a: pl.DataFrame, dropped: Counter) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Runtime calls after the first with one correlation id, and exact copies of a GPU event, left out."""
+    ids = a["corr_id"]
+    if ids.len() and ids.drop_nulls().n_unique() < ids.len() - ids.null_count():
+        keep = ids.is_null() | ~ids.is_duplicated() | ids.is_first_distinct()
+        dropped[("runtime calls", "a correlation id another call has (the first call kept)")] += int((~keep).sum())
+        a = a.filter(keep)
+    if g.height and g.n_unique() < g.height:
+        kept = g.unique(keep="first", maintain_order=True)
+        dropped[("GPU events", "an exact copy of another event")] += g.height - kept.height
+        g = kept
+    return g, a
+
+
+_WORDS = {"corr_id": "correlation ids", "device_id": "device ids", "stream": "stream ids", "pid": "process ids",
+          "tid": "thread ids", "bytes": "byte counts", "name": "names", "src_kind": "copy kinds", "dst_kind": "copy kinds"}
+
+
+def notes(base: str, dropped: Counter) -> list[str]:
+    """One warning per kind of value dropped: how many, what, why, and what became of it."""
+    out = []
+    for (what, why), n in sorted(dropped.items()):
+        done = ("left out" if what in ("events", "runtime calls", "GPU events")
+                else "kept with '?' in its place" if "surrogate" in why else "read as unknown")
+        out.append(f"{base}: {n:,} {_WORDS.get(what, what)} with {why}: {done}")
+    return out
