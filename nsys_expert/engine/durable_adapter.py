@@ -277,8 +277,11 @@ class Engine:
         try:
             # each ruleset gets its own deep copy (set_rulesets deletes the ``run`` keys, and the sink is in every one)
             self._host.set_rulesets({rs: copy.deepcopy(d) for rs, d in rulesets.items()})
-        except Exception as e:  # the C engine says only "error code N"
-            raise ValueError(f"the rules engine refused the compiled ruleset: {e}") from e
+        except Exception as e:  # the C engine says only "error code N": a condition it cannot take (a rule's, not ours)
+            from ..errors import RuleError
+            raise RuleError(f"the rules engine refused the compiled rules ({e}): a condition it cannot take, such as a "
+                            f"string test on a numeric fact or a pattern with characters its matcher rejects",
+                            None, "simplify the rule's conditions (check-rules names the rule)") from e
 
     def _make_action(self, name: str):
         def action(c):

@@ -274,7 +274,8 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
                 # a rule whose estimate replays its own advice (or, without traces, bounds it: the time the host
                 # waited in syncs) keeps it; otherwise the larger of the two gains
                 if f["estimated_gain_pct"] is not None and rules[a["rule"]].actionable and (
-                        a["estimated_gain_pct"] is None or not (rules[a["rule"]].estimate or {}).get("replay")):
+                        a["estimated_gain_pct"] is None or not ((rules[a["rule"]].estimate or {}).get("replay")
+                                                                or (rules[a["rule"]].estimate or {}).get("own"))):
                     a["estimated_gain_pct"] = max(a["estimated_gain_pct"] or 0.0, f["estimated_gain_pct"])
                 a["severity"] = _max_sev(a["severity"], f["severity"])
     # 4. gains within the subject's share; 5. severity from the gain

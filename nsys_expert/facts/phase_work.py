@@ -169,9 +169,14 @@ def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     for i, g in enumerate(gaps):
         if g >= PAUSE_MIN_MS * 1e6 and g >= PAUSE_OVER_MEDIAN * typical:
             pauses.append((i, e[i], s[i + 1], g))
-    for i, d in enumerate(durs):
+    d2h_all = ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH"))
+    for i, d in enumerate(durs):   # a slow step is a pause only where it copies to the host (a step range
+        # times the host, which runs ahead of the GPU until the launch queue fills: slow host steps alone
+        # are the queue, not a pause)
         if d - med_dur >= PAUSE_MIN_MS * 1e6 and d >= PAUSE_OVER_MEDIAN * typical:
-            pauses.append((i, s[i], e[i], d - med_dur))
+            b = d2h_all.filter(pl.col("launch_s").is_between(s[i], e[i]))["bytes"].fill_null(0).sum()
+            if b and b >= D2H_MIN_BYTES:
+                pauses.append((i, s[i], e[i], d - med_dur))
     if len(pauses) < MIN_PAUSES:   # no periodic pause: the checkpoint rule is evaluated, and quiet
         fs.put("pause_count", len(pauses), src)
         fs.put("pause_share_pct", pct(sum(p[3] for p in pauses), win.length_ns) or 0.0, src)
@@ -196,9 +201,15 @@ def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     if write_ms is not None:
         fs.put("pause_write_ms", write_ms / n, ctx.prof.source_name("osrt_trace") or src)
     # saved asynchronously: a pinned copy on a side stream (exposed at most at the pinned bandwidth) and
-    # the file written by a thread while the next steps run (exposed only where it outlasts them)
-    steps_between = (every[len(every) // 2] if every else 1) * typical
-    residual = d2h_bytes / n / PINNED_GBPS + max(0.0, (write_ms or 0.0) / n * 1e6 - steps_between)
+    # the serialising and writing done by a thread while the next steps run (exposed only where it outlasts
+    # them). The host's part of a pause is the pause less its copies' GPU time: the file writes the OS
+    # runtime trace shows, or (torch.save writes through buffered C++ streams the trace may not see) the rest
+    copy_ns = float((d2h["end_ns"] - d2h["start_ns"]).sum()) if d2h.height else 0.0
+    host_ns = max((write_ms or 0.0), max(0.0, total - copy_ns)) / n
+    fs.put("pause_host_ms", host_ns / 1e6, src)
+    step_ns = (fs.run.get("iter_median_ms") or typical / 1e6) * 1e6
+    steps_between = (every[len(every) // 2] if every else 1) * step_ns
+    residual = d2h_bytes / n / PINNED_GBPS + max(0.0, host_ns - steps_between)
     fs.put("checkpoint_async_gain_pct", pct(sum(max(0.0, p[3] - residual) for p in pauses), win.length_ns), src)
     return [{"phase": "pauses", "names": f"{n} × {sorted(p[3] for p in pauses)[n // 2] / 1e6:.0f} ms, every {every[len(every) // 2] if every else '?'} steps",
              "ms_per_iter": total / steps.height / 1e6, "share_pct": pct(total, win.length_ns), "kernels_per_iter": None,
@@ -233,7 +244,7 @@ def _between_work(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str
     fs.put("between_steps_gpu_idle_pct", pct(idle_in_gaps, win.length_ns) or 0.0, src)
     if gap_med <= 0:
         return
-    iter_now = win.length_ns / n
+    iter_now = (fs.run.get("iter_median_ms") or 0.0) * 1e6 or win.length_ns / n   # a typical step, start to start
     gpu_busy = (fs.run.get("gpu_active_pct") or 0.0) / 100.0 * win.length_ns / n
     in_step = float((e - s).median())
     after = max(gpu_busy, in_step, gap_med / LOADER_WORKERS)
