@@ -33,8 +33,11 @@ def periodic_start(gpu: pl.DataFrame) -> tuple[int, str, int] | None:
         k = k.sort("start_ns")
     codes = k["code"]
     n = codes.len()
-    counts = codes.value_counts(sort=True)
-    cand = counts.filter((pl.col("count") >= MIN_PERIODS + 1) & (pl.col("count") <= n // 2)).head(CANDIDATES)
+    counts = codes.value_counts(sort=True, name="count")
+    ok = counts.filter((pl.col("count") >= MIN_PERIODS + 1) & (pl.col("count") <= n // 2))
+    # the rarest repeating names first (a kernel launched once an iteration is the cleanest anchor: the last
+    # layer's GEMM, the loss), then the most frequent (one kernel of every layer repeats within an iteration)
+    cand = pl.concat([ok.sort(["count", "code"]).head(CANDIDATES), ok.head(CANDIDATES // 2)]).unique(maintain_order=True)
     best = None
     for code, cnt in cand.iter_rows():
         pos = pl.int_range(n, eager=True).filter(codes == code)
