@@ -80,9 +80,25 @@ _TRAILING_NUMBER = r"[\s#_\-:]*\d+\n?$"
 
 def group_names(name: pl.Expr) -> pl.Expr:
     """A range name without its trailing number ("ProfilerStep#12", "step 3" -> "ProfilerStep", "step"),
-    the name itself when nothing else is left."""
+    the name itself when nothing else is left. Computed once per distinct name (the regex costs 0.14 s on
+    the 560 k ranges of an autograd-NVTX profile, which hold a few thousand names; the look-up 0.02 s)."""
+    return name.map_batches(_group_series, return_dtype=pl.String)
+
+
+def _group_expr(name: pl.Expr) -> pl.Expr:
     grouped = name.str.replace(_TRAILING_NUMBER, "").str.strip_chars()
     return pl.when(grouped == "").then(name).otherwise(grouped)
+
+
+def _group_series(s: pl.Series) -> pl.Series:
+    s = s.cast(pl.String)
+    if s.len() < 4096:
+        return s.to_frame("n").select(_group_expr(pl.col("n")))["n"]
+    u = s.drop_nulls().unique()
+    if u.len() * 4 > s.len():
+        return s.to_frame("n").select(_group_expr(pl.col("n")))["n"]
+    g = u.to_frame("n").select(_group_expr(pl.col("n")))["n"]
+    return s.replace_strict(u, g, default=None, return_dtype=pl.String)
 
 
 def is_library_range(name: pl.Expr) -> pl.Expr:
