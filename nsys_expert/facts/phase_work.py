@@ -28,7 +28,7 @@ import polars as pl
 
 from . import intervals
 from .base import Context, in_window, pct
-from .phases import classify, merged_table
+from .phases import classify_all, merged_table
 
 PHASES = ("data", "forward", "backward", "optimizer", "comm", "log", "eval", "checkpoint")
 # a fused optimizer (one multi-tensor kernel per group) moves the same bytes in one pass, not one kernel
@@ -79,8 +79,7 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     r = nv.filter(pl.col("end_ns").is_not_null() & (pl.col("start_ns") >= win.start_ns) & (pl.col("start_ns") < win.end_ns))
     names = r["name"].drop_nulls().unique().to_list()
     phase_of = {}
-    for n in names:
-        p = classify(str(n), table)
+    for n, p in zip(names, classify_all(names, table)):
         if p and p["phase"] in PHASES:
             phase_of[n] = p["phase"]
     n_it, wlen = steps.height, win.length_ns
