@@ -34,6 +34,7 @@ from functools import lru_cache
 
 import polars as pl
 
+from . import nesting_times
 from .api_oneoff import gpu_work_tables
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS
@@ -133,6 +134,7 @@ def compute(ctx: Context) -> None:
 # ranges nested from their times by a pass in Python (0.16 s per 200,000): past this many, the summaries'
 # inference (each range's nesting is then "inferred from totals")
 MAX_TIMED_RANGES = 500_000
+VECTOR_NESTING_FROM = 2_000   # ranges: below, the loop is quicker than the columns' fixed cost
 
 
 def _per_name(prof) -> tuple[pl.DataFrame | None, str | None, str | None]:
@@ -195,13 +197,20 @@ def _parents_from_times(t: pl.DataFrame) -> pl.DataFrame:
     """Each range's parent from the time stamps: the innermost range of its own thread that holds it;
     for a range at the top of its thread, the shortest range of another thread of the same process
     that holds it (PyTorch runs the backward pass, and DDP's all-reduces, on the autograd engine's
-    thread while the main thread waits inside its step). -> t with range_id and parent_id."""
+    thread while the main thread waits inside its step). -> t with range_id and parent_id.
+
+    Past a few thousand ranges, in columns where every thread's ranges nest (``nesting_times``: the
+    same parents; 560 k autograd-NVTX ranges of one thread: 0.16 s instead of 0.80 s), else this loop."""
     t = t.with_row_index("range_id", offset=1).with_columns(pl.col("range_id").cast(pl.Int64)) \
         if "range_id" not in t.columns else t
+    if t.height >= VECTOR_NESTING_FROM:
+        par = nesting_times.parents(t)
+        if par is not None:
+            return t.with_columns(par.alias("parent_id"))
     pid = t["pid"].to_list() if "pid" in t.columns else [None] * t.height
     tid = t["tid"].to_list() if "tid" in t.columns else [None] * t.height
     order = t.select(pl.int_range(pl.len()).alias("i"), "start_ns", "end_ns").sort(
-        ["start_ns", "end_ns"], descending=[False, True])["i"].to_list()
+        ["start_ns", "end_ns"], descending=[False, True], maintain_order=True)["i"].to_list()
     s, e, rid = t["start_ns"].to_list(), t["end_ns"].to_list(), t["range_id"].to_list()
     stacks: dict[tuple, list[int]] = {}
     by_pid: dict = {}
