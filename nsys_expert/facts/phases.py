@@ -38,7 +38,7 @@ from . import nesting_times
 from .api_oneoff import gpu_work_tables
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS
-from .window import OPERATOR_RANGE, group_names, iteration_from_summary
+from .window import OPERATOR_RANGE, _group_expr, iteration_from_summary, per_distinct
 
 MAX_ROWS = 12
 # operator ranges of PyTorch's emit_nvtx are not phases (but a user's plain "forward" / "backward" is)
@@ -147,8 +147,7 @@ def _per_name(prof) -> tuple[pl.DataFrame | None, str | None, str | None]:
         if {"range_id", "parent_id"} <= set(t.columns) and t["parent_id"].null_count() < t.height:
             return _trace_rows(t), "nvtx_trace", "trace"
         if t.height > MAX_TIMED_RANGES:   # (PyTorch's emit_nvtx: a range per operator) the user's ranges only
-            t = t.filter(~pl.any_horizontal([pl.col("name").str.starts_with(d) for d in LIBRARY_DOMAINS])
-                         & ~pl.col("name").str.contains(_OPERATOR))
+            t = t.filter(per_distinct(pl.col("name"), _user_range, pl.Boolean))
         if 0 < t.height <= MAX_TIMED_RANGES:
             # no parent ids (an nsys SQLite export; a CSV trace whose ranges are all at the top of their
             # thread; torch.profiler's user annotations): the nesting from the times, which the trace has
@@ -173,8 +172,13 @@ def _per_name(prof) -> tuple[pl.DataFrame | None, str | None, str | None]:
 
 def _strip(name: pl.Expr) -> pl.Expr:
     """A trace's range name as the table shows it: without the empty domain, numbered instances as one
-    (``ProfilerStep#12`` -> ``ProfilerStep``, as the iteration range is named)."""
-    return group_names(name.str.strip_chars_start(":"))
+    (``ProfilerStep#12`` -> ``ProfilerStep``, as the iteration range is named); once per distinct name."""
+    return per_distinct(name, lambda n: _group_expr(n.str.strip_chars_start(":")), pl.String)
+
+
+def _user_range(name: pl.Expr) -> pl.Expr:
+    """Neither a library's range nor a PyTorch operator's."""
+    return ~pl.any_horizontal([name.str.starts_with(d) for d in LIBRARY_DOMAINS]) & ~name.str.contains(_OPERATOR)
 
 
 def _trace_rows(t: pl.DataFrame) -> pl.DataFrame:
