@@ -155,7 +155,7 @@ def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     every = sorted(b - a for a, b in zip(idx, idx[1:]))
     cover = intervals.merge(pl.DataFrame({"s": [p[1] for p in pauses], "e": [p[2] for p in pauses]},
                                          schema={"s": pl.Int64, "e": pl.Int64}))
-    d2h = _launched_in(ops, cover).filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH"))
+    d2h = _launched_in(ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH")), cover)
     d2h_bytes = float(d2h["bytes"].fill_null(0).sum())
     total = sum(p[3] for p in pauses)
     n = len(pauses)
@@ -232,8 +232,9 @@ def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) ->
     """Device-to-host copies inside the steps, in most steps: size and exposed time."""
     fs, win = ctx.fs, ctx.win
     cover = steps.select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e"))
-    d2h = _launched_in(ops, intervals.merge(cover)).filter(
-        (pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH") & (pl.col("bytes").fill_null(0) >= D2H_MIN_BYTES))
+    # the copies first, then which of them were launched in the steps (a million kernels tested: 0.04 s)
+    d2h = _launched_in(ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH")
+                                  & (pl.col("bytes").fill_null(0) >= D2H_MIN_BYTES)), intervals.merge(cover))
     if d2h.height == 0:   # no read-back of 1 MB or more in the steps: the rule is evaluated, and quiet
         fs.put("step_d2h_mb_per_iter", 0.0, src)
         fs.put("step_d2h_exposed_pct", 0.0, src)
