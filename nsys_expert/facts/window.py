@@ -211,8 +211,10 @@ def _passed_over(out: list, rows: list, best, nested_in: dict, marker, per_threa
     # ranges left out before counting, and why
     seen |= set(top["group"].unique().to_list())
     lvl = pl.col("level").fill_null(0).min() if "level" in named.columns else pl.lit(0)
-    allr = named.with_columns(group_names(pl.col("name")).alias("group")).group_by("group").agg(
-        pl.len().alias("n"), lvl.alias("lvl"), pl.col("name").first())
+    # per name first (in order of first appearance), then per group: 560 k ranges hold a few thousand names
+    per = named.group_by("name", maintain_order=True).agg(pl.len().alias("n"), lvl.alias("lvl"))
+    allr = per.with_columns(group_names(pl.col("name")).alias("group")).group_by("group").agg(
+        pl.col("n").sum(), pl.col("lvl").min(), pl.col("name").first())
     for g, n, lv, name in allr.filter(pl.col("n") >= MIN_ITERATIONS).sort(["n", "group"], descending=[True, False]).iter_rows():
         if g in seen:
             continue
