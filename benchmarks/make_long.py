@@ -2,6 +2,7 @@
 replaced by a few that each hold PER_ITER kernels (a decode request, a big model's inference batch).
 
     python benchmarks/make_long.py OUT.sqlite [--source PATH.sqlite] [--kernels 560000] [--per-iter 93000]
+                                   [--autograd]
 
 Default source: ../shared/cases/launch_bound/launch_bound.sqlite (200 ``step`` ranges of 200 kernels of
 ~0.9 us, 40,002 kernels, 80,021 runtime calls). The steady part (from the first step's start to the last
@@ -81,12 +82,44 @@ def lengthen(path: str, per_iter: int) -> tuple[int, int]:
     return len(kern), len(groups)
 
 
+def autograd(path: str) -> int:
+    """Add one ``aten::..., seq = N`` NVTX range around each ``cudaLaunchKernel`` call of the launching
+    thread (the ``--pytorch=autograd-nvtx`` shape): from the call's start - 2 us to its end + 0.5 us, the
+    other columns copied from a ``step`` row. -> the ranges added."""
+    os.chmod(path, 0o644)
+    con = sqlite3.connect(path)
+    cols = [r[1] for r in con.execute('PRAGMA table_info("NVTX_EVENTS")')]
+    q = ", ".join(chr(34) + c + chr(34) for c in cols)
+    template = con.execute(f"SELECT {q} FROM NVTX_EVENTS WHERE text = 'step' LIMIT 1").fetchone()
+    tid = template[cols.index("globalTid")]
+    calls = con.execute("SELECT r.start, r.\"end\" FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s "
+                        "ON s.id = r.nameId WHERE s.value LIKE 'cudaLaunchKernel%' AND r.globalTid = ? "
+                        "ORDER BY r.start", (tid,)).fetchall()
+    ops = ("add", "mul", "mm", "copy_")
+    si, ei, ti = cols.index("start"), cols.index("end"), cols.index("text")
+    rows = []
+    for i, (s, e) in enumerate(calls):
+        row = list(template)
+        row[si], row[ei], row[ti] = s - 2000, e + 500, f"aten::{ops[i % 4]}, seq = {i % 5000}"
+        if "rangeId" in cols:
+            row[cols.index("rangeId")] = None
+        rows.append(row)
+    con.executemany(f"INSERT INTO NVTX_EVENTS ({q}) VALUES ({', '.join('?' * len(cols))})", rows)
+    con.commit()
+    con.execute("VACUUM")
+    con.close()
+    os.chmod(path, 0o444)
+    return len(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--source")
     ap.add_argument("--kernels", type=int, default=560_000)
     ap.add_argument("--per-iter", type=int, default=93_000)
+    ap.add_argument("--autograd", action="store_true",
+                    help="also one aten:: NVTX range around each kernel launch (autograd-nvtx shape)")
     a = ap.parse_args()
     src = a.source or next(p for p in DEFAULT if os.path.exists(p))
     con = sqlite3.connect(f"file:{src}?mode=ro&immutable=1", uri=True)
@@ -97,8 +130,9 @@ def main() -> None:
         os.remove(a.out)
     tile_steps(src, max(1, round(a.kernels / per_tile)), a.out)
     n, iters = lengthen(a.out, a.per_iter)
+    ranges = autograd(a.out) if a.autograd else 0
     print(f"{a.out}: {n:,} kernels, {iters} iterations of ~{n // max(1, iters):,}, "
-          f"{os.path.getsize(a.out) / 1e6:.0f} MB")
+          f"{ranges:,} autograd ranges, {os.path.getsize(a.out) / 1e6:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -281,28 +281,59 @@ def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
         pl.when(pl.col("domain").fill_null("") != "").then(pl.col("domain") + ":" + name).otherwise(name).alias("name"),
         (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"),
         pl.when(pl.col("event") == NVTX_PUSHPOP).then(pl.lit("PushPop")).otherwise(pl.lit("StartEnd")).alias("style"))
-    n = n.join(_levels(n), on="range_id", how="left", maintain_order="left")
+    n = n.with_columns(_level_column(n))
     return n.select("start_ns", "end_ns", "dur_ns", "name", "style", "pid", "tid", "level", "range_id")
 
 
 def _levels(n: pl.DataFrame) -> pl.DataFrame:
-    """Nesting depth of each push/pop range on its thread, from one sorted sweep of start/end events.
+    """(range_id, level) of each push/pop range of ``n`` (see :func:`_level_column`)."""
+    lv = _level_column(n)
+    return n.select("range_id", lv.alias("level")).filter(pl.col("level").is_not_null())
+
+
+def _level_column(n: pl.DataFrame) -> pl.Series:
+    """Nesting depth of each push/pop range on its thread (null for the other rows), as one sorted sweep
+    of start/end events would give it.
 
     At one time stamp, ends come before starts (a range that ends when the next begins does not
-    contain it), starts of longer ranges before shorter ones, and a zero-length range ends last.
+    contain it), starts of longer ranges before shorter ones, and a zero-length range ends last. A
+    range's depth is then the starts before it on its thread less the ends before it: its rank among
+    the starts ordered by (thread, start, longest first) less the ends whose (thread, end, order) key
+    is below its start's, one binary search each (560 k ranges: ~0.05 s; a sort of the 1.1 M events
+    and a join back by range id: 0.16 s). Exactly tied ranges (same thread, start and end) are
+    ranked in their row order.
     """
-    pp = n.filter((pl.col("event") == NVTX_PUSHPOP) & pl.col("end_ns").is_not_null()
-                  & (pl.col("end_ns") >= pl.col("start_ns")))
+    pp = n.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_r"), "gtid", "start_ns", "end_ns", "event").filter(
+        (pl.col("event") == NVTX_PUSHPOP) & pl.col("end_ns").is_not_null() & (pl.col("end_ns") >= pl.col("start_ns")))
+    out = pl.repeat(None, n.height, dtype=pl.Int64, eager=True).alias("level")
     if pp.height == 0:
-        return pl.DataFrame(schema={"range_id": pl.Int64, "level": pl.Int64})
+        return out
+    t0, t1 = pp["start_ns"].min(), pp["end_ns"].max()
+    g = pp["gtid"].rank("dense").fill_null(0).cast(pl.Int64)
+    span = 3 * (t1 - t0) + 3
+    if (int(g.max()) + 1) * span >= 2 ** 62:   # keys would overflow: the sweep itself
+        return _level_sweep(n, pp)
+    base = g * span
+    # starts at 3t + 1; ends at 3t, or 3t + 2 for a zero-length range (it ends after the starts at t)
+    q = base + 3 * (pp["start_ns"] - t0) + 1
+    ends = (base + 3 * (pp["end_ns"] - t0) + (pp["end_ns"] == pp["start_ns"]).cast(pl.Int64) * 2).sort()
+    order = pl.DataFrame({"q": q, "ne": -pp["end_ns"]}).with_row_index("i").sort(["q", "ne"], maintain_order=True)["i"]
+    rank = pl.Series(dtype=pl.Int64).extend_constant(0, pp.height).scatter(order, pl.int_range(pp.height, eager=True))
+    level = rank - ends.search_sorted(q, side="left").cast(pl.Int64)
+    return out.scatter(pp["_r"], level)
+
+
+def _level_sweep(n: pl.DataFrame, pp: pl.DataFrame) -> pl.Series:
+    """:func:`_level_column` as a sort of every start and end event (times too far apart for one key)."""
+    pp = pp.with_columns(pl.col("_r").alias("range_id"))
     starts = pp.select("range_id", "gtid", pl.col("start_ns").alias("t"), pl.lit(1).alias("order"),
                        (-pl.col("end_ns")).alias("tie"), pl.lit(1).alias("step"))
     ends = pp.select("range_id", "gtid", pl.col("end_ns").alias("t"),
                      pl.when(pl.col("end_ns") == pl.col("start_ns")).then(2).otherwise(0).alias("order"),
                      pl.lit(0, pl.Int64).alias("tie"), pl.lit(-1).alias("step"))
-    ev = pl.concat([starts, ends]).sort(["gtid", "t", "order", "tie"])
-    ev = ev.with_columns(pl.col("step").cum_sum().over("gtid").alias("depth"))
-    return ev.filter(pl.col("step") == 1).select("range_id", (pl.col("depth") - 1).cast(pl.Int64).alias("level"))
+    ev = pl.concat([starts, ends]).sort(["gtid", "t", "order", "tie"], maintain_order=True)
+    ev = ev.with_columns(pl.col("step").cum_sum().over("gtid").alias("depth")).filter(pl.col("step") == 1)
+    return pl.repeat(None, n.height, dtype=pl.Int64, eager=True).alias("level").scatter(ev["range_id"], (ev["depth"] - 1).cast(pl.Int64))
 
 
 # ------------------------------------------------------------------------------------------- OSRT
