@@ -195,9 +195,11 @@ def allowed_severity(gain: float | None, params: dict) -> str:
     return best
 
 
-def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: dict, inputs: set[str],
+def resolve(findings: list, rules: dict[str, Rule], run: dict, kernels: dict, inputs: set[str],
             params_of=None, lang: str = "en", replay=None) -> Resolution:
-    """``params_of``: rule id -> its parameter values (``RuleSet.params``; a rule it lacks has its
+    """``findings``: the engine's (``model.Finding``; plain dicts of the same keys work too), completed
+    in place: subject, cause, supporting, rule_severity, subject_share_pct, the gain's basis, range and cap.
+    ``params_of``: rule id -> its parameter values (``RuleSet.params``; a rule it lacks has its
     defaults). ``replay``: names of transformations -> their gain replayed together (facts/replay.py),
     when the iteration could be replayed: the total of the findings then comes from it, never from a sum."""
     params_of = params_of if params_of is not None else {}
