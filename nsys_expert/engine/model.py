@@ -100,8 +100,9 @@ class Finding:
     completed by ``resolve`` (the fields after ``references``), turned into the JSON contract's dict by
     the report (``report.finding_json``) and nowhere else. A finding holds these fields and no others:
     ``f["x"] = ...`` of a name not declared here is an error, so no stage adds a key the type does not
-    name. It still reads as a mapping (``f["rule"]``, ``f.get``) for ``resolve``, which also takes the
-    plain dicts of its tests; an optional field that is ``None`` reads as absent (``get`` gives its default).
+    name. ``resolve`` reads and writes the fields; the finding also reads as a mapping (``f["rule"]``,
+    ``f.get``) for code that takes a finding or the report's dict of it (``critical.side``), the rule
+    cases and tests; an optional field that is ``None`` reads as absent (``get`` gives its default).
     ``evidence`` and ``supporting`` stay lists of dicts (the JSON contract's shape)."""
     rule: str
     category: str
@@ -125,7 +126,7 @@ class Finding:
     estimated_gain_range_pct: list | None = None
     gain_capped_by: str | None = None
 
-    # the mapping view (C-level: resolve reads and writes findings in its hottest loops)
+    # the mapping view, C-level (a Python method took 3x a dict's time)
     __getitem__ = object.__getattribute__
     __setitem__ = object.__setattr__
 
