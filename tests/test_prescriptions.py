@@ -103,3 +103,17 @@ def test_diff_puts_the_promise_beside_the_measured_gain():
     assert not rows["fp32-gemm-without-tensor-cores"]["applied"]
     assert 5 < p["measured_gain_pct"] < 20
     assert "came true" in " ".join(diff._promise_lines(p))
+
+
+def test_an_idle_finding_names_the_phase_that_holds_the_idle_time():
+    from nsys_expert import report
+    findings = [{"rule": "launch-bound", "subject": "idle"}, {"rule": "memory-bound", "subject": "kernels"}]
+    run = {"idle_top_phase": "optimizer", "idle_top_phase_names": "optimizer", "idle_top_phase_share_pct": 64.2}
+    report._phase_of_idle(findings, run)
+    assert findings[0]["phase"] == {"phase": "optimizer", "names": "optimizer", "share_pct": 64.2}
+    assert "phase" not in findings[1]
+    quiet = [{"rule": "launch-bound", "subject": "idle"}]
+    report._phase_of_idle(quiet, dict(run, idle_top_phase_share_pct=11.5))   # HTA DDP V100: no phase holds most
+    assert "phase" not in quiet[0]
+    doc = _doc("kineto_hta_ddp_v100")
+    assert doc["facts"]["idle_top_phase"] == "optimizer"

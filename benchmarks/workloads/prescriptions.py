@@ -50,7 +50,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pairs import Batches, _hooks, step_begin, step_end  # noqa: E402
+from pairs import Batches, kineto, step_begin, step_end  # noqa: E402  (kineto: the same Chrome-trace schedule)
 
 dev = torch.device("cuda")
 nvtx = torch.cuda.nvtx
@@ -401,17 +401,6 @@ BASE = [optimizer, resnet_layout, d2h_metric, checkpoint, loader_between, hf_lla
 SINGLE = [checkpoint_rare, infer_nonvtx, decode_generate, llama_autograd, multistream]
 WORKLOADS = {**{f.__name__: (f, False) for f in BASE}, **{f"{f.__name__}_fixed": (f, True) for f in BASE},
              **{f.__name__: (f, False) for f in SINGLE}}
-
-
-def kineto(fn, fixed):
-    from torch.profiler import ProfilerActivity, profile, schedule
-    out = os.environ.get("KINETO_OUT", "/tmp/trace.pt.trace.json")
-    prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                   schedule=schedule(wait=2, warmup=2, active=6, repeat=1), record_shapes=True,
-                   on_trace_ready=lambda p: p.export_chrome_trace(out))
-    _hooks["step_end"] = prof.step
-    with prof:
-        fn(fixed=fixed)
 
 
 if __name__ == "__main__":

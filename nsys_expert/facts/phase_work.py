@@ -42,6 +42,9 @@ FACTS = [
     fact("optimizer_phase_fused_kernel_share_pct", "%", "share of the optimizer ranges' kernel time in multi-tensor or fused optimizer kernels (multi_tensor_apply, fused_adam): near 100 the optimizer is fused already", _PW),
     fact("optimizer_phase_names", "", "the NVTX range names taken as the optimizer phase", _PW),
     fact("optimizer_fused_gain_pct", "%", "gain of a fused optimizer: the optimizer ranges' wall time per iteration minus 0.35 of their kernels' GPU time, as a share of the iteration", _PW),
+    fact("idle_top_phase", "", "the NVTX phase nested in the steps (optimizer, forward, backward, data, ...) that holds most of the GPU's idle time", _PW),
+    fact("idle_top_phase_names", "", "the NVTX range names of that phase", _PW),
+    fact("idle_top_phase_share_pct", "%", "share of the GPU's idle time in the window that lies in that phase", _PW),
     fact("between_steps_share_pct", "%", "share of the window between the NVTX step ranges (outside every iteration range)", _PW),
     fact("between_steps_ms_per_iter", "ms", "median time from the end of one step range to the start of the next", _PW),
     fact("between_steps_gpu_idle_pct", "%", "GPU idle time between the step ranges, as a share of the window", _PW),
@@ -135,10 +138,36 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
         row = {"phase": phase, "names": ", ".join(sorted(str(n) for n, p in phase_of.items() if p == phase))[:120],
                "ms_per_iter": wall / n_it / 1e6, "share_pct": pct(wall, wlen), "kernels_per_iter": k.height / n_it,
                "gpu_busy_pct": min(100.0, pct(busy, wall) or 0.0), "d2h_mb_per_iter": float(d2h["bytes"].fill_null(0).sum()) / 1e6 / n_it}
+        row["gpu_idle_ms_per_iter"] = max(0.0, wall - _busy_in(fs, cover, win)) / n_it / 1e6
         out.append(row)
         if phase == "optimizer":
             _optimizer(fs, row, k, busy, wall, n_it, steps, src)
+    _idle_top(fs, out, n_it, src)
     return out
+
+
+def _busy_in(fs, cover: pl.DataFrame, win) -> float:
+    """GPU busy time (the first device's union) inside the merged intervals ``cover``."""
+    busy = fs.tables.get("_busy")
+    if cover.height == 0 or not isinstance(busy, dict) or not busy:
+        return 0.0
+    dev = busy[sorted(busy)[0]]
+    if dev.height == 0:
+        return 0.0
+    return float(intervals.total(intervals.common([dev.select("s", "e"), cover.select("s", "e")], win.start_ns, win.end_ns)))
+
+
+def _idle_top(fs, rows: list[dict], n_it: int, src: str) -> None:
+    """The phase that holds most of the GPU's idle time: where a class finding's time lies."""
+    idle_all = (fs.run.get("gpu_idle_pct") or 0.0) / 100.0 * fs.window.length_ns / n_it / 1e6 if fs.window else 0.0
+    if not rows or idle_all <= 0:
+        return
+    top = max(rows, key=lambda r: r["gpu_idle_ms_per_iter"])
+    if top["gpu_idle_ms_per_iter"] <= 0:
+        return
+    fs.put("idle_top_phase", top["phase"], src)
+    fs.put("idle_top_phase_names", top["names"], src)
+    fs.put("idle_top_phase_share_pct", min(100.0, 100.0 * top["gpu_idle_ms_per_iter"] / idle_all), src)
 
 
 def _optimizer(fs, row: dict, k: pl.DataFrame, busy: float, wall: float, n_it: int, steps: pl.DataFrame, src: str) -> None:

@@ -75,6 +75,21 @@ def finding_json(f: Finding, rank: int) -> dict:
             "cause": f.cause, "supporting": f.supporting}
 
 
+PHASE_MIN_SHARE_PCT = 30.0
+
+
+def _phase_of_idle(findings: list[dict], run: dict) -> None:
+    """A finding about the GPU's idle time says which NVTX phase of the step holds most of it (issue 46):
+    ``phase`` = {phase, names, share_pct} where one phase holds 30 % of the idle time or more."""
+    share = run.get("idle_top_phase_share_pct")
+    if not isinstance(share, (int, float)) or share < PHASE_MIN_SHARE_PCT:
+        return
+    for f in findings:
+        if f.get("subject") == "idle":
+            f["phase"] = {"phase": run.get("idle_top_phase"), "names": run.get("idle_top_phase_names"),
+                          "share_pct": round(float(share), 1)}
+
+
 def _window(fs: FactSet) -> dict:
     return fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
 
@@ -111,6 +126,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
     ``settings``: what the run was asked beyond the defaults (``NO_SETTINGS``'s keys: the settings file
     read, extra rule packs, ``--select`` / ``--ignore``, the parameters changed from their defaults)."""
     ordered = _ordered(evaluation.findings)
+    _phase_of_idle(ordered, fs.run)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
     doc = {
         "schema_version": SCHEMA_VERSION,
