@@ -43,3 +43,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not (SHARED / "cases").is_dir():
         terminalreporter.write_line(f"     the real shared profiles are read from {SHARED}: put the shared folder "
                                     "there to run those tests")
+
+
+def finding(**fields):
+    """An ``engine.model.Finding`` with placeholder values for the fields a test leaves out."""
+    from nsys_expert.engine.model import Finding
+
+    base = {"rule": "r", "category": "gpu-idle", "severity": "medium", "title": "t", "message": "m", "evidence": [],
+            "advice": None, "estimated_gain_pct": None, "confidence": "measured", "scope": {}, "pack": "builtin",
+            "references": []}
+    return Finding(**(base | fields))

@@ -11,7 +11,7 @@ from nsys_expert import pipeline
 from nsys_expert.errors import InputError
 from nsys_expert.report import verdict
 
-from conftest import FIXTURES, SHARED, needs_shared
+from conftest import FIXTURES, SHARED, finding, needs_shared
 
 CASES = SHARED / "cases"
 CONSOLE = ("stats_default.txt", "stats_column.txt")
@@ -132,11 +132,11 @@ def test_pinned_copies_without_a_replay_promise_no_more_than_overlap_and_pinning
     pageable copies' time."""
     from nsys_expert.engine import critical
 
-    f = {"subject": "copies", "gain_basis": "estimated"}
+    f = finding(subject="copies", gain_basis="estimated")
     run = {"kernel_active_pct": 1.2, "memcpy_active_pct": 95.2, "memcpy_pageable_share_pct": 0.0}
     assert critical.finding_cap(f, run, lambda a, b: False) == (pytest.approx(1.2), "copies")
     assert critical.copies_cap(f, dict(run, memcpy_pageable_share_pct=100.0)) == pytest.approx(96.4)
-    assert critical.copies_cap(dict(f, gain_basis="replayed"), run) is None
+    assert critical.copies_cap(finding(subject="copies", gain_basis="replayed"), run) is None
 
 
 def test_total_recoverable_within_the_critical_path():

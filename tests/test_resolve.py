@@ -8,6 +8,8 @@ from nsys_expert.engine.rules import load_packs
 from nsys_expert.errors import RuleError
 from nsys_expert.facts import FactSet
 
+from conftest import finding
+
 PACK = """\
 name: t
 version: "1"
@@ -88,8 +90,8 @@ def test_overlap_and_union():
     assert resolve.overlap(50, [60]) == 50
     assert resolve.overlap(0, [5]) == 0
     assert resolve.within("kernel:x", "busy") and resolve.within("copies", "run") and not resolve.within("idle", "busy")
-    fs = [{"subject": "idle", "estimated_gain_pct": 60.0}, {"subject": "kernel:k", "estimated_gain_pct": 30.0},
-          {"subject": "kernels", "estimated_gain_pct": 30.0}]
+    fs = [finding(subject="idle", estimated_gain_pct=60.0), finding(subject="kernel:k", estimated_gain_pct=30.0),
+          finding(subject="kernels", estimated_gain_pct=30.0)]
     rec = resolve.recoverable(fs, {"gpu_idle_pct": 60.0, "gpu_active_pct": 40.0, "kernel_active_pct": 40.0},
                               {"k": {"time_share_pct": 100.0}})
     # kernels: its own 30 overlaps the kernel's 30 within 40: 40 x (1 - 0.25 x 0.25) = 37.5; + idle 60 = 97.5

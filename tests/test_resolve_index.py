@@ -1,6 +1,7 @@
 """engine/resolve.py finds related findings through an index (issue 34): the same resolution as a
 straightforward all-pairs scan, on random finding sets over the built-in rules, and no all-pairs scan."""
 import copy
+import dataclasses
 import json
 import random
 
@@ -11,6 +12,7 @@ from nsys_expert.engine import resolve
 from nsys_expert.engine.rules import SEVERITIES, load_packs
 from nsys_expert.facts import FactSet
 
+from conftest import finding
 from test_resolve import KW, RUN, _pack, _rule
 
 
@@ -45,11 +47,10 @@ def _random_case(rng: random.Random, rules: dict):
     for rid in rng.sample(ids, rng.randint(1, len(ids))):
         r = rules[rid]
         for n in (rng.sample(names, rng.randint(1, len(names))) if r.scope == "kernel" else [None]):
-            findings.append({"rule": rid, "category": r.category, "severity": rng.choice(SEVERITIES[1:]),
-                             "title": f"{rid} {n}", "message": "m", "evidence": [{"fact": "x", "value": rng.random()}],
-                             "advice": None, "confidence": "measured",
-                             "estimated_gain_pct": rng.choice([None, round(rng.uniform(0, 50), 1)]),
-                             "scope": {"kernel": n} if n else {}, "pack": r.pack, "references": []})
+            findings.append(finding(rule=rid, category=r.category, severity=rng.choice(SEVERITIES[1:]),
+                                    title=f"{rid} {n}", evidence=[{"fact": "x", "value": rng.random()}],
+                                    estimated_gain_pct=rng.choice([None, round(rng.uniform(0, 50), 1)]),
+                                    scope={"kernel": n} if n else {}, pack=r.pack))
     rng.shuffle(findings)
     return findings, run, list(kernels.values())
 
@@ -57,7 +58,8 @@ def _random_case(rng: random.Random, rules: dict):
 def _resolved(findings, rules, run, kernels, alive_cls, monkeypatch):
     monkeypatch.setattr(resolve, "_Alive", alive_cls)
     res = resolve.resolve(copy.deepcopy(findings), rules, run, kernels, {"gpu_trace", "ncu"})
-    return json.dumps([res.findings, res.recoverable, res.notes, res.too_little_work], sort_keys=True)
+    return json.dumps([[dataclasses.asdict(f) for f in res.findings], res.recoverable, res.notes, res.too_little_work],
+                      sort_keys=True)
 
 
 @pytest.mark.parametrize("seed", range(40))

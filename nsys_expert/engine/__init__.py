@@ -15,16 +15,17 @@ from ..facts import FactSet, registry
 from . import compiler
 from . import conditions, resolve
 from . import missing as missing_mod
+from .model import Finding
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
 from .ruleset import RuleSet, parse_overrides, select_rules
 from .texts import _finding_texts, _render, lang_text  # noqa: F401 - lang_text: engine.lang_text
 
-__all__ = ["evaluate", "Evaluation", "load_packs", "Rule", "Pack", "RuleSet", "select_rules", "parse_overrides"]
+__all__ = ["evaluate", "Evaluation", "Finding", "load_packs", "Rule", "Pack", "RuleSet", "select_rules", "parse_overrides"]
 
 
 @dataclass
 class Evaluation:
-    findings: list[dict] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)   # engine/model.py; the report makes their JSON
     not_evaluated: list[dict] = field(default_factory=list)
     evaluated: list[str] = field(default_factory=list)
     recoverable: dict = field(default_factory=dict)     # resolve.recoverable: the union of the gains
@@ -255,18 +256,11 @@ def _findings(rs: RuleSet, g: _Group, names: dict, fired: list[tuple[str, int]])
             tries[rid][0] += 1
             tries[rid][1] += len(memo) > before
         bases_used.add(rid)
-        finding = {
-            "rule": rid, "category": rule.category, "severity": hits[(rid, at)],
-            "title": title,
-            "message": message,
-            "evidence": evidence,
-            "advice": None,      # rendered below, for the findings that remain after resolution
-            "estimated_gain_pct": estimate,
-            "confidence": _confidence(positive, fs, bound),
-            "scope": {"kernel": bound.get("name")} if rule.scope == "kernel" else {},
-            "pack": rule.pack,
-            "references": rule.references,
-        }
+        # positional, in Finding's field order: by keyword it took 8x as long (2.5 us a finding, 20,000 kernel findings)
+        finding = Finding(rid, rule.category, hits[(rid, at)], title, message, evidence,
+                          None,      # advice: rendered below, for the findings that remain after resolution
+                          estimate, _confidence(positive, fs, bound),
+                          {"kernel": bound.get("name")} if rule.scope == "kernel" else {}, rule.pack, rule.references)
         ev.findings.append(finding)
         # what its advice needs, if it survives resolution: not ``ctx`` (a few hundred names per finding, kept
         # for every finding, was over a gigabyte at 100,000 kernel facts), made again for the survivors
@@ -277,14 +271,14 @@ def _findings(rs: RuleSet, g: _Group, names: dict, fired: list[tuple[str, int]])
         return
     per_rule: dict[str, int] = {}
     for f in ev.findings:
-        per_rule[f["rule"]] = per_rule.get(f["rule"], 0) + 1
+        per_rule[f.rule] = per_rule.get(f.rule, 0) + 1
     tests: dict[str, list] = {}       # a rule's advice conditions, compiled once per evaluation
     for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
         rule, bound, params = pending[id(f)]
         base = bases[rule.id]
         ctx = {**base, "kernel": bound, **bound} if rule.scope == "kernel" else base
-        pays = _memo_pays(tries.get(f["rule"], [0, 0]))
-        f["advice"] = _advice(rule, ctx, lang, tables, params, memo if per_rule[f["rule"]] > 1 and pays else None,
+        pays = _memo_pays(tries.get(f.rule, [0, 0]))
+        f.advice = _advice(rule, ctx, lang, tables, params, memo if per_rule[f.rule] > 1 and pays else None,
                               tests)
 
 

@@ -60,16 +60,16 @@ def run_case(rule: Rule, case: dict, overrides: dict | None = None) -> CaseResul
     for i, k in enumerate(fs.kernels):
         k.setdefault("name", f"kernel{i}")
     ev = evaluate(RuleSet.of([rule], {rule.id: case.get("params", {}), **(overrides or {})}), fs, set(registry.INPUTS))
-    hits = [f for f in ev.findings if f["rule"] == rule.id]
+    hits = [f for f in ev.findings if f.rule == rule.id]
     name = case.get("name", "?")
     if ev.not_evaluated:
         return CaseResult(rule.id, name, False, "not evaluated: " + "; ".join(ev.not_evaluated[0]["missing"]))
     if case["expect"] == "quiet":
-        return CaseResult(rule.id, name, not hits, "stayed quiet" if not hits else f"fired ({hits[0]['severity']})")
+        return CaseResult(rule.id, name, not hits, "stayed quiet" if not hits else f"fired ({hits[0].severity})")
     if not hits:
         return CaseResult(rule.id, name, False, "expected to fire, stayed quiet")
     want = case.get("severity")
-    sev = hits[0].get("rule_severity", hits[0]["severity"])   # the rule's level; the cap by gain is resolve's
+    sev = hits[0].rule_severity or hits[0].severity   # the rule's level; the cap by gain is resolve's
     if want and want != sev:
         return CaseResult(rule.id, name, False, f"fired with severity {sev}, expected {want}")
     return CaseResult(rule.id, name, True, f"fired ({sev})")

@@ -16,6 +16,8 @@ with its ncu CSVs: 10 % syncs + 9.3 % TF32 were 19.3 % while the host is 85 % of
 """
 from __future__ import annotations
 
+from .model import Finding
+
 HOST_SIDE = ("launch-bound", "host-bound", "data-io-bound", "allocator")
 OVERLAP = ("sync-bound",)
 
@@ -28,22 +30,24 @@ def path(run: dict) -> tuple[float, float] | None:
     return float(h), float(g)
 
 
-def side(f: dict, within) -> str:
-    """``host``, ``gpu`` or ``overlap``: which side of the critical path the finding's fix shortens."""
-    if f.get("category") in HOST_SIDE:
+def side(f: Finding | dict, within) -> str:
+    """``host``, ``gpu`` or ``overlap``: which side of the critical path the finding's fix shortens. ``f``:
+    a finding, or its JSON dict (report/verdict.py reads the report's findings): read as a mapping."""
+    category, subject = f.get("category"), f.get("subject") or "run"
+    if category in HOST_SIDE:
         return "host"
-    if f.get("category") in OVERLAP:
+    if category in OVERLAP:
         return "overlap"
-    if (f.get("subject") or "run") == "run":
+    if subject == "run":
         return "both"
-    return "gpu" if within(f.get("subject") or "run", "busy") else "host"
+    return "gpu" if within(subject, "busy") else "host"
 
 
-def copies_cap(f: dict, run: dict) -> float | None:
+def copies_cap(f: Finding, run: dict) -> float | None:
     """Without a replay, what a fix of host-device copies can win: hiding them under compute wins at most
     the kernels' time, pinning at most the pageable copies' time (memcpy_bound_fixed's CSVs: pinned
     copies at ~52 GB/s beside 1.2 % of kernels claimed 66.6 %; its SQLite's replay says 1.2 %)."""
-    if f.get("subject") != "copies" or f.get("gain_basis") == "replayed":
+    if f.subject != "copies" or f.gain_basis == "replayed":
         return None
     kern, copies, pageable = (run.get(k) for k in ("kernel_active_pct", "memcpy_active_pct", "memcpy_pageable_share_pct"))
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (kern, copies, pageable)):
@@ -51,11 +55,11 @@ def copies_cap(f: dict, run: dict) -> float | None:
     return max(0.0, float(kern) + float(copies) * float(pageable) / 100.0)
 
 
-def finding_cap(f: dict, run: dict, within) -> tuple[float, str] | None:
+def finding_cap(f: Finding, run: dict, within) -> tuple[float, str] | None:
     """The most the finding's fix can win back (% of the window) and what bounds it (``critical_path``
     or ``copies``), or None when nothing does."""
     p = path(run)
-    if p is None or f.get("gain_basis") == "replayed":
+    if p is None or f.gain_basis == "replayed":
         c = copies_cap(f, run)
         return None if c is None else (c, "copies")
     host, gpu = p
@@ -65,10 +69,10 @@ def finding_cap(f: dict, run: dict, within) -> tuple[float, str] | None:
     return max(0.0, 100.0 - (gpu if s == "host" else host if s == "gpu" else max(host, gpu))), "critical_path"
 
 
-def total_cap(findings: list[dict], run: dict, within) -> dict | None:
+def total_cap(findings: list[Finding], run: dict, within) -> dict | None:
     """The bound on the total recoverable time: which side no finding shortens, and its share."""
     p = path(run)
-    gaining = [f for f in findings if f.get("estimated_gain_pct")]
+    gaining = [f for f in findings if f.estimated_gain_pct]
     if p is None or not gaining:
         return None
     host, gpu = p

@@ -92,3 +92,54 @@ def walk_conditions(cond: dict):
             yield from walk_conditions(c)
     if "not" in cond:
         yield from walk_conditions(cond["not"])
+
+
+@dataclass(slots=True)
+class Finding:
+    """What a rule's firing says about a run (issue 49, item 1): made by the engine (``evaluate``),
+    completed by ``resolve`` (the fields after ``references``), turned into the JSON contract's dict by
+    the report (``report.finding_json``) and nowhere else. A finding holds these fields and no others:
+    ``f["x"] = ...`` of a name not declared here is an error, so no stage adds a key the type does not
+    name. ``resolve`` reads and writes the fields; the finding also reads as a mapping (``f["rule"]``,
+    ``f.get``) for code that takes a finding or the report's dict of it (``critical.side``), the rule
+    cases and tests; an optional field that is ``None`` reads as absent (``get`` gives its default).
+    ``evidence`` and ``supporting`` stay lists of dicts (the JSON contract's shape)."""
+    rule: str
+    category: str
+    severity: str                      # after resolve: capped by the gain (``rule_severity`` keeps the rule's own)
+    title: str
+    message: str
+    evidence: list                     # [{fact, value, threshold, op, unit, source}]
+    advice: list | None                # rendered for the findings that remain after resolution
+    estimated_gain_pct: float | None
+    confidence: str                    # measured, or likely (a summary-tier fact)
+    scope: dict                        # {"kernel": name} for a kernel rule, else {}
+    pack: str
+    references: list
+    # set by resolve
+    subject: str | None = None         # run, kernels, kernel:<name>, ...
+    cause: str | None = None
+    supporting: list = field(default_factory=list)     # [{rule, relation, because, title, ...}]
+    rule_severity: str | None = None
+    subject_share_pct: float | None = None
+    gain_basis: str | None = None      # replayed, summary, estimated
+    estimated_gain_range_pct: list | None = None
+    gain_capped_by: str | None = None
+
+    # the mapping view, C-level (a Python method took 3x a dict's time)
+    __getitem__ = object.__getattribute__
+    __setitem__ = object.__setattr__
+
+    def get(self, key: str, default=None):
+        v = getattr(self, key, None)
+        return default if v is None else v
+
+    def setdefault(self, key: str, default=None):
+        v = getattr(self, key)
+        if v is None:
+            setattr(self, key, default)
+            return default
+        return v
+
+    def __contains__(self, key: str) -> bool:
+        return getattr(self, key, None) is not None

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import conditions, critical
+from .model import Finding
 from .relations import supersede_depth
 from .rules import SEVERITIES, Rule
 
@@ -34,7 +35,7 @@ SHARE_FACT = {"idle": "gpu_idle_pct", "busy": "gpu_active_pct", "kernels": "kern
 
 @dataclass
 class Resolution:
-    findings: list[dict]
+    findings: list[Finding]
     recoverable: dict
     notes: list[str] = field(default_factory=list)
     too_little_work: dict | None = None
@@ -106,16 +107,16 @@ class _Alive:
             k = id(f)
             d[k] = f
             pos[k] = i
-            r = f["rule"]
+            r = f.rule
             mine = by_rule.get(r)
             if mine is None:
                 mine = by_rule[r] = {}
                 by_subject[r] = {}
             mine[k] = f
             subjects = by_subject[r]
-            bucket = subjects.get(f["subject"])
+            bucket = subjects.get(f.subject)
             if bucket is None:
-                bucket = subjects[f["subject"]] = {}
+                bucket = subjects[f.subject] = {}
             bucket[k] = f
         self._d, self._pos, self._by_rule, self._by_subject = d, pos, by_rule, by_subject
 
@@ -130,19 +131,19 @@ class _Alive:
 
     def remove(self, f) -> None:
         del self._d[id(f)]
-        del self._by_rule[f["rule"]][id(f)]
+        del self._by_rule[f.rule][id(f)]
         self._unfile(f)
 
     def _unfile(self, f) -> None:
-        bucket = self._by_subject[f["rule"]][f["subject"]]
+        bucket = self._by_subject[f.rule][f.subject]
         del bucket[id(f)]
         if not bucket:
-            del self._by_subject[f["rule"]][f["subject"]]
+            del self._by_subject[f.rule][f.subject]
 
     def set_subject(self, f, subject: str) -> None:
         self._unfile(f)
-        f["subject"] = subject
-        self._by_subject[f["rule"]].setdefault(subject, {})[id(f)] = f
+        f.subject = subject
+        self._by_subject[f.rule].setdefault(subject, {})[id(f)] = f
 
     def of_rule(self, rid: str) -> list[dict]:
         """The live findings of rule ``rid``, in order."""
@@ -168,9 +169,9 @@ class _Alive:
         return sorted(found, key=lambda f: pos[id(f)])
 
 
-def _brief(f: dict, relation: str, because: str | None) -> dict:
-    return {"rule": f["rule"], "relation": relation, "because": because, "title": f["title"], "message": f["message"],
-            "scope": f["scope"], "estimated_gain_pct": f["estimated_gain_pct"], "evidence": f["evidence"]}
+def _brief(f: Finding, relation: str, because: str | None) -> dict:
+    return {"rule": f.rule, "relation": relation, "because": because, "title": f.title, "message": f.message,
+            "scope": f.scope, "estimated_gain_pct": f.estimated_gain_pct, "evidence": f.evidence}
 
 
 def _text(t: dict | None, lang: str) -> str | None:
@@ -195,9 +196,11 @@ def allowed_severity(gain: float | None, params: dict) -> str:
     return best
 
 
-def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: dict, inputs: set[str],
+def resolve(findings: list[Finding], rules: dict[str, Rule], run: dict, kernels: dict, inputs: set[str],
             params_of=None, lang: str = "en", replay=None) -> Resolution:
-    """``params_of``: rule id -> its parameter values (``RuleSet.params``; a rule it lacks has its
+    """``findings``: the engine's (``model.Finding``), completed in place: subject, cause, supporting,
+    rule_severity, subject_share_pct, the gain's basis, range and cap.
+    ``params_of``: rule id -> its parameter values (``RuleSet.params``; a rule it lacks has its
     defaults). ``replay``: names of transformations -> their gain replayed together (facts/replay.py),
     when the iteration could be replayed: the total of the findings then comes from it, never from a sum."""
     params_of = params_of if params_of is not None else {}
@@ -213,10 +216,9 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
         return p
 
     for f in findings:
-        r = rules[f["rule"]]
-        f["subject"] = "kernel:" + str(f["scope"].get("kernel")) if r.subject == "kernel" else r.subject
-        f["cause"] = r.cause
-        f.setdefault("supporting", [])
+        r = rules[f.rule]
+        f.subject = "kernel:" + str(f.scope.get("kernel")) if r.subject == "kernel" else r.subject
+        f.cause = r.cause
     alive = _Alive(findings)
 
     ctx_of: dict[int, dict] = {}      # a finding's names for relation conditions, made once (read only)
@@ -224,15 +226,15 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
     def ctx(f):
         c = ctx_of.get(id(f))
         if c is None:
-            r = rules[f["rule"]]
-            k = kernels.get(f["scope"].get("kernel")) or {} if r.scope == "kernel" else {}
+            r = rules[f.rule]
+            k = kernels.get(f.scope.get("kernel")) or {} if r.scope == "kernel" else {}
             c = ctx_of[id(f)] = {**run, **params(r), **k}
         return c
 
     def related(a: dict, rel: dict):
         """The live findings of the related rule about an overlapping subject (one within the other)."""
-        r = rules[a["rule"]]
-        for f in alive.overlapping(rel["rule"], a["subject"]):
+        r = rules[a.rule]
+        for f in alive.overlapping(rel["rule"], a.subject):
             if f is a:
                 continue
             # (no condition holds: the finding's names are not gathered for nothing)
@@ -243,59 +245,59 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
     for a in list(alive):
         if a not in alive:
             continue
-        for rel in rules[a["rule"]].refutes:
+        for rel in rules[a.rule].refutes:
             for f in list(related(a, rel)):
                 alive.remove(f)
-                a["supporting"] += [_brief(f, "refuted", _text(rel["because"], lang))] + f["supporting"]
+                a.supporting += [_brief(f, "refuted", _text(rel["because"], lang))] + f.supporting
     # 2. one finding for the kernels a `combine: kernels` rule fired on (their gains add: different kernels)
-    for rid in dict.fromkeys(f["rule"] for f in alive):
-        group = sorted(alive.of_rule(rid), key=lambda f: -(f["estimated_gain_pct"] or 0.0))
+    for rid in dict.fromkeys(f.rule for f in alive):
+        group = sorted(alive.of_rule(rid), key=lambda f: -(f.estimated_gain_pct or 0.0))
         if rules[rid].combine != "kernels" or len(group) < 2:
             continue
         head = group[0]
         for f in group[1:]:
             alive.remove(f)
-            head["supporting"] += [_brief(f, "also", None)] + f["supporting"]
-            if f["estimated_gain_pct"] is not None:
-                head["estimated_gain_pct"] = (head["estimated_gain_pct"] or 0.0) + f["estimated_gain_pct"]
-            head["severity"] = _max_sev(head["severity"], f["severity"])
+            head.supporting += [_brief(f, "also", None)] + f.supporting
+            if f.estimated_gain_pct is not None:
+                head.estimated_gain_pct = (head.estimated_gain_pct or 0.0) + f.estimated_gain_pct
+            head.severity = _max_sev(head.severity, f.severity)
         alive.set_subject(head, "kernels")
     # 3. supersessions, deepest rules first (a folded finding has folded its own)
     depth = supersede_depth(rules)
-    for a in sorted(alive, key=lambda f: (depth.get(f["rule"], 0), -(f["estimated_gain_pct"] or 0.0))):
+    for a in sorted(alive, key=lambda f: (depth.get(f.rule, 0), -(f.estimated_gain_pct or 0.0))):
         if a not in alive:
             continue
-        for rel in rules[a["rule"]].supersedes:
-            for f in sorted(related(a, rel), key=lambda f: -(f["estimated_gain_pct"] or 0.0)):
+        for rel in rules[a.rule].supersedes:
+            for f in sorted(related(a, rel), key=lambda f: -(f.estimated_gain_pct or 0.0)):
                 alive.remove(f)
-                a["supporting"] += [_brief(f, "folded", _text(rel["because"], lang))] + f["supporting"]
-                if within(a["subject"], f["subject"]):
-                    alive.set_subject(a, f["subject"])     # the broader subject: a kernel finding that folds a run one
+                a.supporting += [_brief(f, "folded", _text(rel["because"], lang))] + f.supporting
+                if within(a.subject, f.subject):
+                    alive.set_subject(a, f.subject)     # the broader subject: a kernel finding that folds a run one
                 # a rule whose estimate replays its own advice (or, without traces, bounds it: the time the host
                 # waited in syncs) keeps it; otherwise the larger of the two gains
-                if f["estimated_gain_pct"] is not None and rules[a["rule"]].actionable and (
-                        a["estimated_gain_pct"] is None or not ((rules[a["rule"]].estimate or {}).get("replay")
-                                                                or (rules[a["rule"]].estimate or {}).get("own"))):
-                    a["estimated_gain_pct"] = max(a["estimated_gain_pct"] or 0.0, f["estimated_gain_pct"])
-                a["severity"] = _max_sev(a["severity"], f["severity"])
+                est = rules[a.rule].estimate or {}
+                if f.estimated_gain_pct is not None and rules[a.rule].actionable and (
+                        a.estimated_gain_pct is None or not (est.get("replay") or est.get("own"))):
+                    a.estimated_gain_pct = max(a.estimated_gain_pct or 0.0, f.estimated_gain_pct)
+                a.severity = _max_sev(a.severity, f.severity)
     # 4. gains within the subject's share; 5. severity from the gain
     for f in alive:
-        f["rule_severity"] = f["severity"]            # the rule's own level (its cases test this one)
-        s = share(f["subject"], run, kernels)
-        f["subject_share_pct"] = round(s, 1)
-        if f["estimated_gain_pct"] is not None:
-            f["estimated_gain_pct"] = round(min(f["estimated_gain_pct"], s), 1)
-        _gain_basis(f, rules[f["rule"]], run, s)
+        f.rule_severity = f.severity            # the rule's own level (its cases test this one)
+        s = share(f.subject, run, kernels)
+        f.subject_share_pct = round(s, 1)
+        if f.estimated_gain_pct is not None:
+            f.estimated_gain_pct = round(min(f.estimated_gain_pct, s), 1)
+        _gain_basis(f, rules[f.rule], run, s)
         bound = critical.finding_cap(f, run, within)
         cap = bound[0] if bound else None
-        if cap is not None and f["estimated_gain_pct"] is not None and f["estimated_gain_pct"] > cap:
-            f["estimated_gain_pct"], f["gain_capped_by"] = round(cap, 1), bound[1]
-            if f.get("estimated_gain_range_pct"):
-                f["estimated_gain_range_pct"] = [min(v, round(cap, 1)) for v in f["estimated_gain_range_pct"]]
-        params = rules[f["rule"]].pack_params
-        cap = allowed_severity(f["estimated_gain_pct"], params)
-        if SEVERITIES.index(f["severity"]) > SEVERITIES.index(cap):
-            f["severity"] = cap
+        if cap is not None and f.estimated_gain_pct is not None and f.estimated_gain_pct > cap:
+            f.estimated_gain_pct, f.gain_capped_by = round(cap, 1), bound[1]
+            if f.estimated_gain_range_pct:
+                f.estimated_gain_range_pct = [min(v, round(cap, 1)) for v in f.estimated_gain_range_pct]
+        params = rules[f.rule].pack_params
+        cap = allowed_severity(f.estimated_gain_pct, params)
+        if SEVERITIES.index(f.severity) > SEVERITIES.index(cap):
+            f.severity = cap
     res = Resolution(list(alive), critical.cap_total(recoverable(alive, run, kernels, rules, replay),
                                                      critical.total_cap(list(alive), run, within)))
     _guard(res, rules, run)
@@ -307,22 +309,22 @@ def resolve(findings: list[dict], rules: dict[str, Rule], run: dict, kernels: di
 SUMMARY_RANGE = (0.5, 1.5)
 
 
-def _gain_basis(f: dict, rule: Rule, run: dict, share_pct: float) -> None:
+def _gain_basis(f: Finding, rule: Rule, run: dict, share_pct: float) -> None:
     """``gain_basis``: ``replayed`` (the rule's transformation replayed on the iteration), ``summary`` (from
     summary reports: ``estimated_gain_range_pct`` is [low, high], never a point pretending precision) or
     ``estimated`` (a rule's factor over measured trace facts)."""
-    g = f["estimated_gain_pct"]
+    g = f.estimated_gain_pct
     if g is None:
         return
     t = (rule.estimate or {}).get("replay")
     if t and isinstance(run.get(f"replay_gain_{t}_pct"), (int, float)):
-        f["gain_basis"] = "replayed"
-    elif f.get("confidence") == "likely":
-        f["gain_basis"] = "summary"
+        f.gain_basis = "replayed"
+    elif f.confidence == "likely":
+        f.gain_basis = "summary"
         lo, hi = SUMMARY_RANGE
-        f["estimated_gain_range_pct"] = [round(g * lo, 1), round(min(share_pct, 100.0, g * hi), 1)]
+        f.estimated_gain_range_pct = [round(g * lo, 1), round(min(share_pct, 100.0, g * hi), 1)]
     else:
-        f["gain_basis"] = "estimated"
+        f.gain_basis = "estimated"
 
 
 def _guard(res: Resolution, rules: dict[str, Rule], run: dict) -> None:
@@ -344,22 +346,22 @@ def _guard(res: Resolution, rules: dict[str, Rule], run: dict) -> None:
     res.notes.append(f"only {busy_ms:.3g} ms of GPU work {where} (less than {limit:g} ms): too "
                      "little to judge the run; findings are capped at low severity; profile more steps")
     for f in res.findings:
-        if SEVERITIES.index(f["severity"]) > SEVERITIES.index("low"):
-            f["severity"] = "low"
+        if SEVERITIES.index(f.severity) > SEVERITIES.index("low"):
+            f.severity = "low"
 
 
-def recoverable(findings: list[dict], run: dict, kernels: dict, rules: dict[str, Rule] | None = None,
+def recoverable(findings: list[Finding], run: dict, kernels: dict, rules: dict[str, Rule] | None = None,
                 replay=None) -> dict:
     """The union of the findings' gains: per subject as overlapping, subjects of one parent added (at most
     the parent's share), up the tree to the run (at most 100 %). When every finding with a gain names
     its transformation (``estimate.replay``) and the iteration was replayed, the total is those
     transformations replayed together (``basis: replayed``)."""
-    gaining = [f for f in findings if f["estimated_gain_pct"]]
+    gaining = [f for f in findings if f.estimated_gain_pct]
     rules = rules or {}
-    names = [(rules[f["rule"]].estimate or {}).get("replay") if f.get("rule") in rules else None for f in gaining]
+    names = [(rules[f.rule].estimate or {}).get("replay") if f.rule in rules else None for f in gaining]
     if replay is not None and gaining and all(names):
         out = _union(findings, run, kernels)
-        gains = [f["estimated_gain_pct"] for f in gaining]
+        gains = [f.estimated_gain_pct for f in gaining]
         # between the largest gain and their sum: fixes replayed together may overlap, never more than add
         total = min(100.0, sum(gains), max(max(gains), replay(names)))
         out.update(total_pct=round(total, 1), basis="replayed", replayed=sorted(set(names)))
@@ -367,7 +369,7 @@ def recoverable(findings: list[dict], run: dict, kernels: dict, rules: dict[str,
     return _union(findings, run, kernels)
 
 
-def _union(findings: list[dict], run: dict, kernels: dict) -> dict:
+def _union(findings: list[Finding], run: dict, kernels: dict) -> dict:
     known: dict[str, float] = {}
 
     def shares(sid: str) -> float:       # share() of each subject once (it is asked three times)
@@ -378,8 +380,8 @@ def _union(findings: list[dict], run: dict, kernels: dict) -> dict:
 
     own: dict[str, list[float]] = {}
     for f in findings:
-        if f["estimated_gain_pct"] is not None:
-            own.setdefault(f["subject"], []).append(f["estimated_gain_pct"])
+        if f.estimated_gain_pct is not None:
+            own.setdefault(f.subject, []).append(f.estimated_gain_pct)
     nodes = set()
     for sid in own:
         s: str | None = sid

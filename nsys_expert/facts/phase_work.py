@@ -28,7 +28,42 @@ import polars as pl
 
 from . import intervals
 from .base import Context, in_window, pct
+from .declare import fact
 from .phases import classify_all, merged_table
+
+# the facts this group puts (registry.py collects them): name, unit, doc, the inputs that can supply it
+_PW = ("gpu_trace", "api_trace", "nvtx_trace")   # the traces and NVTX steps
+FACTS = [
+    fact("optimizer_phase_share_pct", "%", "share of the window in the NVTX optimizer ranges nested in the steps (optimizer, opt_step, Optimizer.step#...)", _PW),
+    fact("optimizer_phase_ms_per_iter", "ms", "wall time in the optimizer ranges per iteration", _PW),
+    fact("optimizer_phase_kernels_per_iter", "", "kernels launched inside the optimizer ranges per iteration", _PW),
+    fact("optimizer_phase_kernel_median_us", "us", "median duration of the kernels launched inside the optimizer ranges", _PW),
+    fact("optimizer_phase_gpu_busy_pct", "%", "GPU time of the optimizer ranges' kernels over the ranges' wall time (low: the host launching one small kernel after another)", _PW),
+    fact("optimizer_phase_fused_kernel_share_pct", "%", "share of the optimizer ranges' kernel time in multi-tensor or fused optimizer kernels (multi_tensor_apply, fused_adam): near 100 the optimizer is fused already", _PW),
+    fact("optimizer_phase_names", "", "the NVTX range names taken as the optimizer phase", _PW),
+    fact("optimizer_fused_gain_pct", "%", "gain of a fused optimizer: the optimizer ranges' wall time per iteration minus 0.35 of their kernels' GPU time, as a share of the iteration", _PW),
+    fact("idle_top_phase", "", "the NVTX phase nested in the steps (optimizer, forward, backward, data, ...) that holds most of the GPU's idle time", _PW),
+    fact("idle_top_phase_names", "", "the NVTX range names of that phase", _PW),
+    fact("idle_top_phase_share_pct", "%", "share of the GPU's idle time in the window that lies in that phase", _PW),
+    fact("between_steps_share_pct", "%", "share of the window between the NVTX step ranges (outside every iteration range)", _PW),
+    fact("between_steps_ms_per_iter", "ms", "median time from the end of one step range to the start of the next", _PW),
+    fact("between_steps_gpu_idle_pct", "%", "GPU idle time between the step ranges, as a share of the window", _PW),
+    fact("loader_workers_gain_pct", "%", "gain of making the batch between the steps in 8 DataLoader workers: the step then takes the longest of the GPU's work, the step range's own time and an eighth of the time between steps", _PW),
+    fact("pause_count", "", "pauses in the window: a gap between steps, or the excess of a slow step, of 5 ms or more and 3x the typical step", _PW),
+    fact("pause_every_iters", "", "median number of iterations from one pause to the next", _PW),
+    fact("pause_median_ms", "ms", "median length of a pause", _PW),
+    fact("pause_share_pct", "%", "share of the window in pauses", _PW),
+    fact("pause_between_steps_share_pct", "%", "share of the pauses' time that lies between the step ranges (rather than inside slow steps)", _PW),
+    fact("pause_d2h_mb", "MB", "device-to-host megabytes launched in each pause (mean)", _PW),
+    fact("pause_write_ms", "ms", "file-write time (write, pwrite64, fsync, ...; OS runtime trace, any thread) in each pause (mean)", ("osrt_trace",)),
+    fact("pause_host_ms", "ms", "the host's part of each pause (mean): its file writes (OS runtime trace), or the pause less its copies' GPU time when that is more", _PW),
+    fact("checkpoint_async_gain_pct", "%", "gain of saving asynchronously: each pause shrinks to its device-to-host bytes at 25 GB/s (pinned, side stream) plus the host part (serialising, writing) that outlasts the steps until the next pause", _PW),
+    fact("step_d2h_mb_per_iter", "MB", "device-to-host megabytes copied inside each step (median over the steps; copies of 1 MB or more, in 80 % of the steps or more)", _PW),
+    fact("step_d2h_copies_per_iter", "", "device-to-host copies of 1 MB or more per step", _PW),
+    fact("step_d2h_pageable_share_pct", "%", "share of those copies that go to pageable host memory", _PW),
+    fact("step_d2h_copy_share_of_exposed_pct", "%", "share of that exposed time in which the copies themselves ran (the rest: staging and host work waiting for them)", _PW),
+    fact("step_d2h_exposed_pct", "%", "time those copies cost the GPU, as a share of the window: from its last work before each copy (or the copy call, when later) to the next operation after it (the copy, a pageable copy's staging, the host work that waited for it)", _PW),
+]
 
 PHASES = ("data", "forward", "backward", "optimizer", "comm", "log", "eval", "checkpoint")
 # a fused optimizer (one multi-tensor kernel per group) moves the same bytes in one pass, not one kernel

@@ -5,11 +5,21 @@ the report uses the units, and "not evaluated" uses ``needs`` to say what to exp
 Names follow ``subject_measure_unit``; ``_pct`` is 0-100 and, unless said otherwise, a share of the
 analysis window's wall time.
 
+A fact group can declare its facts beside its code instead (a module-level ``FACTS`` list of
+``declare.fact`` entries, as ``phase_work.py`` does): list the module in ``DECLARING_GROUPS`` and splice
+its list into the table where its facts belong (``_declared``); ``tests/test_fact_declarations.py``
+fails on a fact a group puts that no one declared.
+
 Past ~400 lines on purpose: the table of every fact, one line each (data), and the few functions that read it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from . import phase_work
+from .declare import Fact, fact
+
+# the fact group modules that declare their facts beside their code (a module-level FACTS list);
+# each one's list is spliced into the table below where its facts belong
+DECLARING_GROUPS = (phase_work,)
 
 # input ids -> how a user gets them
 INPUTS = {
@@ -57,17 +67,20 @@ def user_name(input_id: str, lang: str = "en") -> str:
     return text_in(lang, "input:" + input_id, other) if other else input_id
 
 
-@dataclass(frozen=True)
-class Fact:
-    name: str
-    unit: str
-    scope: str
-    doc: str
-    needs: tuple[str, ...]       # alternatives: any one of these inputs can supply the fact
+_f = fact   # the central table's short name for a declaration (declare.fact)
 
 
-def _f(name, unit, doc, needs=("gpu_trace",), scope="run"):
-    return Fact(name, unit, scope, doc, tuple(needs))
+def _declared(module, scope: str = "run") -> list[Fact]:
+    """The facts of ``scope`` a group module declares beside its code (its ``FACTS`` list), checked:
+    each a :class:`Fact` needing known inputs, named once."""
+    facts = list(module.FACTS)
+    for f in facts:
+        if not isinstance(f, Fact) or not f.needs or set(f.needs) - set(INPUTS):
+            raise ValueError(f"{module.__name__}.FACTS: bad declaration {f!r} (declare.fact with inputs from INPUTS)")
+    names = [f.name for f in facts]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{module.__name__}.FACTS declares a name twice")
+    return [f for f in facts if f.scope == scope]
 
 
 _RUN = [
@@ -181,39 +194,8 @@ _RUN = [
     _f("osrt_blocking_ms", "ms", "OS runtime time in blocking calls (poll, futex, pthread_cond_wait, sem_wait, recv, read, ...), all threads added up", ("osrt_sum",)),
     _f("osrt_io_ms", "ms", "OS runtime time in file I/O calls (read, pread, fread, open, ...) over the whole profile", ("osrt_sum",)),
 ]
-# per phase and between the steps (facts/phase_work.py): the traces and NVTX steps
-_PW = ("gpu_trace", "api_trace", "nvtx_trace")
-_RUN += [
-    _f("optimizer_phase_share_pct", "%", "share of the window in the NVTX optimizer ranges nested in the steps (optimizer, opt_step, Optimizer.step#...)", _PW),
-    _f("optimizer_phase_ms_per_iter", "ms", "wall time in the optimizer ranges per iteration", _PW),
-    _f("optimizer_phase_kernels_per_iter", "", "kernels launched inside the optimizer ranges per iteration", _PW),
-    _f("optimizer_phase_kernel_median_us", "us", "median duration of the kernels launched inside the optimizer ranges", _PW),
-    _f("optimizer_phase_gpu_busy_pct", "%", "GPU time of the optimizer ranges' kernels over the ranges' wall time (low: the host launching one small kernel after another)", _PW),
-    _f("optimizer_phase_fused_kernel_share_pct", "%", "share of the optimizer ranges' kernel time in multi-tensor or fused optimizer kernels (multi_tensor_apply, fused_adam): near 100 the optimizer is fused already", _PW),
-    _f("optimizer_phase_names", "", "the NVTX range names taken as the optimizer phase", _PW),
-    _f("optimizer_fused_gain_pct", "%", "gain of a fused optimizer: the optimizer ranges' wall time per iteration minus 0.35 of their kernels' GPU time, as a share of the iteration", _PW),
-    _f("idle_top_phase", "", "the NVTX phase nested in the steps (optimizer, forward, backward, data, ...) that holds most of the GPU's idle time", _PW),
-    _f("idle_top_phase_names", "", "the NVTX range names of that phase", _PW),
-    _f("idle_top_phase_share_pct", "%", "share of the GPU's idle time in the window that lies in that phase", _PW),
-    _f("between_steps_share_pct", "%", "share of the window between the NVTX step ranges (outside every iteration range)", _PW),
-    _f("between_steps_ms_per_iter", "ms", "median time from the end of one step range to the start of the next", _PW),
-    _f("between_steps_gpu_idle_pct", "%", "GPU idle time between the step ranges, as a share of the window", _PW),
-    _f("loader_workers_gain_pct", "%", "gain of making the batch between the steps in 8 DataLoader workers: the step then takes the longest of the GPU's work, the step range's own time and an eighth of the time between steps", _PW),
-    _f("pause_count", "", "pauses in the window: a gap between steps, or the excess of a slow step, of 5 ms or more and 3x the typical step", _PW),
-    _f("pause_every_iters", "", "median number of iterations from one pause to the next", _PW),
-    _f("pause_median_ms", "ms", "median length of a pause", _PW),
-    _f("pause_share_pct", "%", "share of the window in pauses", _PW),
-    _f("pause_between_steps_share_pct", "%", "share of the pauses' time that lies between the step ranges (rather than inside slow steps)", _PW),
-    _f("pause_d2h_mb", "MB", "device-to-host megabytes launched in each pause (mean)", _PW),
-    _f("pause_write_ms", "ms", "file-write time (write, pwrite64, fsync, ...; OS runtime trace, any thread) in each pause (mean)", ("osrt_trace",)),
-    _f("pause_host_ms", "ms", "the host's part of each pause (mean): its file writes (OS runtime trace), or the pause less its copies' GPU time when that is more", _PW),
-    _f("checkpoint_async_gain_pct", "%", "gain of saving asynchronously: each pause shrinks to its device-to-host bytes at 25 GB/s (pinned, side stream) plus the host part (serialising, writing) that outlasts the steps until the next pause", _PW),
-    _f("step_d2h_mb_per_iter", "MB", "device-to-host megabytes copied inside each step (median over the steps; copies of 1 MB or more, in 80 % of the steps or more)", _PW),
-    _f("step_d2h_copies_per_iter", "", "device-to-host copies of 1 MB or more per step", _PW),
-    _f("step_d2h_pageable_share_pct", "%", "share of those copies that go to pageable host memory", _PW),
-    _f("step_d2h_copy_share_of_exposed_pct", "%", "share of that exposed time in which the copies themselves ran (the rest: staging and host work waiting for them)", _PW),
-    _f("step_d2h_exposed_pct", "%", "time those copies cost the GPU, as a share of the window: from its last work before each copy (or the copy call, when later) to the next operation after it (the copy, a pageable copy's staging, the host work that waited for it)", _PW),
-]
+# per phase and between the steps: declared beside their code (facts/phase_work.py FACTS)
+_RUN += _declared(phase_work)
 # the summary tier (facts/estimates.py): per-iteration estimates from the summary reports, no trace
 _NV = ("nvtx_sum", "nvtx_gpu_proj_sum")
 _RUN += [

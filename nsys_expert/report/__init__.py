@@ -15,6 +15,7 @@ import os
 import jinja2
 
 from .. import __version__, cache
+from ..engine.model import Finding
 from ..engine.rules import SEVERITIES
 from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
@@ -27,19 +28,18 @@ from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, r
 SCHEMA_VERSION = 1
 
 
-def rank_findings(findings: list[dict]) -> list[dict]:
+def _rank_key(f):
+    gain = f.get("estimated_gain_pct")
+    return (-(round(gain, 1) if gain is not None else -1.0), -SEVERITIES.index(f["severity"]),
+            f.get("category") not in verdict.SYSTEM_CATEGORIES, f["rule"],
+            str(f.get("scope", {}).get("kernel") or ""))
+
+
+def rank_findings(findings: list) -> list:
     """Fix first what wins back the most time; then by severity; then the system-level cause before other
     ways to win the same time (sync_bound: removing the syncs and TF32 GEMMs both give back the host's
-    wait); then by rule id (stable)."""
-    def key(f):
-        gain = f.get("estimated_gain_pct")
-        return (-(round(gain, 1) if gain is not None else -1.0), -SEVERITIES.index(f["severity"]),
-                f.get("category") not in verdict.SYSTEM_CATEGORIES, f["rule"],
-                str(f.get("scope", {}).get("kernel") or ""))
-    out = sorted(findings, key=key)
-    for i, f in enumerate(out):
-        f["rank"] = i + 1
-    return out
+    wait); then by rule id (stable). The findings in that order (their rank: the place in it, from 1)."""
+    return sorted(findings, key=_rank_key)
 
 
 def clean_value(v):
@@ -55,19 +55,24 @@ def _clean(v):
     return v
 
 
-def _ordered(findings: list[dict]) -> list[dict]:
-    """The findings ranked, each with the fields of the JSON contract."""
-    return [{"rule": f["rule"], "category": f["category"], "severity": f["severity"], "rank": f["rank"],
-             "title": f["title"], "message": f["message"], "evidence": f["evidence"],
-             "advice": f["advice"], "estimated_gain_pct": f["estimated_gain_pct"],
-             **({"gain_basis": f["gain_basis"]} if f.get("gain_basis") else {}),
-             **({"gain_capped_by": f["gain_capped_by"]} if f.get("gain_capped_by") else {}),
-             **({"estimated_gain_range_pct": f["estimated_gain_range_pct"]}
-                if f.get("estimated_gain_range_pct") else {}),
-             "confidence": f.get("confidence", "measured"), "scope": f["scope"],
-             "pack": f.get("pack"), "references": f.get("references", []),
-             "subject": f.get("subject"), "subject_share_pct": f.get("subject_share_pct"),
-             "cause": f.get("cause"), "supporting": f.get("supporting", [])} for f in rank_findings(findings)]
+def _ordered(findings: list[Finding]) -> list[dict]:
+    """The findings ranked, each as the JSON contract's dict (finding_json)."""
+    return [finding_json(f, i + 1) for i, f in enumerate(rank_findings(findings))]
+
+
+def finding_json(f: Finding, rank: int) -> dict:
+    """The one place a finding (engine/model.py) becomes the JSON contract's dict: its fields in the
+    contract's order, the optional ones only when set."""
+    return {"rule": f.rule, "category": f.category, "severity": f.severity, "rank": rank,
+            "title": f.title, "message": f.message, "evidence": f.evidence,
+            "advice": f.advice, "estimated_gain_pct": f.estimated_gain_pct,
+            **({"gain_basis": f.gain_basis} if f.gain_basis else {}),
+            **({"gain_capped_by": f.gain_capped_by} if f.gain_capped_by else {}),
+            **({"estimated_gain_range_pct": f.estimated_gain_range_pct} if f.estimated_gain_range_pct else {}),
+            "confidence": f.confidence, "scope": f.scope,
+            "pack": f.pack, "references": f.references,
+            "subject": f.subject, "subject_share_pct": f.subject_share_pct,
+            "cause": f.cause, "supporting": f.supporting}
 
 
 PHASE_MIN_SHARE_PCT = 30.0
