@@ -181,7 +181,8 @@ def step_ms(doc: dict) -> tuple[float | None, str]:
 
 def promises(before: dict, after: dict) -> dict | None:
     """What BEFORE's findings promised beside the per-step gain measured between the runs, and which
-    finding's advice the change matches: the one whose own evidence (its first fact) fell the most."""
+    finding's advice the change matches: one the after-run no longer has, else the one whose own evidence (its
+    first fact) fell by half or more; among several, the one whose evidence fell the most."""
     b, how = step_ms(before)
     a, _ = step_ms(after)
     if not b or not a:
@@ -200,12 +201,22 @@ def promises(before: dict, after: dict) -> dict | None:
             drop = round(100.0 * (1.0 - fa[ev["fact"]] / ev["value"]), 1)
         elif ev is not None and ev["fact"] not in fa:
             drop = 100.0   # the evidence is gone from the after-run
+        still = next((x for x in after.get("findings", []) if x.get("rule") == f["rule"]), None)
+        if still is not None and isinstance(still.get("estimated_gain_pct"), (int, float)):
+            # the same finding, promising much less: its cause was mostly fixed (an asynchronous checkpoint)
+            drop = max(drop or 0.0, round(100.0 * (1.0 - still["estimated_gain_pct"] / gain), 1))
         rows.append({"rule": f["rule"], "promised_pct": gain, "fact": ev["fact"] if ev else None,
                      "fact_before": ev["value"] if ev else None, "fact_after": fa.get(ev["fact"]) if ev else None,
                      "evidence_drop_pct": drop})
-    applied = max((r for r in rows if r["evidence_drop_pct"] is not None), key=lambda r: r["evidence_drop_pct"], default=None)
+    after_rules = {f.get("rule") for f in after.get("findings", [])}
     for r in rows:
-        r["applied"] = r is applied and (r["evidence_drop_pct"] or 0) >= 50
+        r["resolved"] = r["rule"] not in after_rules
+    # the change made: a finding the after-run no longer has, else the one whose evidence fell by half or more;
+    # among several, the one whose evidence fell the most
+    pick = [r for r in rows if r["resolved"]] or [r for r in rows if (r["evidence_drop_pct"] or 0) >= 50]
+    applied = max(pick, key=lambda r: r["evidence_drop_pct"] or 0.0, default=None)
+    for r in rows:
+        r["applied"] = r is applied
         r["came_true"] = abs(r["promised_pct"] - measured) <= CAME_TRUE_POINTS if r["applied"] else None
     return {"step_ms_before": round(b, 4), "step_ms_after": round(a, 4), "basis": how, "measured_gain_pct": measured,
             "within_points": CAME_TRUE_POINTS, "rows": rows}

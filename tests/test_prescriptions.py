@@ -117,3 +117,11 @@ def test_an_idle_finding_names_the_phase_that_holds_the_idle_time():
     assert "phase" not in quiet[0]
     doc = _doc("kineto_hta_ddp_v100")
     assert doc["facts"]["idle_top_phase"] == "optimizer"
+
+
+@pytest.mark.parametrize("case,rule", [("hf_llama", "eager-compile"), ("optimizer", "optimizer-unfused"),
+                                       ("checkpoint", "checkpoint-pauses"), ("resnet_layout", "layout-conversion")])
+def test_diff_names_the_change_made_on_the_measured_pairs(case, rule):
+    p = diff.promises(_doc(f"pair_{case}_sqlite"), _doc(f"pair_{case}_fixed_sqlite"))
+    applied = [r for r in p["rows"] if r["applied"]]
+    assert [r["rule"] for r in applied] == [rule] and applied[0]["came_true"], p
