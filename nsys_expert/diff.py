@@ -4,6 +4,9 @@ Each side is a profile (anything ``diagnose`` reads) or a JSON report written ea
 ``diagnose --format json`` (a stored baseline). Key facts carry a direction (is higher better?);
 ``--fail-on-regression PCT`` trips when one of them gets worse by more than PCT percent, or when a
 new high / critical finding appears.
+
+Past ~400 lines on purpose: the comparison, its gate and its two renderings, and what BEFORE's findings
+promised beside the measured per-step gain (``promises``), which reads the same two documents.
 """
 from __future__ import annotations
 
