@@ -146,3 +146,10 @@ def test_inference_without_nvtx_is_read_on_its_steady_state():
     doc = _doc("infer_nonvtx_sqlite")
     assert "repeat every 178 kernels" in doc["window"]["reason"]
     assert doc["findings"][0]["rule"] == _doc("pair_infer_graph_sqlite")["findings"][0]["rule"] == "launch-bound"
+
+
+def test_the_torch_profiler_twin_tells_the_same_optimizer_story():
+    before = _doc("kineto_optimizer")
+    f = next(x for x in before["findings"] if x["rule"] == "optimizer-unfused")
+    assert abs(f["estimated_gain_pct"] - _measured_step("optimizer")) <= WITHIN
+    assert "optimizer-unfused" not in {x["rule"] for x in _doc("kineto_optimizer_fixed")["findings"]}

@@ -161,6 +161,26 @@ class _LazyLines(dict):
         return super().get(key, default)
 
 
+def _non_string_key(node, depth: int = 0):
+    """The first mapping key that is not text (YAML reads `1: 2` or `true: x` as a number or a boolean),
+    or None; the schema's messages assume text keys."""
+    if depth > 64:
+        return None
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if not isinstance(k, str):
+                return k
+            found = _non_string_key(v, depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(node, list):
+        for v in node:
+            found = _non_string_key(v, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
 def load_rule_file(path: str, pack: str) -> Rule:
     text = safe_yaml.read_text(path)
     try:
@@ -173,6 +193,10 @@ def load_rule_file(path: str, pack: str) -> Rule:
     rid = data.get("id") if isinstance(data, dict) else None
     if not isinstance(data, dict):
         raise _fail(path, None, None, "a rule file must hold one YAML mapping (id, title, category, ...)")
+    bad = _non_string_key(data)
+    if bad is not None:
+        raise _fail(path, None, rid if isinstance(rid, str) else None,
+                    f"every key must be text; {bad!r} is not (quote it, or remove it)")
     # the most telling error first: an unknown key (often a typo of a required one), then the shallowest
     errors = sorted(validator().iter_errors(data), key=lambda e: (e.validator != "additionalProperties",
                                                                   len(list(e.absolute_path)), str(list(e.absolute_path))))

@@ -209,8 +209,8 @@ def _estimate(rule: Rule, ctx, memo: dict | None = None) -> float | None:
         v = _expression(source)(ctx)
     except sandbox.LimitError as e:
         raise _limit_error(rule, "estimate.expr", e) from None
-    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError):
-        v = None
+    except (jinja2.TemplateError, TypeError, ValueError, ArithmeticError, NameError):
+        v = None   # (NameError: Jinja's optimizer folds a constant past the float range to a bare 'inf')
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         v = None
     else:
