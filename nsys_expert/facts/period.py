@@ -33,13 +33,17 @@ def periodic_start(gpu: pl.DataFrame) -> tuple[int, str, int] | None:
         k = k.sort("start_ns")
     codes = k["code"]
     n = codes.len()
-    counts = codes.value_counts(sort=True, name="count")
-    ok = counts.filter((pl.col("count") >= MIN_PERIODS + 1) & (pl.col("count") <= n // 2))
+    # per name: its count and first position (the category codes' values depend on the string cache, so
+    # they never order anything here: the same trace gives the same window on every run)
+    counts = (pl.DataFrame({"code": codes}).with_row_index("i").group_by("code")
+              .agg(pl.len().alias("count"), pl.col("i").min().alias("first")))
+    ok = counts.filter((pl.col("count") >= MIN_PERIODS + 1) & (pl.col("count") <= n // 2)).select("code", "count", "first")
     # the rarest repeating names first (a kernel launched once an iteration is the cleanest anchor: the last
     # layer's GEMM, the loss), then the most frequent (one kernel of every layer repeats within an iteration)
-    cand = pl.concat([ok.sort(["count", "code"]).head(CANDIDATES), ok.head(CANDIDATES // 2)]).unique(maintain_order=True)
+    cand = pl.concat([ok.sort(["count", "first"]).head(CANDIDATES),
+                      ok.sort(["count", "first"], descending=[True, False]).head(CANDIDATES // 2)]).unique(maintain_order=True)
     best = None
-    for code, cnt in cand.iter_rows():
+    for code, cnt, _first in cand.iter_rows():
         pos = pl.int_range(n, eager=True).filter(codes == code)
         diffs = pos.diff().slice(1)
         d = int(diffs.mode().sort()[-1])
@@ -62,7 +66,7 @@ def periodic_start(gpu: pl.DataFrame) -> tuple[int, str, int] | None:
         if match < MIN_MATCH or (b - a) < MIN_COVER * (n - a):
             continue
         score = b - a
-        if best is None or score > best[0]:
+        if best is None or score > best[0] or (score == best[0] and a < best[1]):
             best = (score, a, d, length)
     if best is None:
         return None
