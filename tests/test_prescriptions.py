@@ -125,3 +125,13 @@ def test_diff_names_the_change_made_on_the_measured_pairs(case, rule):
     p = diff.promises(_doc(f"pair_{case}_sqlite"), _doc(f"pair_{case}_fixed_sqlite"))
     applied = [r for r in p["rows"] if r["applied"]]
     assert [r["rule"] for r in applied] == [rule] and applied[0]["came_true"], p
+
+
+def test_a_folded_unexplained_idle_finding_lends_no_severity():
+    """conv_pdl's CSVs (no API trace): 51 % of the window idle and unexplained (gpu-starved, high) is folded
+    into launch-bound, which keeps its own level, medium, as from the same run's SQLite (launch gaps 38 %)."""
+    csv, sqlite = _doc("conv_pdl"), _doc("conv_pdl_sqlite")
+    top = csv["findings"][0]
+    assert (top["rule"], top["severity"]) == ("launch-bound", "medium") == \
+        (sqlite["findings"][0]["rule"], sqlite["findings"][0]["severity"])
+    assert "gpu-starved" in {s["rule"] for s in top["supporting"]}

@@ -42,6 +42,7 @@ class Rule:
     refutes: list = field(default_factory=list)
     refines: str | None = None                        # the rule whose cause this one splits (its missing inputs then hide nothing)
     actionable: bool = True
+    lends_severity: bool = True                       # False: folded into a cause, its severity does not raise the cause's
     combine: str | None = None                        # "kernels": one finding for all the kernels it fires on
     advice_when: list = field(default_factory=list)  # one condition (or None) per advice item
     pack_params: dict = field(default_factory=dict)  # the pack's params (severity by gain, minimum work)

@@ -279,7 +279,8 @@ def resolve(findings: list[Finding], rules: dict[str, Rule], run: dict, kernels:
                 if f.estimated_gain_pct is not None and rules[a.rule].actionable and (
                         a.estimated_gain_pct is None or not (est.get("replay") or est.get("own"))):
                     a.estimated_gain_pct = max(a.estimated_gain_pct or 0.0, f.estimated_gain_pct)
-                a.severity = _max_sev(a.severity, f.severity)
+                if rules[f.rule].lends_severity:
+                    a.severity = _max_sev(a.severity, f.severity)
     # 4. gains within the subject's share; 5. severity from the gain
     for f in alive:
         f.rule_severity = f.severity            # the rule's own level (its cases test this one)
