@@ -266,13 +266,7 @@ def _between_work(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str
         return
     gap_med = float(gaps.median())
     cover = pl.DataFrame({"s": e.slice(0, n - 1), "e": s.slice(1)}).filter(pl.col("e") > pl.col("s"))
-    busy_in_gaps = 0
-    busy = fs.tables.get("_busy")
-    if cover.height and isinstance(busy, dict) and busy:   # the first device's busy time inside the gaps
-        dev = busy[sorted(busy)[0]]
-        if dev.height:
-            busy_in_gaps = intervals.total(intervals.common([dev.select("s", "e"), intervals.merge(cover)],
-                                                            win.start_ns, win.end_ns))
+    busy_in_gaps = _busy_in(fs, intervals.merge(cover), win)
     idle_in_gaps = max(0.0, float(gaps.sum()) - busy_in_gaps)
     fs.put("between_steps_ms_per_iter", gap_med / 1e6, src)
     fs.put("between_steps_gpu_idle_pct", pct(idle_in_gaps, win.length_ns) or 0.0, src)
@@ -293,11 +287,9 @@ def _writes_in(ctx: Context, cover: pl.DataFrame) -> float | None:
     w = o.filter(pl.col("name").cast(pl.String).is_in(list(WRITE_CALLS)))
     if w.height == 0:
         return 0.0
-    clipped = intervals.merge(w.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")))
-    total = 0
-    for a, b in cover.select("s", "e").iter_rows():   # a few pauses
-        total += intervals.total(intervals.clip(clipped, a, b))
-    return float(total)
+    writes = intervals.merge(w.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")))
+    lo, hi = int(cover["s"].min()), int(cover["e"].max())
+    return float(intervals.total(intervals.common([writes, cover.select("s", "e")], lo, hi)))
 
 
 def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> None:
