@@ -26,7 +26,8 @@ def make(res: pathlib.Path, base: str, after: str) -> None:
     b, a = mean_ms(res, base), mean_ms(res, after)
     gain = 100.0 * (1.0 - a / b)
     versions = (res / "versions.txt").read_text().splitlines() if (res / "versions.txt").exists() else []
-    gpu = next((ln.strip() for ln in versions if "NVIDIA H" in ln), "an NVIDIA GPU")
+    gpu = next((m.group(0).strip() for ln in versions if (m := re.search(r"NVIDIA H[\w ]+?(?=\s{2,}|\|)", ln))),
+               "an NVIDIA GPU")   # the card's name in nvidia-smi's table
     for name in (base, after):
         out = ROOT / "fixtures" / f"pair_{name}_sqlite"
         (out / "input").mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,12 @@ decode_generate: transformers ``generate()`` at batch 1, 6 requests x 128 new to
     (an NVTX range ``request`` each): 500 k+ kernels (issue 47's long profile).
 llama_autograd: ``hf_llama`` profiled with ``--pytorch=autograd-nvtx`` (the playbook's template B).
 multistream: 4 streams of GEMM + elementwise chains a step, joined by events.
+effnet_layout / effnet_layout_fixed: torchvision EfficientNet-B0, bf16 autocast, batch 128, NCHW (PyTorch's
+    NCHW batch-norm and depthwise-convolution kernels, few conversions); fixed: ``channels_last``.
+resnet_compile / resnet_compile_fixed: ResNet-50 in channels_last (``resnet_layout_fixed``'s code); fixed:
+    also ``torch.compile(model)``, compiled before the first measured step.
+effnet_compile / effnet_compile_fixed: EfficientNet-B0 in channels_last (``effnet_layout_fixed``'s code);
+    fixed: also ``torch.compile(model)``.
 """
 from __future__ import annotations
 
@@ -397,7 +403,50 @@ def multistream(steps=40, fixed=False):
     torch.cuda.synchronize()
 
 
-BASE = [optimizer, resnet_layout, d2h_metric, checkpoint, loader_between, hf_llama, block_stack, infer_graph]
+# -- torch.compile on conv nets, and channels_last on a second conv net ---------------------------------
+def _conv_train(arch, batch, steps, channels_last, compiled):
+    """A torchvision classifier trained in bf16 autocast with SGD; ``compiled``: ``torch.compile(model)``,
+    compiled (two steps) before the first measured step."""
+    import torchvision
+    model = getattr(torchvision.models, arch)().to(dev)
+    x = torch.randn(batch, 3, 224, 224, device=dev)
+    y = torch.randint(0, 1000, (batch,), device=dev)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def loss(m, b):
+        return F.cross_entropy(m(b), y)
+    if compiled:
+        model = torch.compile(model)
+        for _ in range(2):
+            train_step(model, opt, x, loss)
+        torch.cuda.synchronize()
+    for _ in range(steps):
+        step_begin()
+        train_step(model, opt, x, loss)
+        step_end()
+    torch.cuda.synchronize()
+
+
+def resnet_compile(steps=25, fixed=False):
+    """ResNet-50 in channels_last (resnet_layout_fixed's run); fixed: also ``torch.compile``."""
+    _conv_train("resnet50", 128, steps, True, fixed)
+
+
+def effnet_layout(steps=25, fixed=False):
+    """EfficientNet-B0, batch 128, NCHW; fixed: ``channels_last`` for the model and the input."""
+    _conv_train("efficientnet_b0", 128, steps, fixed, False)
+
+
+def effnet_compile(steps=25, fixed=False):
+    """EfficientNet-B0 in channels_last (effnet_layout_fixed's run); fixed: also ``torch.compile``."""
+    _conv_train("efficientnet_b0", 128, steps, True, fixed)
+
+
+BASE = [optimizer, resnet_layout, d2h_metric, checkpoint, loader_between, hf_llama, block_stack, infer_graph,
+        resnet_compile, effnet_layout, effnet_compile]
 SINGLE = [checkpoint_rare, infer_nonvtx, decode_generate, llama_autograd, multistream]
 WORKLOADS = {**{f.__name__: (f, False) for f in BASE}, **{f"{f.__name__}_fixed": (f, True) for f in BASE},
              **{f.__name__: (f, False) for f in SINGLE}}

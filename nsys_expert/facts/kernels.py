@@ -5,7 +5,7 @@ import polars as pl
 
 from . import timeline
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, in_window, of_kinds, pct
-from .names import LAYOUT_KERNEL, fused_kernel_expr, kernel_class_expr, simt_gemm_expr
+from .names import CONV_KERNEL, LAYOUT_KERNEL, NCHW_KERNEL, NHWC_KERNEL, fused_kernel_expr, kernel_class_expr, simt_gemm_expr
 
 
 def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
@@ -48,6 +48,12 @@ def kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str = 
            float(per.filter((pl.col("kernel_class") == "elementwise") & pl.col("fused"))["total_ns"].sum()) / tot * 100, src)
     fs.put("layout_convert_share_of_kernel_pct" + suffix,
            float(per.filter(pl.col("name").cast(pl.String).str.contains(LAYOUT_KERNEL))["total_ns"].sum()) / tot * 100, src)
+    name = pl.col("name").cast(pl.String)
+    conv = float(per.filter(name.str.contains(CONV_KERNEL))["total_ns"].sum()) / tot * 100
+    fs.put("conv_share_of_kernel_pct" + suffix, conv, src)
+    nchw = per.filter(name.str.contains(NCHW_KERNEL) & ~name.str.contains(NHWC_KERNEL)
+                      & ~name.str.contains(LAYOUT_KERNEL))   # a conv net's NCHW kernels, conversions apart
+    fs.put("nchw_kernel_share_of_kernel_pct" + suffix, float(nchw["total_ns"].sum()) / tot * 100 if conv else 0.0, src)
     fs.put("simt_gemm_share_of_kernel_pct" + suffix,
            float(per.filter(pl.col("simt"))["total_ns"].sum()) / tot * 100, src)
     if suffix:

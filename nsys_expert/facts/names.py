@@ -96,6 +96,14 @@ ELEMENTWISE_KERNEL = (r"(?i)elementwise|vectorized|unrolled|reduce_kernel|reduct
 # layout conversions around convolutions (cuDNN converts NCHW tensors for its NHWC tensor-core kernels and
 # back): nchwToNhwcKernel, nhwcToNchwKernel, cudnn::...::nchw2nhwc..., the generic layout-transform kernels
 LAYOUT_KERNEL = r"(?i)nchw_?to_?nhwc|nhwc_?to_?nchw|nchw2nhwc|nhwc2nchw|nchw_?to_?nchwc|layout_?transform|convert_?layout|transpose_?nchw|transpose_?nhwc"
+# convolution kernels (cuDNN's and PyTorch's own), by name: a conv net
+CONV_KERNEL = r"(?i)conv(olution|olve|_|[123]d)|dgrad|wgrad|fprop|implicit_gemm|implicit_convolve|winograd|nhwckrsc|nchwkrsc|depthwise"
+# kernels of the NCHW layout that have a channels_last counterpart: PyTorch's NCHW batch norm, depthwise
+# convolution (conv_depthwise2d: cuDNN takes the channels_last ones), pooling and upsampling, cuDNN's
+# *nchw* helpers; a name that says channels_last / nhwc (NHWC_KERNEL) is the other layout's
+NCHW_KERNEL = (r"(?i)batch_norm_\w*kernel|conv_depthwise[23]d|nchw|max_pool|avg_pool|adaptive_average_pool|"
+               r"adaptive_max_pool|upsample_\w+_out_frame|implicit_convolve_sgemm")
+NHWC_KERNEL = r"(?i)channels_?last|nhwc"
 SIMT_GEMM = r"(?i)simt|sgemm|dgemm|_ffma|_dfma"
 # elementwise kernels a compiler already fused (torch.compile's Triton kernels, nvFuser): a chain in one pass
 FUSED_KERNEL = r"(?i)^triton_(poi|red|per)_fused|nvfuser|^kernel_cuda_fused|CudaCodeGen"

@@ -138,6 +138,8 @@ _RUN = [
     _f("matmul_share_of_kernel_pct", "%", "share of kernel time in GEMM / attention / convolution kernels (by name)", ("gpu_trace", "kern_sum")),
     _f("elementwise_fused_share_of_kernel_pct", "%", "share of kernel time in elementwise kernels a compiler already fused (triton_*_fused_*, nvFuser): fusing gives them nothing more", ("gpu_trace", "kern_sum")),
     _f("elementwise_share_of_kernel_pct", "%", "share of kernel time in elementwise / reduction / normalisation / optimizer kernels (by name)", ("gpu_trace", "kern_sum")),
+    _f("conv_share_of_kernel_pct", "%", "share of kernel time in convolution kernels (cuDNN's and PyTorch's own, by name): a conv net", ("gpu_trace", "kern_sum")),
+    _f("nchw_kernel_share_of_kernel_pct", "%", "share of kernel time in NCHW-layout kernels that have a channels_last counterpart (PyTorch's NCHW batch norm, depthwise convolution, pooling and upsampling; cuDNN's nchw helpers; by name; 0 without convolution kernels), layout conversions apart", ("gpu_trace", "kern_sum")),
     _f("layout_convert_share_of_kernel_pct", "%", "share of kernel time in layout-conversion kernels (cuDNN's nchwToNhwc / nhwcToNchw and kin, by name): NCHW tensors converted around NHWC tensor-core convolutions", ("gpu_trace", "kern_sum")),
     _f("simt_gemm_share_of_kernel_pct", "%", "share of kernel time in fp32/fp64 GEMMs on SIMT cores (no tensor cores, by name)", ("gpu_trace", "kern_sum")),
     _f("launch_api_share_pct", "%", "host time inside kernel-launch calls (all threads, union) as a share of the window", ("api_trace", "api_sum")),
