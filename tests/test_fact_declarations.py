@@ -38,6 +38,26 @@ def test_phase_work_declares_its_facts_beside_its_code():
     assert '"pause_count"' not in text and '"step_d2h_exposed_pct"' not in text
 
 
+def test_every_group_declares_its_facts_and_the_registry_none():
+    """The registry holds no table of its own: every fact is a line in its group's FACTS list."""
+    text = (FIXTURES.parent / "nsys_expert" / "facts" / "registry.py").read_text(encoding="utf-8")
+    assert "fact(" not in text.replace("declare.fact(", "")
+    declared = [f for m in registry.DECLARING_GROUPS for f in m.FACTS]
+    assert len(declared) == len(registry.RUN_FACTS) + len(registry.KERNEL_FACTS)
+    from nsys_expert.facts import kernels, ncu_metrics
+    assert registry.RUN_FACTS["nchw_kernel_share_of_kernel_pct"] in kernels.FACTS
+    assert registry.KERNEL_FACTS["achieved_occupancy_pct"] in ncu_metrics.FACTS
+
+
+def test_two_groups_declaring_one_fact_is_refused(monkeypatch):
+    class Other:
+        __name__ = "facts.other"
+        FACTS = [declare.fact("gpu_active_pct", "%", "again")]
+    monkeypatch.setattr(registry, "DECLARING_GROUPS", registry.DECLARING_GROUPS + (Other,))
+    with pytest.raises(ValueError, match="gpu_active_pct is declared by another group"):
+        registry._collect("run")                         # noqa: SLF001
+
+
 def test_no_fact_is_declared_twice():
     # a FACTS list and registry.py's table naming one fact would silently keep the later entry
     run = [f.name for f in registry._RUN]                # noqa: SLF001

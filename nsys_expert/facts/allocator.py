@@ -11,6 +11,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, pct
 from .names import ALLOC_APIS
+from .declare import fact
 
 FREE_APIS = {"cudaFree", "cuMemFree", "cudaFreeHost", "cuMemFreeHost"}
 
@@ -31,3 +32,13 @@ def compute(ctx: Context) -> None:
     if inside.height:
         top = inside.group_by("api").agg(pl.len().alias("n"), pl.col("dur_ns").sum().alias("ns")).sort("ns", descending=True)
         fs.tables["allocator"] = [{"name": r["api"], "count": r["n"], "ms": r["ns"] / 1e6} for r in top.iter_rows(named=True)]
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("alloc_api_share_pct", "%", "host time inside allocator calls (cudaMalloc / cudaFree, driver and pinned-host forms; union) as a share of the window", ("api_trace",)),
+    fact("alloc_calls_window", "", "allocator calls that begin inside the window", ("api_trace",)),
+    fact("alloc_calls_per_iter", "", "allocator calls per iteration in the window", ("api_trace",)),
+    fact("free_calls_per_iter", "", "cudaFree / cuMemFree calls per iteration (each waits for the device)", ("api_trace",)),
+]

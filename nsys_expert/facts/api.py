@@ -6,6 +6,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, in_window, of_kinds, pct, srcs
 from .names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -71,3 +72,15 @@ def _syncs_after_pageable_copies(fs, api: pl.DataFrame, s: int, e: int, gpu: pl.
         before = mine[pos.filter(pos > 0) - 1]
         after += before.filter(copy).height
     fs.put("sync_after_pageable_copy_pct", pct(after, tids.len()), src)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("launch_api_share_pct", "%", "host time inside kernel-launch calls (all threads, union) as a share of the window", ("api_trace", "api_sum")),
+    fact("launch_to_kernel_time_ratio", "x", "host time in kernel-launch calls / GPU time in kernels (above 1: the host cannot launch as fast as the GPU runs them)", ("api_trace", "api_sum")),
+    fact("sync_api_share_pct", "%", "host time inside blocking sync calls (cuda*/cu*Synchronize, sync memcpy / memset) as a share of the window", ("api_trace", "api_sum")),
+    fact("sync_calls_per_iter", "", "blocking sync calls per iteration", ("api_trace",)),
+    fact("sync_after_pageable_copy_pct", "%", "share of the window's sync calls made right after a copy call (same thread) whose copy went from pageable host memory to the GPU: PyTorch syncs after each .to('cuda') of an unpinned CPU tensor", ("api_trace", "gpu_trace")),
+    fact("sync_gpu_busy_pct", "%", "share of host sync-wait time during which the GPU was busy (waits that cost nothing)", ("api_trace",)),
+]

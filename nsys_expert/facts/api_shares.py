@@ -23,6 +23,7 @@ from . import api_oneoff, intervals, timeline
 from .base import Context, pct
 from .names import (ALLOC_APIS, ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS, SYNC_MEM_APIS,
                     base_expr)
+from .declare import fact
 
 # copy calls only (memsets are their own, short calls); sync: the calls that only wait
 MEMCPY_APIS = {n for n in SYNC_MEM_APIS | ASYNC_MEM_APIS if "Memset" not in n}
@@ -132,3 +133,25 @@ def _window(fs, prof, win, api: pl.DataFrame) -> None:
                         win.start_ns, win.end_ns)
     fs.put("memcpy_api_share_pct", pct(intervals.total(iv), win.length_ns) or 0.0, src)
     fs.put("memcpy_api_ms", per["classes"]["memcpy"][0] / 1e6, src)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("api_time_memcpy_pct", "%", "host time in copy calls (cudaMemcpy*, cuMemcpy*, synchronous and Async; memsets left out) as a share of all CUDA API time", ("api_trace", "api_sum")),
+    fact("api_time_sync_pct", "%", "host time in synchronisation calls (cuda*/cu*Synchronize) as a share of all CUDA API time", ("api_trace", "api_sum")),
+    fact("api_time_launch_pct", "%", "host time in kernel and graph launch calls as a share of all CUDA API time", ("api_trace", "api_sum")),
+    fact("api_time_alloc_pct", "%", "host time in allocator calls (cudaMalloc / cudaFree, driver and pinned-host forms) as a share of all CUDA API time", ("api_trace", "api_sum")),
+    fact("api_time_load_pct", "%", "host time in kernel-code loading calls (cuLibraryLoadData, cuModuleLoad*) as a share of all CUDA API time", ("api_trace", "api_sum")),
+    fact("api_time_top_call", "", "the CUDA API call with the most host time", ("api_trace", "api_sum")),
+    fact("api_time_top_call_pct", "%", "its share of all CUDA API time", ("api_trace", "api_sum")),
+    fact("alloc_calls_per_launch", "", "allocator calls per kernel launch call (start-up allocations are a few tens; churn is one or more per few launches)", ("api_trace", "api_sum")),
+    fact("free_calls_per_alloc", "", "calls that free device or pinned memory (cudaFree, cuMemFree, ...) per call that allocates it (cuda_api_sum, whole profile): churn frees what it allocates (about 1); a caching or growing allocator keeps its first-use allocations (a few frees at the end)", ("api_sum",)),
+    fact("memcpy_api_ms", "ms", "host time in copy calls, all threads added up", ("api_trace", "api_sum")),
+    fact("memcpy_api_share_pct", "%", "host time inside copy calls (all threads, union) as a share of the window (of the span from cuda_api_sum)", ("api_trace",)),
+    fact("api_one_off_ms", "ms", "host time in one-off CUDA API calls (cuda_api_sum: one call that is most of its API's total, 1 ms or more, 100 times the typical call: the context created or code loaded in the first call, start-up), which the API time shares leave out", ("api_sum",)),
+    fact("api_one_off_share_pct", "%", "those one-off calls' share of all CUDA API time", ("api_sum",)),
+    fact("api_one_off_top_call", "", "the CUDA API whose one-off call is the longest", ("api_sum",)),
+    fact("api_one_off_top_ms", "ms", "that call's time", ("api_sum",)),
+    fact("memcpy_api_over_gpu_work_ratio", "x", "host time in copy calls (cuda_api_sum) / all GPU work, kernels + copies + memsets (cuda_gpu_kern_sum + cuda_gpu_mem_time_sum): above 1 the copy calls cannot all be waits for GPU work, the host is blocked in copies while the GPU is idle", ("api_sum",)),
+]

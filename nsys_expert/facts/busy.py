@@ -5,6 +5,7 @@ import polars as pl
 
 from . import intervals, timeline
 from .base import Context, pct
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -60,3 +61,14 @@ def compute_span(ctx: Context) -> None:
     if act:
         fs.put("gpu_active_pct_span", pct(sum(act) / len(act), e - s), prof.source_name("gpu_trace"))
         fs.put("kernel_count_span", int((gpu["kind"] == "kernel").sum()), prof.source_name("gpu_trace"))
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("gpu_count", "", "GPUs seen in the trace"),
+    fact("gpu_active_pct", "%", "union of kernel, memcpy and memset intervals per device, as a share of the window (mean over devices)"),
+    fact("gpu_idle_pct", "%", "100 - gpu_active_pct"),
+    fact("kernel_active_pct", "%", "union of kernel intervals as a share of the window"),
+    fact("memcpy_active_pct", "%", "union of memcpy intervals as a share of the window"),
+]

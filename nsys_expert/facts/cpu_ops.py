@@ -25,6 +25,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, pct, srcs
 from .names import ASYNC_MEM_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
+from .declare import fact
 
 DATALOADER = r"^enumerate\(DataLoader\)#"
 SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
@@ -251,3 +252,27 @@ def _pageable_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
     fs.put("pageable_copy_op", top["outer"], where)
     fs.put("pageable_copy_op_calls", top["n"], where)
     fs.put("pageable_copy_op_share_pct", pct(top["dur_ns"], int(rows["dur_ns"].sum())), where)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("dataloader_share_pct", "%", "share of the window inside the DataLoader's __next__ (enumerate(DataLoader)#... ranges)", ("cpu_trace",)),
+    fact("dataloader_ms_per_step", "ms", "time in the DataLoader's __next__ per step (per iteration; per optimizer step or batch without iterations)", ("cpu_trace",)),
+    fact("dataloader_in_main_process", "", "1 when the batches are made in the main process (_SingleProcessDataLoaderIter: num_workers=0), 0 when they come from worker processes", ("cpu_trace",)),
+    fact("optimizer_step_share_pct", "%", "share of the window inside Optimizer.step ranges (host time)", ("cpu_trace",)),
+    fact("optimizer_step_ms", "ms", "host time in Optimizer.step per step", ("cpu_trace",)),
+    fact("backward_host_ms_per_step", "ms", "host time in the autograd engine's backward operators (evaluate_function) per step", ("cpu_trace",)),
+    fact("backward_kernel_share_pct", "%", "share of the window's kernel time launched from the backward pass (autograd evaluate_function operators)", ("cpu_trace",)),
+    fact("forward_kernel_share_pct", "%", "share of the window's kernel time launched outside the backward pass, the optimizer step and the DataLoader (forward pass, loss, the rest)", ("cpu_trace",)),
+    fact("optimizer_kernel_share_pct", "%", "share of the window's kernel time launched from Optimizer.step", ("cpu_trace",)),
+    fact("backward_forward_ratio", "x", "kernel time launched from the backward pass / from the forward pass and the rest (about 2 in a plain training step)", ("cpu_trace",)),
+    fact("sync_source_op", "", "the outermost PyTorch operator holding the blocking calls that left the GPU idle longest (aten::item, aten::nonzero, aten::to, ...; 'API (no operator)' for a call made outside any operator: torch.cuda.synchronize())", ("cpu_trace",)),
+    fact("sync_source_inner_op", "", "the innermost operator holding those calls (aten::_local_scalar_dense, aten::copy_), when it is not the outermost", ("cpu_trace",)),
+    fact("sync_source_api", "", "the blocking runtime call those operators make most (cudaStreamSynchronize, hipMemcpyWithStream, ...)", ("cpu_trace",)),
+    fact("sync_source_share_pct", "%", "share of the GPU idle time after blocking calls that follows the calls of sync_source_op (of the host's wait in them when no call left the GPU idle)", ("cpu_trace",)),
+    fact("sync_source_calls_per_iter", "", "blocking calls per iteration made inside sync_source_op", ("cpu_trace",)),
+    fact("pageable_copy_op", "", "the outermost PyTorch operator issuing most of the copy time to or from pageable host memory (aten::to, aten::copy_, ...)", ("cpu_trace",)),
+    fact("pageable_copy_op_calls", "", "copies to or from pageable memory in the window issued inside pageable_copy_op", ("cpu_trace",)),
+    fact("pageable_copy_op_share_pct", "%", "share of the window's pageable copy time issued inside pageable_copy_op", ("cpu_trace",)),
+]

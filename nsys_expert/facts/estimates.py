@@ -28,6 +28,7 @@ from . import api_oneoff
 from .base import Context, pct
 from .names import ALLOC_APIS, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr, data_range_expr
 from .window import iteration_from_summary
+from .declare import fact
 
 TIER = "summary"
 # facts of this tier that need the iteration estimate (the reason they are absent otherwise)
@@ -195,3 +196,28 @@ def _data_ranges(ctx: Context, iter_name: str, total_iter: float, put) -> None:
         d = df.filter(data_range_expr("name") & (pl.col("name") != iter_name))
         _share(ctx.fs, put, "data_range_share_est_pct", float(d[col].sum()), total_iter, table)
         return
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("iter_est_count", "", "instances of the iteration range in the NVTX summary (whole profile)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("iter_est_median_ms", "ms", "time per iteration: the larger of the step range's median and its GPU projection's median", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("gpu_work_per_iter_ms", "ms", "kernel + copy + memset time over the iterations (capped by the projection median): an upper bound", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("gpu_work_to_iter_pct", "%", "GPU work of the whole profile per iteration / time per iteration, not capped: above 100 the summaries hold more GPU work than iteration time (work outside the iterations or on concurrent streams) and the busy share is a bound, not an estimate", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("gpu_active_est_pct", "%", "GPU work per iteration / time per iteration, from the summaries (an upper bound)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("gpu_idle_est_pct", "%", "100 - gpu_active_est_pct: the GPU is idle at least this share of each iteration", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("kernel_active_est_pct", "%", "kernel time per iteration / time per iteration, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("memcpy_active_est_pct", "%", "copy time / iteration time, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("kernels_per_iter_est", "", "kernels per iteration (whole-profile kernel count / iterations)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("sync_calls_per_iter_est", "", "blocking sync calls per iteration (whole profile / iterations)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("sync_wait_share_est_pct", "%", "host time in blocking sync calls / iteration time, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("launch_api_share_est_pct", "%", "host time in kernel-launch calls / iteration time, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("alloc_calls_per_iter_est", "", "cudaMalloc / cudaFree (and driver, pinned-host) calls per iteration, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("data_range_share_est_pct", "%", "time in NVTX ranges named like input work / iteration time, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("launches_per_sync", "", "kernel launch calls per blocking sync call (whole profile)", ("api_sum", "api_trace")),
+    fact("sync_calls", "", "blocking sync calls (whole profile)", ("api_sum", "api_trace")),
+    fact("alloc_calls", "", "allocator calls: cudaMalloc / cudaFree and their driver and pinned-host forms", ("api_sum", "api_trace")),
+    fact("alloc_api_ms", "ms", "host time in allocator calls", ("api_sum", "api_trace")),
+    fact("alloc_api_share_est_pct", "%", "host time in allocator calls / iteration time, from the summaries (start-up included)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+]

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import intervals, registry, timeline
+from . import intervals, timeline
 from .base import Context, pct, srcs
+from .declare import INPUTS, fact
 
 
 def compute(ctx: Context) -> None:
@@ -56,7 +57,7 @@ def compute(ctx: Context) -> None:
         both = srcs(src, prof.source_name("api_trace"))
         for c in timeline.CAUSES:
             if c in ("wait", "sleep", "gil") and c not in host:   # no per-thread OS runtime trace: unknown, not zero
-                fs.absent[f"gpu_idle_{c}_pct"] = "needs " + registry.INPUTS["osrt_trace"]
+                fs.absent[f"gpu_idle_{c}_pct"] = "needs " + INPUTS["osrt_trace"]
                 continue
             fs.put(f"gpu_idle_{c}_pct", pct(by[c] / n, wlen),
                    srcs(both, prof.source_name("osrt_trace")) if c in ("wait", "sleep", "gil") else both)
@@ -67,3 +68,25 @@ def compute(ctx: Context) -> None:
         fs.tables["idle_breakdown"] = [
             {"cause": c, "ms": by[c] / n / 1e6, "pct": pct(by[c] / n, wlen), "gaps": cnt[c]}
             for c in sorted(timeline.CAUSES, key=lambda c: -by[c]) if by[c] > 0]
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("gpu_idle_gap_count", "", "idle gaps of 10 us or more inside the window"),
+    fact("gpu_longest_gap_ms", "ms", "the longest idle gap inside the window"),
+    fact("gpu_idle_short_gaps_pct", "%", "idle time in gaps shorter than 100 us, as a share of the window"),
+    fact("gpu_idle_long_gaps_pct", "%", "idle time in gaps of 1 ms or more, as a share of the window"),
+    fact("gpu_idle_launch_pct", "%", "idle time while the host was submitting work (short gaps, launch overhead)", ("api_trace",)),
+    fact("gpu_idle_sync_pct", "%", "idle time after a blocking synchronisation call drained the GPU queue", ("api_trace",)),
+    fact("gpu_idle_sync_host_after_pct", "%", "of the idle time after syncs, the part after the sync call had returned, before the host queued more work, as a share of the window", ("api_trace",)),
+    fact("gpu_idle_memcpy_pct", "%", "idle time while the host was inside a blocking or pageable copy call", ("api_trace",)),
+    fact("gpu_idle_data_pct", "%", "idle time inside NVTX ranges named like input work (data, load, batch, ...)", ("api_trace",)),
+    fact("gpu_idle_alloc_pct", "%", "idle time while the host was inside an allocator call (cudaMalloc / cudaFree: cudaFree waits for the device)", ("api_trace",)),
+    fact("gpu_idle_wait_pct", "%", "idle time while the launching thread was blocked in an OS call (poll, futex, pthread_cond_wait, recv, read, ...: waiting for data)", ("osrt_trace",)),
+    fact("gpu_idle_sleep_pct", "%", "idle time while the launching threads were blocked and the host slept (clock_nanosleep, nanosleep: time.sleep)", ("osrt_trace",)),
+    fact("gpu_idle_gil_pct", "%", "idle time while the launching threads were blocked and one waited for Python's GIL (pthread_cond_timedwait calls of the 5 ms switch interval)", ("osrt_trace",)),
+    fact("gpu_idle_load_pct", "%", "idle time while the host loaded kernel code (cuLibraryLoadData, cuModuleLoad: CUDA lazy loading on first use)", ("api_trace",)),
+    fact("gpu_idle_host_pct", "%", "idle time while the host was busy outside CUDA (Python, host work)", ("api_trace",)),
+    fact("gpu_idle_other_pct", "%", "idle time although the next operation was already submitted (dependencies)", ("api_trace",)),
+]

@@ -22,6 +22,7 @@ import polars as pl
 
 from . import intervals, timeline
 from .base import Context, in_window
+from .declare import fact
 
 # fact name (without gm_ prefix and _pct) -> loader metric keys (summed: DRAM read + write)
 WINDOW_FACTS = {
@@ -244,3 +245,27 @@ def _binned(b: pl.DataFrame, starts: list[int], widths: list[int]) -> list[float
     agg = j.group_by("i").agg((frac * pl.col("sum")).sum().alias("v"), (frac * pl.col("n")).sum().alias("w"))
     got = {int(i): (v / w if w else None) for i, v, w in agg.iter_rows()}
     return [got.get(i) for i in range(len(starts))]
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("gm_sm_active_pct", "%", "SMs active (SM Active / SMs Active metric) over the window", ("gpu_metrics",)),
+    fact("gm_sm_issue_pct", "%", "SM instruction issue throughput over the window", ("gpu_metrics",)),
+    fact("gm_tensor_active_pct", "%", "tensor pipe active over the window", ("gpu_metrics",)),
+    fact("gm_dram_read_pct", "%", "DRAM read bandwidth over the window, % of peak", ("gpu_metrics",)),
+    fact("gm_dram_write_pct", "%", "DRAM write bandwidth over the window, % of peak", ("gpu_metrics",)),
+    fact("gm_dram_pct", "%", "DRAM bandwidth (read + write) over the window, % of peak", ("gpu_metrics",)),
+    fact("gm_pcie_rx_pct", "%", "PCIe receive throughput over the window, % of peak", ("gpu_metrics",)),
+    fact("gm_pcie_tx_pct", "%", "PCIe transmit throughput over the window, % of peak", ("gpu_metrics",)),
+    fact("gm_nvlink_rx_pct", "%", "NVLink receive throughput over the window, % of peak", ("gpu_metrics",)),
+    fact("gm_nvlink_tx_pct", "%", "NVLink transmit throughput over the window, % of peak", ("gpu_metrics",)),
+    fact("gm_gr_active_pct", "%", "graphics / compute engine active (GR Active) over the window", ("gpu_metrics",)),
+    fact("gm_sm_active_busy_pct", "%", "SMs active while a kernel runs (samples under the kernel union): low means kernels too small to fill the GPU", ("gpu_metrics",)),
+    fact("gm_pcie_copy_pct", "%", "PCIe throughput in the copy's own direction while host-device copies run (RX under host-to-device, TX under device-to-host; the higher of the two), % of peak (0 when the window has no host-device copy)", ("gpu_metrics",)),
+    fact("gm_sm_active_pct", "%", "SMs active while this kernel runs (GPU metrics samples)", ("gpu_metrics",), "kernel"),
+    fact("gm_sm_issue_pct", "%", "SM issue throughput while this kernel runs", ("gpu_metrics",), "kernel"),
+    fact("gm_tensor_active_pct", "%", "tensor pipe active while this kernel runs", ("gpu_metrics",), "kernel"),
+    fact("gm_dram_pct", "%", "DRAM bandwidth (read + write) while this kernel runs, % of peak", ("gpu_metrics",), "kernel"),
+    fact("gm_verdict", "", "memory / tensor / compute / underfilled / mixed from the samples (ncu's class where ncu measured the kernel)", ("gpu_metrics",), "kernel"),
+]

@@ -6,6 +6,7 @@ import polars as pl
 from . import intervals, timeline
 from ..load import Profile
 from .base import Context, pct
+from .declare import fact
 
 
 def iteration_ends(prof: Profile, win) -> list[int]:
@@ -69,3 +70,13 @@ def compute(ctx: Context) -> None:
     fs.tables["iterations"] = [
         {"index": i + 1, "ms": dur[i] / 1e6, "gpu_busy_pct": pct(cov[i], dur[i]) if cov[i] is not None else None,
          "warmup": i < win.skipped} for i in range(len(starts))]
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("iter_count", "", "iterations in the window", ("nvtx_trace",)),
+    fact("iter_median_ms", "ms", "median iteration time (start to next start)", ("nvtx_trace",)),
+    fact("iter_max_over_median", "x", "slowest iteration in the window / median", ("nvtx_trace",)),
+    fact("first_iter_over_median", "x", "first (warm-up) iteration / median iteration", ("nvtx_trace",)),
+]

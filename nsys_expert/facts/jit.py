@@ -10,6 +10,7 @@ import polars as pl
 from . import timeline
 from .base import Context, pct
 from .names import MODULE_LOAD_APIS, api_base
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -37,3 +38,13 @@ def compute(ctx: Context) -> None:
     fs.put("module_loads_per_iter", loads.height / n_iter, src)
     fs.put("module_load_iters_pct", pct(iters_with, n_iter), src)
     fs.put("module_load_ms_per_iter", float(loads["dur_ns"].sum()) / 1e6 / n_iter if loads.height else 0.0, src)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("module_loads_steady", "", "kernel-code loads (cuModuleLoad*, cuLibraryLoad*) inside the steady iterations, after the warm-up ones", ("api_trace",)),
+    fact("module_loads_per_iter", "", "kernel-code loads per steady iteration", ("api_trace",)),
+    fact("module_load_iters_pct", "%", "share of the steady iterations that load kernel code (recurring loads: a JIT compiler at work)", ("api_trace",)),
+    fact("module_load_ms_per_iter", "ms", "time in kernel-code load calls per steady iteration", ("api_trace",)),
+]

@@ -6,6 +6,7 @@ import polars as pl
 from . import timeline
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, in_window, of_kinds, pct
 from .names import CONV_KERNEL, LAYOUT_KERNEL, NCHW_KERNEL, NHWC_KERNEL, fused_kernel_expr, kernel_class_expr, simt_gemm_expr
+from .declare import fact
 
 
 def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
@@ -75,3 +76,26 @@ def compute_per_iteration(ctx: Context) -> None:
     if "kernel_count" in fs.run and fs.run.get("iter_count"):
         fs.put("kernels_per_iter", fs.run["kernel_count"] / fs.run["iter_count"], ctx.prof.source_name("gpu_trace"))
 
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("kernel_count", "", "kernels in the window (whole profile when there is no trace)", ("gpu_trace", "kern_sum")),
+    fact("kernel_median_us", "us", "median kernel duration", ("gpu_trace", "kern_sum")),
+    fact("kernel_small_share_pct", "%", "share of kernels shorter than 10 us (by count)", ("gpu_trace", "kern_sum")),
+    fact("kernels_per_iter", "", "kernels launched per iteration"),
+    fact("matmul_share_of_kernel_pct", "%", "share of kernel time in GEMM / attention / convolution kernels (by name)", ("gpu_trace", "kern_sum")),
+    fact("elementwise_fused_share_of_kernel_pct", "%", "share of kernel time in elementwise kernels a compiler already fused (triton_*_fused_*, nvFuser): fusing gives them nothing more", ("gpu_trace", "kern_sum")),
+    fact("elementwise_share_of_kernel_pct", "%", "share of kernel time in elementwise / reduction / normalisation / optimizer kernels (by name)", ("gpu_trace", "kern_sum")),
+    fact("conv_share_of_kernel_pct", "%", "share of kernel time in convolution kernels (cuDNN's and PyTorch's own, by name): a conv net", ("gpu_trace", "kern_sum")),
+    fact("nchw_kernel_share_of_kernel_pct", "%", "share of kernel time in NCHW-layout kernels that have a channels_last counterpart (PyTorch's NCHW batch norm, depthwise convolution, pooling and upsampling; cuDNN's nchw helpers; by name; 0 without convolution kernels), layout conversions apart", ("gpu_trace", "kern_sum")),
+    fact("layout_convert_share_of_kernel_pct", "%", "share of kernel time in layout-conversion kernels (cuDNN's nchwToNhwc / nhwcToNchw and kin, by name): NCHW tensors converted around NHWC tensor-core convolutions", ("gpu_trace", "kern_sum")),
+    fact("simt_gemm_share_of_kernel_pct", "%", "share of kernel time in fp32/fp64 GEMMs on SIMT cores (no tensor cores, by name)", ("gpu_trace", "kern_sum")),
+    fact("name", "", "kernel name as nsys prints it", ("gpu_trace", "kern_sum"), "kernel"),
+    fact("kernel_class", "", "nccl / matmul / elementwise / other (from the name)", ("gpu_trace", "kern_sum"), "kernel"),
+    fact("time_share_pct", "%", "share of kernel time in the window", ("gpu_trace", "kern_sum"), "kernel"),
+    fact("total_ms", "ms", "total time in the window", ("gpu_trace", "kern_sum"), "kernel"),
+    fact("count", "", "instances in the window", ("gpu_trace", "kern_sum"), "kernel"),
+    fact("median_us", "us", "median duration", ("gpu_trace", "kern_sum"), "kernel"),
+    fact("avg_us", "us", "mean duration", ("gpu_trace", "kern_sum"), "kernel"),
+]

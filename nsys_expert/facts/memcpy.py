@@ -6,6 +6,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, in_window, pct
 from .names import COPY_KERNEL
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -115,3 +116,22 @@ def compute_bursts(ctx: Context) -> None:
     top = max(1, int(n * BURST_SHARE_OF_ITERS))
     fs.put("memcpy_top_fifth_iters_share_pct", pct(float(c["t"].head(top).sum()), total), ctx.prof.source_name("gpu_trace"))
 
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("memcpy_top_fifth_iters_share_pct", "%", "share of the window's host-device copy time launched in the fifth of the iterations that copy most (near 100: bursts, such as a periodic checkpoint; near 20: every step)", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("memcpy_share_of_busy_pct", "%", "memcpy time as a share of GPU busy time", ("gpu_trace", "mem_time_sum")),
+    fact("memcpy_host_share_of_busy_pct", "%", "host-device copy time (HtoD, DtoH) as a share of GPU busy time", ("gpu_trace", "mem_time_sum")),
+    fact("memcpy_dtod_share_of_busy_pct", "%", "device-to-device / peer copy time as a share of GPU busy time", ("gpu_trace", "mem_time_sum")),
+    fact("copy_kernel_share_of_busy_pct", "%", "copy kernels (direct_copy_kernel, CatArrayBatchedCopy, ...: the name table in facts/copy_kernels.yaml) as a share of GPU busy time", ("gpu_trace", "gpu_sum")),
+    fact("copy_kernel_share_of_kernel_pct", "%", "copy kernels as a share of kernel time", ("gpu_trace", "kern_sum")),
+    fact("device_copy_share_of_busy_pct", "%", "copies on the device, copy kernels and device-to-device / peer memcpy together, as a share of GPU busy time", ("gpu_trace", "gpu_sum")),
+    fact("memcpy_h2d_gbps", "GB/s", "host-to-device copy bandwidth (bytes / copy time)", ("gpu_trace", "mem_time_sum")),
+    fact("memcpy_d2h_gbps", "GB/s", "device-to-host copy bandwidth (bytes / copy time)", ("gpu_trace", "mem_time_sum")),
+    fact("memcpy_h2d_mb", "MB", "host-to-device bytes copied (10^6 bytes)", ("gpu_trace", "mem_size_sum")),
+    fact("memcpy_d2h_mb", "MB", "device-to-host bytes copied (10^6 bytes)", ("gpu_trace", "mem_size_sum")),
+    fact("memcpy_exposed_pct", "%", "host-device copy time not overlapped by kernels on the same device, as a share of the window"),
+    fact("memcpy_hidden_pct", "%", "share of the host-device copy time overlapped by kernels on the same device (hidden behind compute)"),
+    fact("memcpy_pageable_share_pct", "%", "share of host-device copy time that uses pageable (not pinned) host memory"),
+]

@@ -6,6 +6,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, in_window, of_kinds, pct
 from .kernels import with_kernel_classes
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -50,3 +51,14 @@ def compute(ctx: Context) -> None:
     fs.put("nccl_share_of_busy_pct", pct(tot_nccl, tot_busy), src)
     fs.put("nccl_overlap_pct", pct(overl, tot_nccl), src)
     fs.put("nccl_exposed_pct", pct(exposed / max(1, len(busy)), win.length_ns), src)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("nccl_kernel_count", "", "NCCL / collective kernels in the window", ("gpu_trace", "kern_sum")),
+    fact("nccl_share_of_busy_pct", "%", "NCCL kernel time as a share of GPU busy time", ("gpu_trace", "kern_sum")),
+    fact("nccl_overlap_pct", "%", "share of NCCL kernel time overlapped by compute kernels on other streams"),
+    fact("nccl_exposed_pct", "%", "NCCL kernel time not overlapped by compute, as a share of the window"),
+    fact("compute_active_pct", "%", "union of non-NCCL kernel intervals as a share of the window (compute, without communication)"),
+]

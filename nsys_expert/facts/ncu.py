@@ -28,6 +28,7 @@ import polars as pl
 from ..load import Profile
 from .ncu_metrics import (TOP_KERNELS_FOR_COMMAND, _RAW_ONLY, _RULE_THEMES, _kernel_facts, _launch_facts, _long, base_name, norm_name)  # noqa: F401
 from .names import kernel_class_expr, simt_gemm_expr
+from .declare import INPUTS, fact
 
 # ------------------------------------------------------------------------------------------- join
 def _nsys_kernels(fs, prof: Profile) -> list[dict]:
@@ -221,8 +222,9 @@ def _sources(fs, prof: Profile, sources: dict) -> None:
 
 # ----------------------------------------------------------------------------------------- absent
 def _ncu_facts() -> list[str]:
-    from . import registry
-    return [n for n, f in registry.KERNEL_FACTS.items() if f.needs == ("ncu",)]
+    """The kernel facts only Nsight Compute supplies (declared here and in ncu_metrics.py)."""
+    from . import ncu_metrics
+    return [f.name for f in FACTS + ncu_metrics.FACTS if f.scope == "kernel" and f.needs == ("ncu",)]
 
 
 def _absent_in_ncu(fs) -> None:
@@ -272,9 +274,8 @@ def ncu_command(fs, prof: Profile) -> str | None:
 
 def _without_ncu(fs, prof: Profile) -> None:
     """No ncu data: the ncu facts are absent, and the reason is the command that would supply them."""
-    from . import registry
     cmd = ncu_command(fs, prof) if fs.kernels else None
-    why = (f"needs Nsight Compute data of the top kernels: {cmd}" if cmd else "needs " + registry.INPUTS["ncu"])
+    why = (f"needs Nsight Compute data of the top kernels: {cmd}" if cmd else "needs " + INPUTS["ncu"])
     for f in _ncu_facts():
         fs.absent.setdefault(f, why)
     if cmd:
@@ -284,3 +285,13 @@ def _without_ncu(fs, prof: Profile) -> None:
 def compute(ctx) -> None:
     """The fact-group entry point (``facts.GROUPS``)."""
     attach(ctx.fs, ctx.prof)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("nsys_matched", "", "the ncu kernel was found in the nsys data (its share of GPU time is known)", ("ncu",), "kernel"),
+    fact("nsys_match", "", "how the ncu name was matched to the nsys name: name, normalized name, function name", ("ncu",), "kernel"),
+    fact("ncu_name", "", "kernel name as Nsight Compute prints it", ("ncu",), "kernel"),
+    fact("simt_gemm", "", "an FP32/FP64 GEMM on SIMT cores by its name (sgemm / simt, no tensor-core marker)", ("ncu",), "kernel"),
+]

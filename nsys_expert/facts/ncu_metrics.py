@@ -12,6 +12,7 @@ import polars as pl
 
 from ..load import Profile
 from . import ncu_units
+from .declare import fact
 
 # fact -> candidate metrics in order of preference: "Section|Label" (details page, section identifier)
 # or a raw metric name (raw page, --metrics rows); scale converts the canonical unit of the loader.
@@ -322,3 +323,55 @@ def _rule_facts(k: dict, rules: list[dict]) -> list[dict]:
         k["top_pipe"] = pipe[0].group(1)
         k["top_pipe_pct"] = float(pipe[0].group(2))
     return rows
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("ncu_launches", "", "launches of this kernel profiled by ncu", ("ncu",), "kernel"),
+    fact("sm_throughput_pct", "%", "Compute (SM) Throughput: SM throughput as a share of peak (SpeedOfLight)", ("ncu",), "kernel"),
+    fact("memory_throughput_pct", "%", "Memory Throughput: the busiest memory unit (DRAM, L2, L1) as a share of peak", ("ncu",), "kernel"),
+    fact("dram_throughput_pct", "%", "DRAM Throughput: DRAM bandwidth as a share of peak", ("ncu",), "kernel"),
+    fact("l1_throughput_pct", "%", "L1/TEX cache throughput as a share of peak", ("ncu",), "kernel"),
+    fact("l2_throughput_pct", "%", "L2 cache throughput as a share of peak", ("ncu",), "kernel"),
+    fact("duration_us", "us", "kernel duration under ncu (clocks may differ from the nsys run)", ("ncu",), "kernel"),
+    fact("dram_bandwidth_gbps", "GB/s", "DRAM bandwidth reached (Memory Workload Analysis: Memory Throughput)", ("ncu",), "kernel"),
+    fact("l2_hit_rate_pct", "%", "L2 hit rate (healthy > 80 %)", ("ncu",), "kernel"),
+    fact("l1_hit_rate_pct", "%", "L1/TEX hit rate", ("ncu",), "kernel"),
+    fact("local_spill_requests", "", "local-memory spilling requests (register spills)", ("ncu",), "kernel"),
+    fact("achieved_occupancy_pct", "%", "achieved occupancy: resident warps / maximum warps (healthy > 50 %)", ("ncu",), "kernel"),
+    fact("theoretical_occupancy_pct", "%", "theoretical occupancy allowed by registers, shared memory and block size", ("ncu",), "kernel"),
+    fact("block_limit_registers", "block", "blocks per SM allowed by the registers", ("ncu",), "kernel"),
+    fact("block_limit_shared_mem", "block", "blocks per SM allowed by the shared memory", ("ncu",), "kernel"),
+    fact("block_limit_warps", "block", "blocks per SM allowed by the warps (block size)", ("ncu",), "kernel"),
+    fact("block_limit_sm", "block", "blocks per SM allowed by the hardware block limit", ("ncu",), "kernel"),
+    fact("block_limit_barriers", "block", "blocks per SM allowed by the barriers", ("ncu",), "kernel"),
+    fact("occupancy_limiter", "", "what limits theoretical occupancy: registers, shared_mem, warps, blocks, barriers (joined by + on a tie); none at 100 %", ("ncu",), "kernel"),
+    fact("registers_per_thread", "", "registers per thread (healthy < 128)", ("ncu",), "kernel"),
+    fact("shared_mem_per_block_bytes", "byte", "static + dynamic shared memory per block", ("ncu",), "kernel"),
+    fact("block_size", "", "threads per block", ("ncu",), "kernel"),
+    fact("grid_size", "", "blocks in the grid", ("ncu",), "kernel"),
+    fact("waves_per_sm", "", "waves of blocks per SM: grid / (SMs x blocks per SM)", ("ncu",), "kernel"),
+    fact("sm_count", "", "SMs of the GPU", ("ncu",), "kernel"),
+    fact("tail_idle_pct", "%", "SM time left idle by the last, incomplete wave of blocks (1 - waves below one wave)", ("ncu",), "kernel"),
+    fact("bound_class", "", "ncu's SOL class: compute, memory, latency, small-grid or balanced", ("ncu",), "kernel"),
+    fact("issue_active_pct", "%", "cycles in which a scheduler issued an instruction (One or More Eligible)", ("ncu",), "kernel"),
+    fact("warp_cycles_per_issue", "cycle", "cycles between two instructions of a warp (Warp Cycles Per Issued Instruction)", ("ncu",), "kernel"),
+    fact("tensor_pipe_active_pct", "%", "tensor pipe active cycles as a share of peak (raw page)", ("ncu",), "kernel"),
+    fact("top_stall_reason", "", "the warp stall reason with the most cycles (raw page, else ncu's CPIStall rule)", ("ncu",), "kernel"),
+    fact("top_stall_pct", "%", "share of the cycles between two instructions spent in the top stall reason", ("ncu",), "kernel"),
+    fact("shared_bank_conflict_pct", "%", "shared-memory bank conflicts as a share of shared-memory wavefronts (raw page)", ("ncu",), "kernel"),
+    fact("global_excess_sectors_pct", "%", "excess global-memory sectors (uncoalesced access) as a share of global sectors (raw page)", ("ncu",), "kernel"),
+    fact("top_pipe", "", "the most utilized pipeline named by ncu's HighPipeUtilization rule", ("ncu",), "kernel"),
+    fact("top_pipe_pct", "%", "utilization of that pipeline", ("ncu",), "kernel"),
+    fact("ncu_rules", "", "ncu's own OPT / WRN rule rows: name, type, estimated speedup", ("ncu",), "kernel"),
+    fact("ncu_opt_count", "", "ncu OPT (optimization) rules that fired", ("ncu",), "kernel"),
+    fact("ncu_top_rule", "", "the ncu OPT rule with the largest global estimated speedup", ("ncu",), "kernel"),
+    fact("ncu_top_rule_speedup_pct", "%", "its estimated speedup (global: share of the kernel's runtime); 0 when none fired", ("ncu",), "kernel"),
+    fact("ncu_top_rule_text", "", "its description", ("ncu",), "kernel"),
+    fact("ncu_occupancy_speedup_pct", "%", "ncu's estimated speedup from occupancy (AchievedOccupancy, TheoreticalOccupancy)", ("ncu",), "kernel"),
+    fact("ncu_launch_speedup_pct", "%", "ncu's estimated speedup from the launch configuration (LaunchConfiguration)", ("ncu",), "kernel"),
+    fact("ncu_uncoalesced_speedup_pct", "%", "ncu's estimated speedup from global access patterns (UncoalescedGlobalAccess, MemoryCacheAccessPattern)", ("ncu",), "kernel"),
+    fact("ncu_bank_conflict_speedup_pct", "%", "ncu's estimated speedup from shared-memory access (UncoalescedSharedAccess, SharedMemoryConflicts)", ("ncu",), "kernel"),
+    fact("ncu_stall_speedup_pct", "%", "ncu's estimated speedup from the top warp stall (CPIStall)", ("ncu",), "kernel"),
+]

@@ -7,6 +7,7 @@ from . import intervals, timeline
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS, data_range_expr
 from .window import group_names
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -74,3 +75,12 @@ def _per_name(n: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
     names = pl.DataFrame([code, n["name"]]).group_by("_c").agg(pl.col("name").first(), pl.len().alias("count"))
     return (pl.concat(parts).join(names, on="_c", how="left").select("name", "t", "count")
               .sort(["t", "name"], descending=[True, False]))
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("nccl_api_calls", "", "NCCL calls seen as NVTX ranges (NCCL domain)", ("nvtx_trace", "nvtx_sum")),
+    fact("nvtx_top_range_share_pct", "%", "share of the window covered by the most time-consuming NVTX range name", ("nvtx_trace", "nvtx_sum")),
+    fact("data_range_share_pct", "%", "share of the window inside NVTX ranges named like input work", ("nvtx_trace", "nvtx_sum")),
+]

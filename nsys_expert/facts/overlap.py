@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..load import sanity
 from .base import Context, in_window, pct
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -27,3 +28,14 @@ def compute(ctx: Context) -> None:
     if over["top"]:
         name = over["top"][0]["name"] or ""
         fs.put("stream_overlap_top_kernel", name if len(name) <= 160 else name[:157] + "...", src)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("stream_overlap_count", "", "GPU operations in the window that start before the previous one on their stream ended (programmatic dependent launch; not damage)"),
+    fact("stream_overlap_share_pct", "%", "stream_overlap_count as a share of the GPU operations in the window"),
+    fact("stream_overlap_median_us", "us", "median time an overlapping operation starts before its predecessor on the stream ended"),
+    fact("stream_overlap_max_us", "us", "the largest same-stream overlap in the window"),
+    fact("stream_overlap_top_kernel", "", "the kernel that most often starts before its predecessor ended (name cut to 160 characters)"),
+]

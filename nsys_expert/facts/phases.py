@@ -39,6 +39,7 @@ from .api_oneoff import gpu_work_tables
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS
 from .window import OPERATOR_RANGE, _group_expr, iteration_from_summary, per_distinct
+from .declare import fact
 
 MAX_ROWS = 12
 # operator ranges of PyTorch's emit_nvtx are not phases (but a user's plain "forward" / "backward" is)
@@ -333,3 +334,17 @@ def _idle_in_data(fs, prof, win, rows, src) -> None:
     fs.put("gpu_idle_data_phase_pct", pct(lb, win.length_ns) or 0.0,
            f"{prof.source_name('gpu_trace')} + {src}", "summary")
     fs.put("data_phase_total_ms", d["total_ns"] / 1e6, src, "summary")
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("data_phase_share_of_step_pct", "%", "time in data-loading NVTX ranges nested in a step range as a share of that step's time (nesting inferred from totals and counts without an NVTX trace; one instance each counts)", ("nvtx_trace", "nvtx_sum")),
+    fact("data_phase_name", "", "the data-loading range(s) of that step", ("nvtx_trace", "nvtx_sum")),
+    fact("data_phase_parent", "", "the step range that holds them", ("nvtx_trace", "nvtx_sum")),
+    fact("data_phase_count", "", "instances of the data-loading range(s)", ("nvtx_trace", "nvtx_sum")),
+    fact("data_phase_parent_count", "", "instances of the step range", ("nvtx_trace", "nvtx_sum")),
+    fact("gpu_idle_data_phase_est_pct", "%", "summaries: the share of the step's time in which the GPU must be idle while the host is in its data-loading ranges: (data time - all GPU work of the profile, cuda_gpu_kern_sum + cuda_gpu_mem_time_sum) / step time, a lower bound", ("nvtx_trace", "nvtx_sum")),
+    fact("gpu_idle_data_phase_pct", "%", "a GPU trace and nvtx_sum, no NVTX trace: idle share of the window that must lie inside data-loading ranges, a lower bound (data time in the window, at least its total minus the span outside the window, plus the idle time, minus the window)", ("nvtx_sum",)),
+    fact("data_phase_total_ms", "ms", "total time of the largest data-loading range name (nvtx_sum, whole profile)", ("nvtx_sum",)),
+]

@@ -13,6 +13,7 @@ What a GPU can do depends on it: TF32 and bf16 tensor cores need 8.0 or later.
 from __future__ import annotations
 
 from .base import Context
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -43,3 +44,11 @@ def _cc(v) -> float | None:
     if "." not in s and x >= 10 and x.is_integer():     # "90" (sm_90) is 9.0
         x = x / 10
     return x if 1.0 <= x < 20 else None
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("gpu_vendor", "", "the GPUs' maker as a torch.profiler trace says it: nvidia (CUDA runtime calls) or amd (ROCm: hip* calls); absent for nsys inputs, which are NVIDIA's", ("gpu_trace", "api_trace")),
+    fact("gpu_compute_capability", "", "the lowest CUDA compute capability of the run's GPUs (7.0 V100, 8.0 A100, 9.0 H100 / H200), from the SQLite export, a torch.profiler trace or Nsight Compute; absent when the inputs do not say it (CSV, console text)", ("gpu_trace", "ncu")),
+]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import statistics
 
-from . import FactSet
+from .base import FactSet
+from .declare import fact
 
 
 def _median(xs):
@@ -64,3 +65,18 @@ def cross_rank(labels: list[str], sets: list[FactSet]) -> dict:
         top = max(range(n), key=lambda r: comp[r])
         job["straggler_rank"] = labels[top]
     return {"job": {k: v for k, v in job.items() if v is not None}, "per_rank": per}
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("rank_count", "", "ranks (processes with GPU work) in this job", ("ranks",)),
+    fact("rank_iter_skew", "x", "slowest rank's median iteration time / the median over ranks", ("ranks",)),
+    fact("rank_compute_skew", "x", "most compute per iteration (non-NCCL kernel time) / the median over ranks", ("ranks",)),
+    fact("rank_gpu_active_spread_pct", "%", "highest minus lowest GPU-active % over ranks (points)", ("ranks",)),
+    fact("rank_nccl_share_spread_pct", "%", "highest minus lowest NCCL share of busy time over ranks (points)", ("ranks",)),
+    fact("straggler_last_arrival_pct", "%", "share of the collectives the most often last-arriving rank arrived last at (shortest NCCL kernel: it waited least)", ("ranks",)),
+    fact("straggler_rank", "", "the rank that arrives last most often (by compute skew when there are no collectives)", ("ranks",)),
+    fact("nccl_last_arrival_pct", "%", "share of the collectives this rank arrived at last (its NCCL kernel was the shortest)", ("ranks",)),
+    fact("compute_ms_per_iter", "ms", "non-NCCL kernel time per iteration (per window when there are no iterations)", ("ranks",)),
+]

@@ -22,6 +22,7 @@ from .depmodel import Run, simulate  # noqa: F401 - the replay's API, used by te
 from .transforms import (APPLIES, PARAMS, TRANSFORMS, apply, gain, comm_overlap, copies, copy_overlap,  # noqa: F401
                          cuda_graphs, data_workers, distinct, fusion, host_offload, pinned_copies, remove_syncs,
                          table_gbps, tensor_cores)
+from .declare import fact
 
 
 # ------------------------------------------------------------------------------ the fact group
@@ -168,3 +169,24 @@ def compute(ctx: Context) -> None:
                                   "measured_iter_ms": real / periods / 1e6, "iterations": periods,
                                   "gains": {t: round(g, 1) for t, g in gains.items()}, "source": src}
 
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("replay_iterations", "", "iterations replayed on the dependency model (a contiguous run of up to 20 in the middle of the window)", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_model_error_pct", "%", "the replayed iterations' time against the measured one (completion to completion), signed: within 25 % or no replay gain is given", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("critical_path_host_pct", "%", "share of the replayed iterations' critical path that is the launching thread's own time (work between CUDA calls, the calls themselves)", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("critical_path_gpu_pct", "%", "share of the replayed iterations' critical path that is GPU operations (and the gaps between queued ones)", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("critical_path_iter_ms", "ms", "iteration time as replayed on the dependency model (completion to completion)", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_remove_syncs_pct", "%", "replayed gain of removing the host syncs (synchronize calls, read-back copies): 1 - replayed / current iteration time", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_pinned_copies_pct", "%", "replayed gain of pinned host buffers and non_blocking copies (pageable copies at the pinned bandwidth)", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_copy_overlap_pct", "%", "replayed gain of host-device copies on a side stream, double-buffered", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_copies_pct", "%", "replayed gain of the copy advice: pinned + non_blocking copies or a side stream, whichever gains more", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_cuda_graphs_pct", "%", "replayed gain of capturing each run of kernel launches in a CUDA graph", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_comm_overlap_pct", "%", "replayed gain of running the NCCL / RCCL collectives on their own stream, overlapped with compute", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_host_offload_pct", "%", "replayed gain of moving the host work segments of 100 us or more to 4 DataLoader workers", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_data_workers_pct", "%", "replayed gain of moving the host work inside NVTX data ranges (without data ranges: all host work segments of 100 us or more) to 4 DataLoader workers", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_fusion_pct", "%", "replayed gain of fusing the unfused elementwise kernels (their time cut by 0.7)", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_tensor_cores_pct", "%", "replayed gain of running the SIMT GEMMs on tensor cores (their time cut by 0.85)", ("gpu_trace", "api_trace", "nvtx_trace")),
+    fact("replay_gain_all_pct", "%", "the largest replayed gain of the transformations applied together (never a sum)", ("gpu_trace", "api_trace", "nvtx_trace")),
+]

@@ -10,6 +10,7 @@ tier and nothing is attributed either (the summaries cannot say which gap had wh
 from __future__ import annotations
 
 from .base import Context
+from .declare import fact
 
 ATTRIBUTED = ("launch", "sync", "memcpy", "data", "alloc", "load", "sleep", "gil", "wait", "host")
 
@@ -33,3 +34,11 @@ def compute(ctx: Context) -> None:
     srcs = " + ".join(dict.fromkeys(s for s in [src] + [fs.sources.get(c) for c in causes if c in run] if s))
     fs.put("gpu_idle_attributed_pct", min(idle, attributed), srcs, tier)
     fs.put("gpu_idle_unexplained_pct", max(0.0, idle - attributed), srcs, tier)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("gpu_idle_attributed_pct", "%", "idle share of the window that the gap causes attribute (launch, sync, memcpy, data, host)", ("gpu_trace", "nvtx_sum")),
+    fact("gpu_idle_unexplained_pct", "%", "idle share of the window no cause attributes (all of it without cuda_api_trace)", ("gpu_trace", "nvtx_sum")),
+]

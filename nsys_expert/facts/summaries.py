@@ -8,6 +8,7 @@ from . import api_oneoff
 from .base import SMALL_KERNEL_NS, Context, pct
 from .kernels import kernel_table
 from .names import COPY_KERNEL, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, NCCL_KERNEL, SYNC_APIS, SYNC_MEM_APIS, base_expr
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -176,3 +177,13 @@ def _pinned_saving(put, prof, ms: pl.DataFrame, sz: pl.DataFrame | None) -> None
             saved += max(0.0, t - b / bw)
     if total > 0:
         put("memcpy_pinned_saving_pct", 100.0 * saved / total, "mem_size_sum")
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("gpu_idle_host_elim_pct", "%", "without an API trace, host time by elimination: idle share of the window in gaps of 100 us or more minus every CUDA API call of the profile (api_sum, all threads) as a share of it; a lower bound of the idle time the host spent outside CUDA (with the cuda_api_sum report)"),
+    fact("cuda_api_total_ms", "ms", "time in CUDA API calls over the whole profile, all threads (cuda_api_sum)", ("api_sum",)),
+    fact("memcpy_pinned_saving_pct", "%", "share of the host-device copy time that copies at the GPU's pinned bandwidth (facts/replay.yaml) would save: per direction, time minus bytes / bandwidth (with the cuda_gpu_mem_size_sum report)", ("mem_time_sum", "mem_size_sum")),
+    fact("gpu_work_ms", "ms", "all the GPU's work in the summaries: kernel + copy + memset time (cuda_gpu_kern_sum + cuda_gpu_mem_time_sum, else cuda_gpu_sum)", ("kern_sum", "gpu_sum")),
+]

@@ -17,6 +17,7 @@ from ..load.sqlite_tables import OSRT_SLEEPS
 from . import intervals, timeline
 from .base import Context, pct
 from .names import KERNEL_LAUNCH_APIS, api_base
+from .declare import fact
 
 
 LAUNCH_SHARE = 0.05   # a thread that issues at least this share of the window's launches is a launching thread
@@ -121,3 +122,19 @@ def compute(ctx: Context) -> None:
         fs.put("osrt_sleep_calls", sleeps.height, src)
         fs.put("osrt_sleep_median_ms", float(sleeps["dur_ns"].median()) / 1e6, src)
         fs.put("osrt_sleep_share_of_idle_pct", pct(sum(r["idle_ms"] for r in rows if r["name"] in OSRT_SLEEPS) * 1e6, idle_ns), src)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("osrt_wait_top_call", "", "the blocking OS call the launching thread spent most GPU idle time in", ("osrt_trace",)),
+    fact("osrt_wait_top_calls", "", "calls of it in the window", ("osrt_trace",)),
+    fact("osrt_wait_top_share_of_idle_pct", "%", "share of the GPU idle time spent in it by the launching thread", ("osrt_trace",)),
+    fact("osrt_sleep_top_call", "", "the sleep call the launching thread spent most GPU idle time in", ("osrt_trace",)),
+    fact("osrt_sleep_calls", "", "sleep calls of the launching thread in the window", ("osrt_trace",)),
+    fact("osrt_sleep_median_ms", "ms", "median length of those sleep calls", ("osrt_trace",)),
+    fact("osrt_sleep_share_of_idle_pct", "%", "share of the GPU idle time the launching thread spent asleep", ("osrt_trace",)),
+    fact("osrt_gil_calls", "", "pthread_cond_timedwait calls of the launching thread in the window, when they are GIL waits", ("osrt_trace",)),
+    fact("osrt_gil_switch_share_pct", "%", "share of the launching thread's pthread_cond_timedwait time in calls of the GIL switch interval (4.5-5.6 ms)", ("osrt_trace",)),
+    fact("osrt_wait_share_pct", "%", "OS runtime blocking time (poll, waits, sleeps) over the whole profile as a share of the profile span, summed over threads", ("osrt_sum",)),
+]

@@ -21,6 +21,7 @@ import polars as pl
 from . import intervals
 from .names import LIBRARY_DOMAINS
 from .period import periodic_start
+from .declare import fact
 
 LONG_GAP_FLOOR_NS = 50_000_000
 LONG_GAP_FACTOR = 100
@@ -376,3 +377,11 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
     return Window(span_s, span_e, "whole",
                   "no GPU trace: the window is the whole profile and only summary facts are computed",
                   iters, 0, span_s, span_e)
+
+
+# the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
+# table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
+FACTS = [
+    fact("window_ms", "ms", "length of the analysis window", ("gpu_trace", "nvtx_trace", "api_trace")),
+    fact("startup_s", "s", "time from the first recorded event to the start of the window (start-up, warm-up)", ("gpu_trace", "nvtx_trace", "api_trace")),
+]
