@@ -15,7 +15,7 @@ import os
 import jinja2
 
 from .. import __version__, cache
-from ..engine.model import Finding
+from ..engine.model import Evidence, Finding, IdlePhase, Support
 from ..engine.rules import SEVERITIES
 from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
@@ -62,9 +62,10 @@ def _ordered(findings: list[Finding]) -> list[dict]:
 
 def finding_json(f: Finding, rank: int) -> dict:
     """The one place a finding (engine/model.py) becomes the JSON contract's dict: its fields in the
-    contract's order, the optional ones only when set."""
+    contract's order, the optional ones only when set, its parts (evidence, supporting, phase) as theirs.
+    It reads the finding and writes nothing into it: every key comes from a declared field."""
     return {"rule": f.rule, "category": f.category, "severity": f.severity, "rank": rank,
-            "title": f.title, "message": f.message, "evidence": f.evidence,
+            "title": f.title, "message": f.message, "evidence": [evidence_json(e) for e in f.evidence],
             "advice": f.advice, "estimated_gain_pct": f.estimated_gain_pct,
             **({"gain_basis": f.gain_basis} if f.gain_basis else {}),
             **({"gain_capped_by": f.gain_capped_by} if f.gain_capped_by else {}),
@@ -72,22 +73,25 @@ def finding_json(f: Finding, rank: int) -> dict:
             "confidence": f.confidence, "scope": f.scope,
             "pack": f.pack, "references": f.references,
             "subject": f.subject, "subject_share_pct": f.subject_share_pct,
-            "cause": f.cause, "supporting": f.supporting}
+            "cause": f.cause, "supporting": [support_json(s) for s in f.supporting],
+            **({"phase": phase_json(f.phase)} if f.phase is not None else {})}
 
 
-PHASE_MIN_SHARE_PCT = 30.0
+def evidence_json(e: Evidence) -> dict:
+    """``findings[].evidence[]``: a fact the finding rests on."""
+    return {"fact": e.fact, "value": e.value, "threshold": e.threshold, "op": e.op, "unit": e.unit, "source": e.source}
 
 
-def _phase_of_idle(findings: list[dict], run: dict) -> None:
-    """A finding about the GPU's idle time says which NVTX phase of the step holds most of it (issue 46):
-    ``phase`` = {phase, names, share_pct} where one phase holds 30 % of the idle time or more."""
-    share = run.get("idle_top_phase_share_pct")
-    if not isinstance(share, (int, float)) or share < PHASE_MIN_SHARE_PCT:
-        return
-    for f in findings:
-        if f.get("subject") == "idle":
-            f["phase"] = {"phase": run.get("idle_top_phase"), "names": run.get("idle_top_phase_names"),
-                          "share_pct": round(float(share), 1)}
+def support_json(s: Support) -> dict:
+    """``findings[].supporting[]``: a finding resolution took in, and how."""
+    return {"rule": s.rule, "relation": s.relation, "because": s.because, "title": s.title, "message": s.message,
+            "scope": s.scope, "estimated_gain_pct": s.estimated_gain_pct,
+            "evidence": [evidence_json(e) for e in s.evidence]}
+
+
+def phase_json(p: IdlePhase) -> dict:
+    """``findings[].phase``: the step's phase that holds most of the GPU's idle time (engine/resolve.py)."""
+    return {"phase": p.phase, "names": p.names, "share_pct": p.share_pct}
 
 
 def _window(fs: FactSet) -> dict:
@@ -126,7 +130,6 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
     ``settings``: what the run was asked beyond the defaults (``NO_SETTINGS``'s keys: the settings file
     read, extra rule packs, ``--select`` / ``--ignore``, the parameters changed from their defaults)."""
     ordered = _ordered(evaluation.findings)
-    _phase_of_idle(ordered, fs.run)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
     doc = {
         "schema_version": SCHEMA_VERSION,
