@@ -3,7 +3,8 @@
 ``build`` produces the JSON contract of design.md (schema_version 1) plus the tables the Markdown
 report shows; ``render_markdown`` fills the Jinja2 template. The words of each finding come from its
 rule file; the words around them come from ``LABELS`` (en / zh).
-The en / zh label tables are in ``labels.py``.
+The en / zh label tables are in ``labels.py``; the findings ranked and turned into the contract's dicts
+(the engine's ``Finding`` read, never written) in ``findings.py``.
 """
 from __future__ import annotations
 
@@ -15,31 +16,17 @@ import os
 import jinja2
 
 from .. import __version__, cache
-from ..engine.model import Evidence, Finding, IdlePhase, Support
-from ..engine.rules import SEVERITIES
 from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
 from ..load import Profile
 from ..textsafe import visible
 from . import shaping, verdict
+from .findings import evidence_json, finding_json, phase_json, rank_findings, support_json  # noqa: F401 - report.*
+from .findings import ordered as _ordered
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
 from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
 
 SCHEMA_VERSION = 1
-
-
-def _rank_key(f):
-    gain = f.get("estimated_gain_pct")
-    return (-(round(gain, 1) if gain is not None else -1.0), -SEVERITIES.index(f["severity"]),
-            f.get("category") not in verdict.SYSTEM_CATEGORIES, f["rule"],
-            str(f.get("scope", {}).get("kernel") or ""))
-
-
-def rank_findings(findings: list) -> list:
-    """Fix first what wins back the most time; then by severity; then the system-level cause before other
-    ways to win the same time (sync_bound: removing the syncs and TF32 GEMMs both give back the host's
-    wait); then by rule id (stable). The findings in that order (their rank: the place in it, from 1)."""
-    return sorted(findings, key=_rank_key)
 
 
 def clean_value(v):
@@ -53,45 +40,6 @@ def _clean(v):
             return None
         return round(v, 4)
     return v
-
-
-def _ordered(findings: list[Finding]) -> list[dict]:
-    """The findings ranked, each as the JSON contract's dict (finding_json)."""
-    return [finding_json(f, i + 1) for i, f in enumerate(rank_findings(findings))]
-
-
-def finding_json(f: Finding, rank: int) -> dict:
-    """The one place a finding (engine/model.py) becomes the JSON contract's dict: its fields in the
-    contract's order, the optional ones only when set, its parts (evidence, supporting, phase) as theirs.
-    It reads the finding and writes nothing into it: every key comes from a declared field."""
-    return {"rule": f.rule, "category": f.category, "severity": f.severity, "rank": rank,
-            "title": f.title, "message": f.message, "evidence": [evidence_json(e) for e in f.evidence],
-            "advice": f.advice, "estimated_gain_pct": f.estimated_gain_pct,
-            **({"gain_basis": f.gain_basis} if f.gain_basis else {}),
-            **({"gain_capped_by": f.gain_capped_by} if f.gain_capped_by else {}),
-            **({"estimated_gain_range_pct": f.estimated_gain_range_pct} if f.estimated_gain_range_pct else {}),
-            "confidence": f.confidence, "scope": f.scope,
-            "pack": f.pack, "references": f.references,
-            "subject": f.subject, "subject_share_pct": f.subject_share_pct,
-            "cause": f.cause, "supporting": [support_json(s) for s in f.supporting],
-            **({"phase": phase_json(f.phase)} if f.phase is not None else {})}
-
-
-def evidence_json(e: Evidence) -> dict:
-    """``findings[].evidence[]``: a fact the finding rests on."""
-    return {"fact": e.fact, "value": e.value, "threshold": e.threshold, "op": e.op, "unit": e.unit, "source": e.source}
-
-
-def support_json(s: Support) -> dict:
-    """``findings[].supporting[]``: a finding resolution took in, and how."""
-    return {"rule": s.rule, "relation": s.relation, "because": s.because, "title": s.title, "message": s.message,
-            "scope": s.scope, "estimated_gain_pct": s.estimated_gain_pct,
-            "evidence": [evidence_json(e) for e in s.evidence]}
-
-
-def phase_json(p: IdlePhase) -> dict:
-    """``findings[].phase``: the step's phase that holds most of the GPU's idle time (engine/resolve.py)."""
-    return {"phase": p.phase, "names": p.names, "share_pct": p.share_pct}
 
 
 def _window(fs: FactSet) -> dict:
