@@ -1,6 +1,7 @@
 """The rule pack's data model: severities, categories, operators and subjects, ``Rule`` and ``Pack``, and the
 walk over a rule's conditions. Below every engine module that reads rules (loading, validation, relations,
-the pack cache): none of them imports another to get these (no circle)."""
+the pack cache): none of them imports another to get these (no circle). And what the engine hands the
+report: ``Finding`` with its parts (``Evidence``, ``Support``, ``IdlePhase``), declared types, not dicts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
