@@ -10,7 +10,7 @@ import pytest
 from conftest import FIXTURES
 from nsys_expert import engine, pipeline, report
 from nsys_expert.engine import Finding, RuleSet, evaluate
-from nsys_expert.engine.model import Evidence, IdlePhase, Support
+from nsys_expert.engine.model import Evidence, IdlePhase, PathCap, Recoverable, SubjectGain, Support, TooLittleWork
 from nsys_expert.engine.rules import Rule
 from nsys_expert.facts import FactSet, registry
 
@@ -130,6 +130,7 @@ def test_no_stage_adds_a_key_after_the_engine(case, monkeypatch):
     [ev] = seen
     after = [dataclasses.asdict(f) for f in ev.findings]
     assert doc["findings"] == report._ordered(ev.findings)                  # noqa: SLF001
+    assert doc["recoverable"] == report.recoverable_json(ev.recoverable) and doc["recoverable"]["subjects"]
     assert [dataclasses.asdict(f) for f in ev.findings] == after             # converting again changed nothing
     for row in doc["findings"]:
         _declared(row)
@@ -137,3 +138,20 @@ def test_no_stage_adds_a_key_after_the_engine(case, monkeypatch):
     assert any(row["supporting"] for row in doc["findings"]) or any("phase" in row for row in doc["findings"])
     if case == "kineto_dataloader_bound":
         assert [row["rule"] for row in doc["findings"] if "phase" in row] == ["data-io-bound"]
+
+
+def test_what_the_findings_win_together_is_declared_too():
+    """``recoverable`` and ``too_little_work`` cross from the engine as types; the report writes the
+    contract's keys in its order, the optional ones only when set."""
+    cap = PathCap(15.0, "critical_path_host_pct", 85.0)
+    full = Recoverable(15.0, [SubjectGain("idle", 60.0, 19.3, 2)], "replayed", ["sync"], cap)
+    assert list(report.recoverable_json(full)) == ["total_pct", "subjects", "basis", "replayed", "critical_path"]
+    assert report.recoverable_json(full)["critical_path"] == {"cap_pct": 15.0, "fact": "critical_path_host_pct", "value": 85.0}
+    assert report.recoverable_json(full)["subjects"] == [{"subject": "idle", "share_pct": 60.0, "gain_pct": 19.3, "findings": 2}]
+    assert list(report.recoverable_json(Recoverable(0.0, []))) == ["total_pct", "subjects"]
+    assert report.recoverable_json(None) == {}                  # no rule could run: nothing resolved
+    assert report.too_little_work_json(TooLittleWork(0.5, 1.0)) == {"gpu_busy_ms": 0.5, "min_gpu_busy_ms": 1.0}
+    ev = _evaluate([_rule()], {"gpu_active_pct": 1.0, "gpu_idle_pct": 99.0, "window_ms": 10.0})
+    assert isinstance(ev.recoverable, Recoverable) and ev.too_little_work is None   # no min_gpu_busy_ms in this pack
+    with pytest.raises(AttributeError):
+        ev.recoverable.total = 1.0

@@ -59,7 +59,8 @@ def _random_case(rng: random.Random, rules: dict):
 def _resolved(findings, rules, run, kernels, alive_cls, monkeypatch):
     monkeypatch.setattr(resolve, "_Alive", alive_cls)
     res = resolve.resolve(copy.deepcopy(findings), rules, run, kernels, {"gpu_trace", "ncu"})
-    return json.dumps([[dataclasses.asdict(f) for f in res.findings], res.recoverable, res.notes, res.too_little_work],
+    little = res.too_little_work and dataclasses.asdict(res.too_little_work)
+    return json.dumps([[dataclasses.asdict(f) for f in res.findings], dataclasses.asdict(res.recoverable), res.notes, little],
                       sort_keys=True)
 
 

@@ -15,7 +15,7 @@ from ..facts import FactSet, registry
 from . import compiler
 from . import conditions, resolve
 from . import missing as missing_mod
-from .model import Evidence, Finding
+from .model import Evidence, Finding, Recoverable, TooLittleWork
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
 from .ruleset import RuleSet, parse_overrides, select_rules
 from .texts import _finding_texts, _render, lang_text  # noqa: F401 - lang_text: engine.lang_text
@@ -28,9 +28,9 @@ class Evaluation:
     findings: list[Finding] = field(default_factory=list)   # engine/model.py; the report makes their JSON
     not_evaluated: list[dict] = field(default_factory=list)
     evaluated: list[str] = field(default_factory=list)
-    recoverable: dict = field(default_factory=dict)     # resolve.recoverable: the union of the gains
+    recoverable: Recoverable | None = None                   # gains.recoverable: what the findings win back together
     notes: list[str] = field(default_factory=list)      # what the resolution says about the run (too little work)
-    too_little_work: dict | None = None
+    too_little_work: TooLittleWork | None = None
     not_collected: list[str] = field(default_factory=list)   # opt-in rules whose input was not collected
     ranks: list[tuple[str, Evaluation]] | None = None        # a multi-rank job: each rank's own (evaluate)
 

@@ -14,7 +14,9 @@ Nothing here knows a rule by name: the rule files say the subject and the estima
 from __future__ import annotations
 
 from . import critical
-from .model import Finding
+import dataclasses
+
+from .model import Finding, Recoverable, SubjectGain, TooLittleWork
 from .rules import SEVERITIES, Rule
 
 # subject -> (parent, how its share of the window is found); kernel:<name> subjects hang under "kernels"
@@ -130,7 +132,7 @@ def gain_basis(f: Finding, rule: Rule, run: dict, share_pct: float) -> None:
         f.gain_basis = "estimated"
 
 
-def guard(findings: list[Finding], rules: dict[str, Rule], run: dict) -> tuple[dict, str] | None:
+def guard(findings: list[Finding], rules: dict[str, Rule], run: dict) -> tuple[TooLittleWork, str] | None:
     """Too little GPU work in the window to judge: every finding capped at low; (``too_little_work``, the
     note that says so), or None when there is enough work (or no way to tell)."""
     limit = next((r.pack_params["min_gpu_busy_ms"] for r in rules.values() if "min_gpu_busy_ms" in r.pack_params), None)
@@ -149,13 +151,13 @@ def guard(findings: list[Finding], rules: dict[str, Rule], run: dict) -> tuple[d
     for f in findings:
         if SEVERITIES.index(f.severity) > SEVERITIES.index("low"):
             f.severity = "low"
-    return ({"gpu_busy_ms": round(busy_ms, 4), "min_gpu_busy_ms": limit},
+    return (TooLittleWork(round(busy_ms, 4), limit),
             f"only {busy_ms:.3g} ms of GPU work {where} (less than {limit:g} ms): too "
             "little to judge the run; findings are capped at low severity; profile more steps")
 
 
 def recoverable(findings: list[Finding], run: dict, kernels: dict, rules: dict[str, Rule] | None = None,
-                replay=None) -> dict:
+                replay=None) -> Recoverable:
     """The union of the findings' gains: per subject as overlapping, subjects of one parent added (at most
     the parent's share), up the tree to the run (at most 100 %). When every finding with a gain names
     its transformation (``estimate.replay``) and the iteration was replayed, the total is those
@@ -168,12 +170,11 @@ def recoverable(findings: list[Finding], run: dict, kernels: dict, rules: dict[s
         gains = [f.estimated_gain_pct for f in gaining]
         # between the largest gain and their sum: fixes replayed together may overlap, never more than add
         total = min(100.0, sum(gains), max(max(gains), replay(names)))
-        out.update(total_pct=round(total, 1), basis="replayed", replayed=sorted(set(names)))
-        return out
+        return dataclasses.replace(out, total_pct=round(total, 1), basis="replayed", replayed=sorted(set(names)))
     return _union(findings, run, kernels)
 
 
-def _union(findings: list[Finding], run: dict, kernels: dict) -> dict:
+def _union(findings: list[Finding], run: dict, kernels: dict) -> Recoverable:
     known: dict[str, float] = {}
 
     def shares(sid: str) -> float:       # share() of each subject once (it is asked three times)
@@ -203,7 +204,5 @@ def _union(findings: list[Finding], run: dict, kernels: dict) -> dict:
         return overlap(s, own.get(n, []) + ([below] if below else []))
 
     total = union("run") if nodes else 0.0
-    return {"total_pct": round(total, 1),
-            "subjects": [{"subject": sid, "share_pct": round(shares(sid), 1),
-                          "gain_pct": round(overlap(shares(sid), g), 1), "findings": len(g)}
-                         for sid, g in sorted(own.items())]}
+    return Recoverable(round(total, 1), [SubjectGain(sid, round(shares(sid), 1), round(overlap(shares(sid), g), 1), len(g))
+                                         for sid, g in sorted(own.items())])

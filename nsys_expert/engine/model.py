@@ -201,3 +201,43 @@ class Finding:
 
     def __contains__(self, key: str) -> bool:
         return getattr(self, key, None) is not None
+
+
+@dataclass(slots=True)
+class SubjectGain(_Reads):
+    """One subject's part of the recoverable time: its share of the window, the union of its findings'
+    gains (each fix on what the others leave) and how many findings gain on it."""
+    subject: str
+    share_pct: float
+    gain_pct: float
+    findings: int
+
+
+@dataclass(slots=True)
+class PathCap(_Reads):
+    """The replayed critical path's bound on the total (``engine/critical.py``): no finding's fix shortens
+    the side ``fact`` (``critical_path_host_pct`` or ``critical_path_gpu_pct``, of ``value`` %), so the
+    total is at most ``cap_pct``."""
+    cap_pct: float
+    fact: str
+    value: float
+
+
+@dataclass(slots=True)
+class Recoverable(_Reads):
+    """The time the findings win back together (``gains.recoverable``): the union of their gains, or with a
+    replayed iteration (``basis: replayed``) their transformations ``replayed`` together; held to the
+    critical path's bound when one applies. The JSON contract's ``recoverable``."""
+    total_pct: float
+    subjects: list[SubjectGain]
+    basis: str | None = None           # "replayed", or None: the union of the gains
+    replayed: list[str] | None = None
+    critical_path: PathCap | None = None
+
+
+@dataclass(slots=True)
+class TooLittleWork(_Reads):
+    """Too little GPU work to judge the run (``gains.guard``): every finding capped at low. The JSON
+    contract's ``too_little_work``."""
+    gpu_busy_ms: float
+    min_gpu_busy_ms: float

@@ -24,7 +24,7 @@ from . import conditions, critical
 from .gains import (PARENT, SHARE_FACT, SUMMARY_RANGE, allowed_severity, gain_basis, guard, overlap,  # noqa: F401
                     recoverable, settle, share, within)
 from .gains import parent as _parent
-from .model import Finding, IdlePhase, Support
+from .model import Finding, IdlePhase, Recoverable, Support, TooLittleWork
 from .relations import supersede_depth
 from .rules import SEVERITIES, Rule
 
@@ -35,9 +35,9 @@ PHASE_MIN_SHARE_PCT = 30.0
 @dataclass
 class Resolution:
     findings: list[Finding]
-    recoverable: dict
+    recoverable: Recoverable
     notes: list[str] = field(default_factory=list)
-    too_little_work: dict | None = None
+    too_little_work: TooLittleWork | None = None
 
 
 class _Alive:

@@ -21,7 +21,8 @@ from ..facts.names import short_kernel_name
 from ..load import Profile
 from ..textsafe import visible
 from . import shaping, verdict
-from .findings import evidence_json, finding_json, phase_json, rank_findings, support_json  # noqa: F401 - report.*
+from .findings import (evidence_json, finding_json, phase_json, rank_findings, recoverable_json,  # noqa: F401 - report.*
+                       support_json, too_little_work_json)
 from .findings import ordered as _ordered
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
 from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
@@ -55,7 +56,7 @@ def _verdict(doc: dict, evaluation) -> dict:
         doc["next_steps"].append(verdict.HOST_SAMPLING_STEP)
     out = verdict.decide(doc["findings"], evaluation.not_evaluated, doc["facts"], doc["next_steps"],
                          doc.get("window"), (doc.get("tables") or {}).get("phases"))
-    if getattr(evaluation, "too_little_work", None):     # engine/resolve.py's minimum-work guard: no finding decides
+    if evaluation.too_little_work is not None:     # engine/gains.py's minimum-work guard: no finding decides
         out.update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
                    confidence=None)
         out.pop("gpu_idle_attributed_pct", None)
@@ -89,8 +90,8 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "not_evaluated": evaluation.not_evaluated,
         "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings
                      if not shaping.twin_read(w, prof.inputs)],
-        "recoverable": getattr(evaluation, "recoverable", {}) or {},
-        "too_little_work": getattr(evaluation, "too_little_work", None),
+        "recoverable": recoverable_json(evaluation.recoverable),
+        "too_little_work": too_little_work_json(evaluation.too_little_work),
         "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
         "facts_absent": {k: v for k, v in sorted(fs.absent.items())},
         "environment": {"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),

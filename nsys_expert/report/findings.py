@@ -1,9 +1,10 @@
 """The report's findings: the engine's (``engine.model.Finding``) ranked and turned into the JSON
-contract's dicts. The one place a finding becomes a dict; it reads the findings and writes nothing into
-them (every key comes from a declared field: issue 49, item 1)."""
+contract's dicts, with what they win back together (``Recoverable``) and the minimum-work guard
+(``TooLittleWork``). The one place these types become dicts; it reads them and writes nothing into them
+(every key comes from a declared field: issue 49, item 1)."""
 from __future__ import annotations
 
-from ..engine.model import Evidence, Finding, IdlePhase, Support
+from ..engine.model import Evidence, Finding, IdlePhase, PathCap, Recoverable, SubjectGain, Support, TooLittleWork
 from ..engine.rules import SEVERITIES
 from . import verdict
 
@@ -58,3 +59,27 @@ def support_json(s: Support) -> dict:
 def phase_json(p: IdlePhase) -> dict:
     """``findings[].phase``: the step's phase that holds most of the GPU's idle time (engine/resolve.py)."""
     return {"phase": p.phase, "names": p.names, "share_pct": p.share_pct}
+
+
+def recoverable_json(r: Recoverable | None) -> dict:
+    """``recoverable``: the total, each subject's part, how the total was found, the path's bound; ``{}``
+    when no rule could run (nothing was resolved)."""
+    if r is None:
+        return {}
+    return {"total_pct": r.total_pct, "subjects": [subject_gain_json(s) for s in r.subjects],
+            **({"basis": r.basis} if r.basis is not None else {}),
+            **({"replayed": r.replayed} if r.replayed is not None else {}),
+            **({"critical_path": path_cap_json(r.critical_path)} if r.critical_path is not None else {})}
+
+
+def subject_gain_json(s: SubjectGain) -> dict:
+    return {"subject": s.subject, "share_pct": s.share_pct, "gain_pct": s.gain_pct, "findings": s.findings}
+
+
+def path_cap_json(c: PathCap) -> dict:
+    return {"cap_pct": c.cap_pct, "fact": c.fact, "value": c.value}
+
+
+def too_little_work_json(t: TooLittleWork | None) -> dict | None:
+    """``too_little_work``: the GPU work the run had and the least the pack asks, or None."""
+    return None if t is None else {"gpu_busy_ms": t.gpu_busy_ms, "min_gpu_busy_ms": t.min_gpu_busy_ms}
