@@ -106,15 +106,17 @@ def test_diff_puts_the_promise_beside_the_measured_gain():
 
 
 def test_an_idle_finding_names_the_phase_that_holds_the_idle_time():
+    from conftest import finding
     from nsys_expert import report
-    findings = [{"rule": "launch-bound", "subject": "idle"}, {"rule": "memory-bound", "subject": "kernels"}]
+    from nsys_expert.engine import resolve
+    findings = [finding(rule="launch-bound", subject="idle"), finding(rule="memory-bound", subject="kernels")]
     run = {"idle_top_phase": "optimizer", "idle_top_phase_names": "optimizer", "idle_top_phase_share_pct": 64.2}
-    report._phase_of_idle(findings, run)
-    assert findings[0]["phase"] == {"phase": "optimizer", "names": "optimizer", "share_pct": 64.2}
-    assert "phase" not in findings[1]
-    quiet = [{"rule": "launch-bound", "subject": "idle"}]
-    report._phase_of_idle(quiet, dict(run, idle_top_phase_share_pct=11.5))   # HTA DDP V100: no phase holds most
-    assert "phase" not in quiet[0]
+    resolve.place_idle(findings, run)          # resolve's last step: a declared field, before the report
+    assert report.finding_json(findings[0], 1)["phase"] == {"phase": "optimizer", "names": "optimizer", "share_pct": 64.2}
+    assert findings[1].phase is None and "phase" not in report.finding_json(findings[1], 2)
+    quiet = [finding(rule="launch-bound", subject="idle")]
+    resolve.place_idle(quiet, dict(run, idle_top_phase_share_pct=11.5))   # HTA DDP V100: no phase holds most
+    assert quiet[0].phase is None
     doc = _doc("kineto_hta_ddp_v100")
     assert doc["facts"]["idle_top_phase"] == "optimizer"
 

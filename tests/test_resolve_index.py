@@ -9,6 +9,7 @@ import pytest
 
 from nsys_expert import engine
 from nsys_expert.engine import resolve
+from nsys_expert.engine.model import Evidence
 from nsys_expert.engine.rules import SEVERITIES, load_packs
 from nsys_expert.facts import FactSet
 
@@ -48,7 +49,7 @@ def _random_case(rng: random.Random, rules: dict):
         r = rules[rid]
         for n in (rng.sample(names, rng.randint(1, len(names))) if r.scope == "kernel" else [None]):
             findings.append(finding(rule=rid, category=r.category, severity=rng.choice(SEVERITIES[1:]),
-                                    title=f"{rid} {n}", evidence=[{"fact": "x", "value": rng.random()}],
+                                    title=f"{rid} {n}", evidence=[Evidence("x", rng.random(), None, None, "", None)],
                                     estimated_gain_pct=rng.choice([None, round(rng.uniform(0, 50), 1)]),
                                     scope={"kernel": n} if n else {}, pack=r.pack))
     rng.shuffle(findings)
@@ -58,7 +59,8 @@ def _random_case(rng: random.Random, rules: dict):
 def _resolved(findings, rules, run, kernels, alive_cls, monkeypatch):
     monkeypatch.setattr(resolve, "_Alive", alive_cls)
     res = resolve.resolve(copy.deepcopy(findings), rules, run, kernels, {"gpu_trace", "ncu"})
-    return json.dumps([[dataclasses.asdict(f) for f in res.findings], res.recoverable, res.notes, res.too_little_work],
+    little = res.too_little_work and dataclasses.asdict(res.too_little_work)
+    return json.dumps([[dataclasses.asdict(f) for f in res.findings], dataclasses.asdict(res.recoverable), res.notes, little],
                       sort_keys=True)
 
 

@@ -15,7 +15,7 @@ from ..facts import FactSet, registry
 from . import compiler
 from . import conditions, resolve
 from . import missing as missing_mod
-from .model import Finding
+from .model import Evidence, Finding, Recoverable, TooLittleWork
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
 from .ruleset import RuleSet, parse_overrides, select_rules
 from .texts import _finding_texts, _render, lang_text  # noqa: F401 - lang_text: engine.lang_text
@@ -28,9 +28,9 @@ class Evaluation:
     findings: list[Finding] = field(default_factory=list)   # engine/model.py; the report makes their JSON
     not_evaluated: list[dict] = field(default_factory=list)
     evaluated: list[str] = field(default_factory=list)
-    recoverable: dict = field(default_factory=dict)     # resolve.recoverable: the union of the gains
+    recoverable: Recoverable | None = None                   # gains.recoverable: what the findings win back together
     notes: list[str] = field(default_factory=list)      # what the resolution says about the run (too little work)
-    too_little_work: dict | None = None
+    too_little_work: TooLittleWork | None = None
     not_collected: list[str] = field(default_factory=list)   # opt-in rules whose input was not collected
     ranks: list[tuple[str, Evaluation]] | None = None        # a multi-rank job: each rank's own (evaluate)
 
@@ -202,8 +202,20 @@ def _evaluate(rs: RuleSet, groups: list[_Group]) -> None:
 
 def _findings(rs: RuleSet, g: _Group, names: dict, fired: list[tuple[str, int]]) -> None:
     """The group's findings from its firings: texts, evidence, then the resolution and the advice."""
-    fs, ev, lang, tables = g.fs, g.ev, rs.lang, g.tables
+    fs, ev = g.fs, g.ev
     by_id = {r.id: r for r in g.runnable}
+    order, hits, branch = _collate(by_id, names, fired)
+    texts = _Texts(rs, fs)
+    ev.findings = [texts.finding(by_id[rid], at, hits[(rid, at)], branch[(rid, at)]) for rid, at in order]
+    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, g.tables, rs.params, rs.lang, fs.tables.get("_replay"))
+    ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
+    if g.advice:
+        texts.advise(ev.findings, g.tables)
+
+
+def _collate(by_id: dict[str, Rule], names: dict, fired: list[tuple[str, int]]):
+    """The firings per (rule, fact): in the order they first fired, each with its severity (the highest
+    level that fired) and the branch of the rule's condition that matched (at its base level)."""
     hits: dict[tuple[str, int], str] = {}
     branch: dict[tuple[str, int], int] = {}
     order: list[tuple[str, int]] = []
@@ -221,65 +233,82 @@ def _findings(rs: RuleSet, g: _Group, names: dict, fired: list[tuple[str, int]])
                 hits[key] = sev
             if sev == by_id[rid].severity:  # the base level says which branch matched
                 branch[key] = min(branch[key], alt)
-    pending: dict[int, tuple] = {}
-    shapes: dict[tuple, tuple] = {}
-    memo: dict[tuple, str] = {}
-    bases: dict[str, dict] = {}
-    bases_used: set[str] = set()        # rules that have a finding already: memoise their texts from now on
-    tries: dict[str, list[int]] = {}    # rule -> [memoised findings, of them rendered anew]: see _memo_pays
-    kernels = fs.kernels
-    for rid, at in order:
-        rule = by_id[rid]
-        params = rs.params[rid]
-        bound = fs.run if rule.scope == "run" else (kernels[at - 1] if 0 < at <= len(kernels) else {})
-        # the names a rule's text sees (later ones win): the sandbox's globals, the run's facts, the rule's
-        # params, then for a kernel rule the kernel's facts. The run part is made once per rule and shared
-        # (rendering never writes into it: the sandbox renders with shared=True, writes go to its own vars).
-        base = bases.get(rid)
+    return order, hits, branch
+
+
+class _Texts:
+    """A group's findings made one by one (``finding``), their words rendered in the sandbox with the
+    memo of texts whose values were seen before, and the advice of those that remain after resolution
+    (``advise``)."""
+
+    def __init__(self, rs: RuleSet, fs: FactSet):
+        self.rs, self.fs = rs, fs
+        self.shapes: dict[tuple, tuple] = {}
+        self.memo: dict[tuple, str] = {}
+        self.bases: dict[str, dict] = {}
+        self.bases_used: set[str] = set()       # rules that have a finding already: memoise their texts from now on
+        self.tries: dict[str, list[int]] = {}   # rule -> [memoised findings, of them rendered anew]: see _memo_pays
+        # what a finding's advice needs, if it survives resolution: not its ``ctx`` (a few hundred names per
+        # finding, kept for every finding, was over a gigabyte at 100,000 kernel facts), made again for the survivors
+        self.pending: dict[int, tuple] = {}
+
+    def ctx(self, rule: Rule, bound: dict, params: dict) -> dict:
+        """The names a rule's text sees (later ones win): the sandbox's globals, the run's facts, the rule's
+        params, then for a kernel rule the kernel's facts. The run part is made once per rule and shared
+        (rendering never writes into it: the sandbox renders with shared=True, writes go to its own vars)."""
+        base = self.bases.get(rule.id)
         if base is None:
-            base = bases[rid] = {**ENV.globals, **fs.run, **params}
-        ctx = {**base, "kernel": bound, **bound} if rule.scope == "kernel" else base
-        b = branch[(rid, at)]
-        shape = shapes.get((rid, b))
-        if shape is None:       # what depends on the rule and its branch only: worked out once per evaluate
+            base = self.bases[rule.id] = {**ENV.globals, **self.fs.run, **params}
+        return {**base, "kernel": bound, **bound} if rule.scope == "kernel" else base
+
+    def shape(self, rule: Rule, b: int, params: dict) -> tuple:
+        """What depends on the rule and its branch only, worked out once per evaluation: the branch's
+        condition, each evidence fact's (fact, threshold, op, unit, source), the facts it tests for a value."""
+        shape = self.shapes.get((rule.id, b))
+        if shape is None:
+            fs = self.fs
             matched = compiler.alternatives(rule)[b]
-            shape = shapes[(rid, b)] = (matched, [
+            shape = self.shapes[(rule.id, b)] = (matched, [
                 (f, *_threshold(matched, f, params), _unit(registry.lookup(rule.scope, f)), fs.sources.get(f))
                 for f in (rule.evidence or rule.facts_used())], _positive_facts(matched))
-        matched, ev_shape, positive = shape
-        evidence = [{"fact": f, "value": bound[f], "threshold": thr, "op": op, "unit": unit, "source": src}
-                    for f, thr, op, unit, src in ev_shape if f in bound]
-        use = memo if rid in bases_used and _memo_pays(tries.setdefault(rid, [0, 0])) else None
+        return shape
+
+    def finding(self, rule: Rule, at: int, severity: str, b: int) -> Finding:
+        """The finding of ``rule`` firing on fact ``at`` (0: the run, k: kernel k from 1) at ``severity``."""
+        fs, rid = self.fs, rule.id
+        params = self.rs.params[rid]
+        kernels = fs.kernels
+        bound = fs.run if rule.scope == "run" else (kernels[at - 1] if 0 < at <= len(kernels) else {})
+        ctx = self.ctx(rule, bound, params)
+        matched, ev_shape, positive = self.shape(rule, b, params)
+        evidence = [Evidence(f, bound[f], thr, op, unit, src) for f, thr, op, unit, src in ev_shape if f in bound]
+        memo = self.memo
+        use = memo if rid in self.bases_used and _memo_pays(self.tries.setdefault(rid, [0, 0])) else None
         before = len(memo)
-        title, message, estimate = _finding_texts(rule, lang, ctx, use)
+        title, message, estimate = _finding_texts(rule, self.rs.lang, ctx, use)
         if use is not None:
-            tries[rid][0] += 1
-            tries[rid][1] += len(memo) > before
-        bases_used.add(rid)
+            self.tries[rid][0] += 1
+            self.tries[rid][1] += len(memo) > before
+        self.bases_used.add(rid)
         # positional, in Finding's field order: by keyword it took 8x as long (2.5 us a finding, 20,000 kernel findings)
-        finding = Finding(rid, rule.category, hits[(rid, at)], title, message, evidence,
-                          None,      # advice: rendered below, for the findings that remain after resolution
+        finding = Finding(rid, rule.category, severity, title, message, evidence,
+                          None,      # advice: rendered by ``advise``, for the findings that remain after resolution
                           estimate, _confidence(positive, fs, bound),
                           {"kernel": bound.get("name")} if rule.scope == "kernel" else {}, rule.pack, rule.references)
-        ev.findings.append(finding)
-        # what its advice needs, if it survives resolution: not ``ctx`` (a few hundred names per finding, kept
-        # for every finding, was over a gigabyte at 100,000 kernel facts), made again for the survivors
-        pending[id(finding)] = (rule, bound, params)
-    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, tables, rs.params, lang, fs.tables.get("_replay"))
-    ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
-    if not g.advice:
-        return
-    per_rule: dict[str, int] = {}
-    for f in ev.findings:
-        per_rule[f.rule] = per_rule.get(f.rule, 0) + 1
-    tests: dict[str, list] = {}       # a rule's advice conditions, compiled once per evaluation
-    for f in ev.findings:       # folded and refuted findings show their message only: no advice to render
-        rule, bound, params = pending[id(f)]
-        base = bases[rule.id]
-        ctx = {**base, "kernel": bound, **bound} if rule.scope == "kernel" else base
-        pays = _memo_pays(tries.get(f.rule, [0, 0]))
-        f.advice = _advice(rule, ctx, lang, tables, params, memo if per_rule[f.rule] > 1 and pays else None,
-                              tests)
+        self.pending[id(finding)] = (rule, bound, params)
+        return finding
+
+    def advise(self, findings: list[Finding], tables: set[str]) -> None:
+        """The advice of the findings that remain (folded and refuted ones show their message only)."""
+        per_rule: dict[str, int] = {}
+        for f in findings:
+            per_rule[f.rule] = per_rule.get(f.rule, 0) + 1
+        tests: dict[str, list] = {}       # a rule's advice conditions, compiled once per evaluation
+        for f in findings:
+            rule, bound, params = self.pending[id(f)]
+            pays = _memo_pays(self.tries.get(f.rule, [0, 0]))
+            f.advice = _advice(rule, self.ctx(rule, bound, params), self.rs.lang, tables, params,
+                               self.memo if per_rule[f.rule] > 1 and pays else None, tests)
 
 
 def _unit(d) -> str:

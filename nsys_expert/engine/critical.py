@@ -16,7 +16,9 @@ with its ncu CSVs: 10 % syncs + 9.3 % TF32 were 19.3 % while the host is 85 % of
 """
 from __future__ import annotations
 
-from .model import Finding
+import dataclasses
+
+from .model import Finding, PathCap, Recoverable
 
 HOST_SIDE = ("launch-bound", "host-bound", "data-io-bound", "allocator")
 OVERLAP = ("sync-bound",)
@@ -69,7 +71,7 @@ def finding_cap(f: Finding, run: dict, within) -> tuple[float, str] | None:
     return max(0.0, 100.0 - (gpu if s == "host" else host if s == "gpu" else max(host, gpu))), "critical_path"
 
 
-def total_cap(findings: list[Finding], run: dict, within) -> dict | None:
+def total_cap(findings: list[Finding], run: dict, within) -> PathCap | None:
     """The bound on the total recoverable time: which side no finding shortens, and its share."""
     p = path(run)
     gaining = [f for f in findings if f.estimated_gain_pct]
@@ -87,11 +89,11 @@ def total_cap(findings: list[Finding], run: dict, within) -> dict | None:
     if not caps:
         return None
     cap, fact, value = min(caps)
-    return {"cap_pct": round(max(0.0, cap), 1), "fact": fact, "value": round(value, 1)}
+    return PathCap(round(max(0.0, cap), 1), fact, round(value, 1))
 
 
-def cap_total(rec: dict, cap: dict | None) -> dict:
+def cap_total(rec: Recoverable, cap: PathCap | None) -> Recoverable:
     """``recoverable`` with its total held to the critical path's bound (``critical_path`` says which)."""
-    if cap is not None and rec.get("total_pct", 0) > cap["cap_pct"]:
-        rec = dict(rec, total_pct=cap["cap_pct"], critical_path=cap)
+    if cap is not None and rec.total_pct > cap.cap_pct:
+        rec = dataclasses.replace(rec, total_pct=cap.cap_pct, critical_path=cap)
     return rec

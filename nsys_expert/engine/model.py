@@ -1,6 +1,7 @@
 """The rule pack's data model: severities, categories, operators and subjects, ``Rule`` and ``Pack``, and the
 walk over a rule's conditions. Below every engine module that reads rules (loading, validation, relations,
-the pack cache): none of them imports another to get these (no circle)."""
+the pack cache): none of them imports another to get these (no circle). And what the engine hands the
+report: ``Finding`` with its parts (``Evidence``, ``Support``, ``IdlePhase``), declared types, not dicts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -95,24 +96,79 @@ def walk_conditions(cond: dict):
         yield from walk_conditions(cond["not"])
 
 
+class _Reads:
+    """The read-only mapping view of a finding's parts (``e["fact"]``, ``s.get("because")``) for the rule
+    cases and tests that read a finding as the report's dict; new code reads the attributes. An optional
+    field that is ``None`` reads as absent (``get`` gives its default)."""
+    __slots__ = ()
+    __getitem__ = object.__getattribute__      # C-level: a Python method took 3x a dict's time
+
+    def get(self, key: str, default=None):
+        v = getattr(self, key, None)
+        return default if v is None else v
+
+    def __contains__(self, key: str) -> bool:
+        return getattr(self, key, None) is not None
+
+
+@dataclass(slots=True)
+class Evidence(_Reads):
+    """A fact a finding rests on: its value in the run (or the kernel), the threshold and operator of the
+    condition that tested it (``None`` for a fact the rule names as evidence but does not test), its unit
+    and the source it came from. The JSON contract's ``findings[].evidence[]`` (``report.finding_json``)."""
+    fact: str
+    value: object
+    threshold: object                  # a number, a string, or "<fact> x <factor>" for a fact-to-fact test
+    op: str | None
+    unit: str
+    source: str | None
+
+
+@dataclass(slots=True)
+class Support(_Reads):
+    """A finding that resolution took into another (``resolve``): ``relation`` says how (``refuted``: it was
+    wrong about the subject; ``folded``: the same time under a deeper cause; ``also``: the same rule on
+    another kernel), ``because`` why (the relation's text, or None). Its own words, scope, gain and evidence
+    as they were when it was taken in. The JSON contract's ``findings[].supporting[]``."""
+    rule: str
+    relation: str
+    because: str | None
+    title: str
+    message: str
+    scope: dict
+    estimated_gain_pct: float | None
+    evidence: list[Evidence]
+
+
+@dataclass(slots=True)
+class IdlePhase(_Reads):
+    """The NVTX phase of the step that holds most of the GPU's idle time (issue 46), on a finding about
+    the idle time when it holds ``PHASE_MIN_SHARE_PCT`` of it or more: the phase (``optimizer``, ``data``,
+    ...), its range names and its share of the idle time (%). The JSON contract's ``findings[].phase``."""
+    phase: str | None
+    names: str | None
+    share_pct: float
+
+
 @dataclass(slots=True)
 class Finding:
     """What a rule's firing says about a run (issue 49, item 1): made by the engine (``evaluate``),
     completed by ``resolve`` (the fields after ``references``), turned into the JSON contract's dict by
     the report (``report.finding_json``) and nowhere else. A finding holds these fields and no others:
     ``f["x"] = ...`` of a name not declared here is an error, so no stage adds a key the type does not
-    name. ``resolve`` reads and writes the fields; the finding also reads as a mapping (``f["rule"]``,
-    ``f.get``) for code that takes a finding or the report's dict of it (``critical.side``), the rule
-    cases and tests; an optional field that is ``None`` reads as absent (``get`` gives its default).
-    ``evidence`` and ``supporting`` stay lists of dicts (the JSON contract's shape)."""
+    name; its parts are declared types too (``Evidence``, ``Support``, ``IdlePhase``), and the report only
+    converts and orders. ``resolve`` reads and writes the fields; the finding also reads as a mapping
+    (``f["rule"]``, ``f.get``) for code that takes a finding or the report's dict of it (``critical.side``),
+    the rule cases and tests; an optional field that is ``None`` reads as absent (``get`` gives its
+    default). New code reads the attributes."""
     rule: str
     category: str
     severity: str                      # after resolve: capped by the gain (``rule_severity`` keeps the rule's own)
     title: str
     message: str
-    evidence: list                     # [{fact, value, threshold, op, unit, source}]
-    advice: list | None                # rendered for the findings that remain after resolution
-    estimated_gain_pct: float | None
+    evidence: list[Evidence]
+    advice: list[str] | None           # rendered for the findings that remain after resolution
+    estimated_gain_pct: float | None   # the rule's estimate (% of the window); after resolve: capped
     confidence: str                    # measured, or likely (a summary-tier fact)
     scope: dict                        # {"kernel": name} for a kernel rule, else {}
     pack: str
@@ -120,12 +176,13 @@ class Finding:
     # set by resolve
     subject: str | None = None         # run, kernels, kernel:<name>, ...
     cause: str | None = None
-    supporting: list = field(default_factory=list)     # [{rule, relation, because, title, ...}]
+    supporting: list[Support] = field(default_factory=list)   # the findings it took in, theirs after each
     rule_severity: str | None = None
     subject_share_pct: float | None = None
     gain_basis: str | None = None      # replayed, summary, estimated
     estimated_gain_range_pct: list | None = None
     gain_capped_by: str | None = None
+    phase: IdlePhase | None = None     # a finding about the idle time: the step's phase that holds most of it
 
     # the mapping view, C-level (a Python method took 3x a dict's time)
     __getitem__ = object.__getattribute__
@@ -144,3 +201,43 @@ class Finding:
 
     def __contains__(self, key: str) -> bool:
         return getattr(self, key, None) is not None
+
+
+@dataclass(slots=True)
+class SubjectGain(_Reads):
+    """One subject's part of the recoverable time: its share of the window, the union of its findings'
+    gains (each fix on what the others leave) and how many findings gain on it."""
+    subject: str
+    share_pct: float
+    gain_pct: float
+    findings: int
+
+
+@dataclass(slots=True)
+class PathCap(_Reads):
+    """The replayed critical path's bound on the total (``engine/critical.py``): no finding's fix shortens
+    the side ``fact`` (``critical_path_host_pct`` or ``critical_path_gpu_pct``, of ``value`` %), so the
+    total is at most ``cap_pct``."""
+    cap_pct: float
+    fact: str
+    value: float
+
+
+@dataclass(slots=True)
+class Recoverable(_Reads):
+    """The time the findings win back together (``gains.recoverable``): the union of their gains, or with a
+    replayed iteration (``basis: replayed``) their transformations ``replayed`` together; held to the
+    critical path's bound when one applies. The JSON contract's ``recoverable``."""
+    total_pct: float
+    subjects: list[SubjectGain]
+    basis: str | None = None           # "replayed", or None: the union of the gains
+    replayed: list[str] | None = None
+    critical_path: PathCap | None = None
+
+
+@dataclass(slots=True)
+class TooLittleWork(_Reads):
+    """Too little GPU work to judge the run (``gains.guard``): every finding capped at low. The JSON
+    contract's ``too_little_work``."""
+    gpu_busy_ms: float
+    min_gpu_busy_ms: float

@@ -3,7 +3,8 @@
 ``build`` produces the JSON contract of design.md (schema_version 1) plus the tables the Markdown
 report shows; ``render_markdown`` fills the Jinja2 template. The words of each finding come from its
 rule file; the words around them come from ``LABELS`` (en / zh).
-The en / zh label tables are in ``labels.py``.
+The en / zh label tables are in ``labels.py``; the findings ranked and turned into the contract's dicts
+(the engine's ``Finding`` read, never written) in ``findings.py``.
 """
 from __future__ import annotations
 
@@ -15,31 +16,18 @@ import os
 import jinja2
 
 from .. import __version__, cache
-from ..engine.model import Finding
-from ..engine.rules import SEVERITIES
 from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
 from ..load import Profile
 from ..textsafe import visible
 from . import shaping, verdict
+from .findings import (evidence_json, finding_json, phase_json, rank_findings, recoverable_json,  # noqa: F401 - report.*
+                       support_json, too_little_work_json)
+from .findings import ordered as _ordered
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
 from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
 
 SCHEMA_VERSION = 1
-
-
-def _rank_key(f):
-    gain = f.get("estimated_gain_pct")
-    return (-(round(gain, 1) if gain is not None else -1.0), -SEVERITIES.index(f["severity"]),
-            f.get("category") not in verdict.SYSTEM_CATEGORIES, f["rule"],
-            str(f.get("scope", {}).get("kernel") or ""))
-
-
-def rank_findings(findings: list) -> list:
-    """Fix first what wins back the most time; then by severity; then the system-level cause before other
-    ways to win the same time (sync_bound: removing the syncs and TF32 GEMMs both give back the host's
-    wait); then by rule id (stable). The findings in that order (their rank: the place in it, from 1)."""
-    return sorted(findings, key=_rank_key)
 
 
 def clean_value(v):
@@ -55,41 +43,6 @@ def _clean(v):
     return v
 
 
-def _ordered(findings: list[Finding]) -> list[dict]:
-    """The findings ranked, each as the JSON contract's dict (finding_json)."""
-    return [finding_json(f, i + 1) for i, f in enumerate(rank_findings(findings))]
-
-
-def finding_json(f: Finding, rank: int) -> dict:
-    """The one place a finding (engine/model.py) becomes the JSON contract's dict: its fields in the
-    contract's order, the optional ones only when set."""
-    return {"rule": f.rule, "category": f.category, "severity": f.severity, "rank": rank,
-            "title": f.title, "message": f.message, "evidence": f.evidence,
-            "advice": f.advice, "estimated_gain_pct": f.estimated_gain_pct,
-            **({"gain_basis": f.gain_basis} if f.gain_basis else {}),
-            **({"gain_capped_by": f.gain_capped_by} if f.gain_capped_by else {}),
-            **({"estimated_gain_range_pct": f.estimated_gain_range_pct} if f.estimated_gain_range_pct else {}),
-            "confidence": f.confidence, "scope": f.scope,
-            "pack": f.pack, "references": f.references,
-            "subject": f.subject, "subject_share_pct": f.subject_share_pct,
-            "cause": f.cause, "supporting": f.supporting}
-
-
-PHASE_MIN_SHARE_PCT = 30.0
-
-
-def _phase_of_idle(findings: list[dict], run: dict) -> None:
-    """A finding about the GPU's idle time says which NVTX phase of the step holds most of it (issue 46):
-    ``phase`` = {phase, names, share_pct} where one phase holds 30 % of the idle time or more."""
-    share = run.get("idle_top_phase_share_pct")
-    if not isinstance(share, (int, float)) or share < PHASE_MIN_SHARE_PCT:
-        return
-    for f in findings:
-        if f.get("subject") == "idle":
-            f["phase"] = {"phase": run.get("idle_top_phase"), "names": run.get("idle_top_phase_names"),
-                          "share_pct": round(float(share), 1)}
-
-
 def _window(fs: FactSet) -> dict:
     return fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
 
@@ -103,7 +56,7 @@ def _verdict(doc: dict, evaluation) -> dict:
         doc["next_steps"].append(verdict.HOST_SAMPLING_STEP)
     out = verdict.decide(doc["findings"], evaluation.not_evaluated, doc["facts"], doc["next_steps"],
                          doc.get("window"), (doc.get("tables") or {}).get("phases"))
-    if getattr(evaluation, "too_little_work", None):     # engine/resolve.py's minimum-work guard: no finding decides
+    if evaluation.too_little_work is not None:     # engine/gains.py's minimum-work guard: no finding decides
         out.update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
                    confidence=None)
         out.pop("gpu_idle_attributed_pct", None)
@@ -126,7 +79,6 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
     ``settings``: what the run was asked beyond the defaults (``NO_SETTINGS``'s keys: the settings file
     read, extra rule packs, ``--select`` / ``--ignore``, the parameters changed from their defaults)."""
     ordered = _ordered(evaluation.findings)
-    _phase_of_idle(ordered, fs.run)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
     doc = {
         "schema_version": SCHEMA_VERSION,
@@ -138,8 +90,8 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "not_evaluated": evaluation.not_evaluated,
         "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings
                      if not shaping.twin_read(w, prof.inputs)],
-        "recoverable": getattr(evaluation, "recoverable", {}) or {},
-        "too_little_work": getattr(evaluation, "too_little_work", None),
+        "recoverable": recoverable_json(evaluation.recoverable),
+        "too_little_work": too_little_work_json(evaluation.too_little_work),
         "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
         "facts_absent": {k: v for k, v in sorted(fs.absent.items())},
         "environment": {"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),

@@ -116,7 +116,7 @@ def limiter(findings: list[dict], facts: dict) -> dict | None:
     """The host's own work as the limiter no finding names (sync_bound: 85 % of the critical path is
     2.2 ms of host work a step, while removing the syncs wins 10 %): ``{"side", "critical_path_host_pct"}``."""
     from ..engine.critical import side
-    from ..engine.resolve import within
+    from ..engine.gains import within
     host = facts.get("critical_path_host_pct")
     if not isinstance(host, (int, float)) or host < HOST_LIMITER_PCT:
         return None
