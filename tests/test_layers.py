@@ -100,3 +100,12 @@ def test_long_modules_say_why_at_their_top():
             if "Past ~400 lines on purpose" not in doc:
                 long.append((str(p.relative_to(ROOT)), text.count("\n")))
     assert long == []
+
+
+def test_every_package_is_installed():
+    """A package folder missing from pyproject.toml's list installs only in editable mode (a wheel lacks it)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT.parent).parts) for p in ROOT.rglob("__init__.py")}
+    assert found - listed == set()

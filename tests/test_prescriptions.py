@@ -10,6 +10,7 @@ import pytest
 
 from conftest import FIXTURES
 from nsys_expert import diff, pipeline
+from nsys_expert.diff import render
 from nsys_expert.facts import period
 
 
@@ -102,7 +103,7 @@ def test_diff_puts_the_promise_beside_the_measured_gain():
     assert rows["sync-bound"]["applied"] and rows["sync-bound"]["came_true"]
     assert not rows["fp32-gemm-without-tensor-cores"]["applied"]
     assert 5 < p["measured_gain_pct"] < 20
-    assert "came true" in " ".join(diff._promise_lines(p))
+    assert "came true" in " ".join(render._promise_lines(p))
 
 
 def test_an_idle_finding_names_the_phase_that_holds_the_idle_time():

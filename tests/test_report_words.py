@@ -89,10 +89,11 @@ def test_html_says_what_the_markdown_says():
 
 def test_diff_shows_a_share_change_in_points():
     from nsys_expert import diff
+    from nsys_expert.diff import render
 
     d = diff.compare({"facts": {"gpu_active_pct": 4.7, "iter_median_ms": 3.0}},
                      {"facts": {"gpu_active_pct": 98.5, "iter_median_ms": 1.5}}, None)
-    text = diff.render_markdown(d)
+    text = render.render_markdown(d)
     assert "| `gpu_active_pct` | 4.70 | 98.50 | +93.8 pp |" in text
     assert "| `iter_median_ms` | 3.00 | 1.50 | -1.50 (-50.0 %) |" in text
     assert "1995" not in text

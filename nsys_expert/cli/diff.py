@@ -26,6 +26,7 @@ def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides, config_path
     """Compare two runs (profiles, or JSON reports from diagnose --format json), each diagnosed with
     the settings `diagnose` would use (the command line over the settings file), resolved once."""
     from .. import config, diff, pipeline
+    from ..diff import render
 
     settings = pipeline.settings_of(pipeline.Request([], list(packs), overrides=list(overrides),
                                                      config=config.load(config_path)))
@@ -46,10 +47,10 @@ def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides, config_path
     if fmt == "json":
         text = json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
     elif fmt == "html":
-        text = diff.render_html(d)
+        text = render.render_html(d)
     else:
-        text = diff.render_markdown(d)
+        text = render.render_markdown(d)
     emit(text, output, [before, after])
     if d["gate"] and d["gate"]["tripped"]:
-        say("exit 1: --fail-on-regression " + f"{fail_pct:g} tripped by " + diff.gate_reasons(d))
+        say("exit 1: --fail-on-regression " + f"{fail_pct:g} tripped by " + render.gate_reasons(d))
         sys.exit(1)

@@ -51,6 +51,23 @@ def _graph_hidden(fs) -> bool:
     return bool(graphs) and "gpu_active_pct" not in fs.run
 
 
+def _unions(fs, gpu: pl.DataFrame, s0: int, s1: int, whole_span: bool) -> tuple[dict, dict, dict, bool]:
+    """Per-device busy unions over [s0, s1): all GPU work, kernels, kernels without NCCL; whether NCCL ran."""
+    ops = timeline.ops_intervals(gpu)
+    whole = fs.tables.get("_busy_span")   # the facts' union over the whole span, when that is the range
+    busy = whole if whole is not None and whole_span else timeline.busy_by_device(ops, s0, s1)
+    only_kernels = gpu.select(pl.col("kind").is_in(list(KERNEL_KINDS)).all()).item()
+    kern = busy if only_kernels else timeline.busy_by_device(ops, s0, s1, KERNEL_KINDS)
+    # NCCL kernels, classified once per distinct name (as the facts do)
+    kgpu = gpu.filter(pl.col("kind").is_in(list(KERNEL_KINDS)))
+    names = kgpu.select(pl.col("name").unique().cast(pl.String))   # the distinct names, then as text
+    nccl_names = names.filter(kernel_class_expr("name") == "nccl")["name"]
+    if nccl_names.len() == 0:
+        return busy, kern, kern, False
+    compute_ops = timeline.ops_intervals(kgpu.filter(~pl.col("name").is_in(nccl_names.to_list())))   # (codes)
+    return busy, kern, timeline.busy_by_device(compute_ops, s0, s1), True
+
+
 def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int] | None = None) -> dict:
     """Chart series over the whole profile span (see the module docstring).
 
@@ -75,22 +92,8 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
             return out
     b = _bins(s0, s1, bins)
     width = (b["e"] - b["s"]).to_list()
-    ops = timeline.ops_intervals(gpu)
-    whole = fs.tables.get("_busy_span")   # the facts' union over the whole span, when that is the range
-    busy = whole if whole is not None and between is None else timeline.busy_by_device(ops, s0, s1)
+    busy, kern, compute, has_nccl = _unions(fs, gpu, s0, s1, whole_span=between is None)
     nd = max(1, gpu["device_id"].drop_nulls().n_unique())
-    only_kernels = gpu.select(pl.col("kind").is_in(list(KERNEL_KINDS)).all()).item()
-    kern = busy if only_kernels else timeline.busy_by_device(ops, s0, s1, KERNEL_KINDS)
-    # NCCL kernels, classified once per distinct name (as the facts do)
-    kgpu = gpu.filter(pl.col("kind").is_in(list(KERNEL_KINDS)))
-    names = kgpu.select(pl.col("name").unique().cast(pl.String))   # the distinct names, then as text
-    nccl_names = names.filter(kernel_class_expr("name") == "nccl")["name"]
-    has_nccl = nccl_names.len() > 0
-    if has_nccl:
-        compute_ops = timeline.ops_intervals(kgpu.filter(~pl.col("name").is_in(nccl_names.to_list())))   # (codes)
-        compute = timeline.busy_by_device(compute_ops, s0, s1)
-    else:
-        compute = kern
 
     busy_ns = _per_bin(b, list(busy.values()))
     kern_ns = _per_bin(b, list(kern.values()))

@@ -33,89 +33,106 @@ def _compute(fs, prof, win) -> None:
 
     ks = prof.tables.get("kern_sum")
     if ks is not None and ks.height:
-        n = int(ks["count"].sum())
-        put("kernel_count", n, "kern_sum")
-        med_col = "med_ns" if "med_ns" in ks.columns else "avg_ns"
-        small = int(ks.filter(pl.col(med_col) < SMALL_KERNEL_NS)["count"].sum())
-        put("kernel_small_share_pct", pct(small, n), "kern_sum")
-        w = ks.sort(med_col)
-        cum = w["count"].cum_sum()
-        idx = int((cum >= n / 2).arg_max())
-        put("kernel_median_us", float(w[med_col][idx]) / 1e3, "kern_sum")
-        per = ks.select("name", "total_ns", "count", pl.col(med_col).alias("med_ns"), pl.col("avg_ns"))
-        if whole or "top_kernels" not in fs.tables:
-            if whole:
-                kernel_table(fs, per, prof.source_name("kern_sum"))
-            else:
-                fs.tables["top_kernels_span"] = [
-                    {"name": r["name"], "total_ms": r["total_ns"] / 1e6, "count": r["count"], "avg_us": (r["avg_ns"] or 0) / 1e3}
-                    for r in per.sort("total_ns", descending=True).head(10).iter_rows(named=True)]
-        kernel_table(fs, per, prof.source_name("kern_sum"), suffix="_span")
-        nccl = ks.filter(pl.col("name").cast(pl.String).str.contains(NCCL_KERNEL))   # the trace's class (names.py)
-        put("nccl_kernel_count", int(nccl["count"].sum()), "kern_sum")
-        ms = prof.tables.get("mem_time_sum")
-        busy_sum = float(ks["total_ns"].sum()) + (float(ms["total_ns"].sum()) if ms is not None else 0.0)
-        put("nccl_share_of_busy_pct", pct(float(nccl["total_ns"].sum()), busy_sum), "kern_sum")
+        _kernels(put, fs, prof, ks, whole)
     ms = prof.tables.get("mem_time_sum")
     if ms is not None:
-        kt = float(ks["total_ns"].sum()) if ks is not None else None
-        mt = float(ms.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
-        if kt is not None:
-            allm = kt + float(ms["total_ns"].sum())
-            put("memcpy_share_of_busy_pct", pct(mt, allm) or 0.0, "mem_time_sum")
-            ck = ms.with_columns(copy_kind_expr().alias("ck"))
-            put("memcpy_host_share_of_busy_pct",
-                pct(float(ck.filter(pl.col("ck").is_in(["HtoD", "DtoH", "HtoH"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
-            put("memcpy_dtod_share_of_busy_pct",
-                pct(float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
-            copyk = float(ks.filter(pl.col("name").cast(pl.String).str.contains(COPY_KERNEL))["total_ns"].sum())
-            dtod = float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum())
-            put("copy_kernel_share_of_busy_pct", pct(copyk, allm) or 0.0, "kern_sum")
-            if kt:
-                put("copy_kernel_share_of_kernel_pct", pct(copyk, kt), "kern_sum")
-            put("device_copy_share_of_busy_pct", pct(copyk + dtod, allm) or 0.0, "mem_time_sum")
-        sz = prof.tables.get("mem_size_sum")
-        _pinned_saving(put, prof, ms, sz)
-        for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
-            t = ms.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
-            tns = float(t["total_ns"].sum())
-            if sz is not None:
-                b = sz.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
-                bb = float(b["total_bytes"].sum())
-                put(f"memcpy_{key}_mb", bb / 1e6, "mem_size_sum")
-                if tns > 0 and bb > 0:
-                    put(f"memcpy_{key}_gbps", bb / tns, "mem_size_sum")
+        _copies(put, prof, ks, ms)
     _gpu_work(fs, prof, whole)
     s = prof.tables.get("api_sum")
     if s is not None and s.height:
-        st = api_oneoff.steady(s, prof)   # the times without one-off (start-up) calls, for the window facts
-
-        def total(df, names):
-            return float(df.filter(base_expr("name").is_in(sorted(names)))["total_ns"].sum())
-        launch, st_launch = total(s, KERNEL_LAUNCH_APIS), total(st, KERNEL_LAUNCH_APIS)
-        if ks is not None and ks.height and float(ks["total_ns"].sum()) > 0:
-            kt = float(ks["total_ns"].sum())
-            put("launch_to_kernel_time_ratio", launch / kt, "api_sum", steady=st_launch / kt)
-        sync = s.filter(base_expr("name").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS)))
-        if span_ns:
-            put("launch_api_share_pct", min(100.0, pct(launch, span_ns)), "api_sum", steady=min(100.0, pct(st_launch, span_ns)))
-            put("sync_api_share_pct", min(100.0, pct(float(sync["total_ns"].sum()), span_ns)), "api_sum",
-                steady=min(100.0, pct(total(st, SYNC_APIS | SYNC_MEM_APIS), span_ns)))
-        it = win.iterations
-        if "sync_calls_per_iter" not in fs.run and it is not None and it.height >= 2 and "api_trace" not in prof.tables:
-            # no API trace: whole-profile sync calls over all iterations (warm-up included), an approximation
-            fs.put("sync_calls_per_iter", int(sync["count"].sum()) / it.height,
-                   f"{prof.source_name('api_sum')} (whole profile) / {prof.source_name('nvtx_trace')} iterations")
-        _host_by_elimination(fs, prof, win, float(s["total_ns"].sum()))
-        if "api" not in fs.tables:
-            tot = float(s["total_ns"].sum()) or 1.0
-            fs.tables["api"] = [{"name": r["base_name"], "ms": r["total_ns"] / 1e6, "count": r["count"],
-                                 "share_pct": r["total_ns"] / tot * 100, "median_us": (r.get("med_ns") or r.get("avg_ns") or 0) / 1e3}
-                                for r in s.sort("total_ns", descending=True).head(10).iter_rows(named=True)]
-            fs.tables["api_source"] = prof.source_name("api_sum") + " (whole profile)"
+        _api(put, fs, prof, win, ks, s, span_ns)
     if "top_kernels" not in fs.tables and "top_kernels_span" in fs.tables:
         fs.tables["top_kernels"] = fs.tables.pop("top_kernels_span")
         fs.tables["top_kernels_source"] = f"{prof.source_name('kern_sum')} (whole profile)"
+
+
+def _kernels(put, fs, prof, ks: pl.DataFrame, whole: bool) -> None:
+    """Kernel counts, the median, the kernel classes and the top-kernel table from cuda_gpu_kern_sum."""
+    n = int(ks["count"].sum())
+    put("kernel_count", n, "kern_sum")
+    med_col = "med_ns" if "med_ns" in ks.columns else "avg_ns"
+    small = int(ks.filter(pl.col(med_col) < SMALL_KERNEL_NS)["count"].sum())
+    put("kernel_small_share_pct", pct(small, n), "kern_sum")
+    w = ks.sort(med_col)
+    cum = w["count"].cum_sum()
+    idx = int((cum >= n / 2).arg_max())
+    put("kernel_median_us", float(w[med_col][idx]) / 1e3, "kern_sum")
+    per = ks.select("name", "total_ns", "count", pl.col(med_col).alias("med_ns"), pl.col("avg_ns"))
+    if whole or "top_kernels" not in fs.tables:
+        if whole:
+            kernel_table(fs, per, prof.source_name("kern_sum"))
+        else:
+            fs.tables["top_kernels_span"] = [
+                {"name": r["name"], "total_ms": r["total_ns"] / 1e6, "count": r["count"], "avg_us": (r["avg_ns"] or 0) / 1e3}
+                for r in per.sort("total_ns", descending=True).head(10).iter_rows(named=True)]
+    kernel_table(fs, per, prof.source_name("kern_sum"), suffix="_span")
+    nccl = ks.filter(pl.col("name").cast(pl.String).str.contains(NCCL_KERNEL))   # the trace's class (names.py)
+    put("nccl_kernel_count", int(nccl["count"].sum()), "kern_sum")
+    ms = prof.tables.get("mem_time_sum")
+    busy_sum = float(ks["total_ns"].sum()) + (float(ms["total_ns"].sum()) if ms is not None else 0.0)
+    put("nccl_share_of_busy_pct", pct(float(nccl["total_ns"].sum()), busy_sum), "kern_sum")
+
+
+def _copies(put, prof, ks: pl.DataFrame | None, ms: pl.DataFrame) -> None:
+    """Copy shares of the GPU's busy time, the pinned-copy saving and the bytes and bandwidth per direction
+    from cuda_gpu_mem_time_sum (and cuda_gpu_mem_size_sum)."""
+    kt = float(ks["total_ns"].sum()) if ks is not None else None
+    mt = float(ms.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
+    if kt is not None:
+        allm = kt + float(ms["total_ns"].sum())
+        put("memcpy_share_of_busy_pct", pct(mt, allm) or 0.0, "mem_time_sum")
+        ck = ms.with_columns(copy_kind_expr().alias("ck"))
+        put("memcpy_host_share_of_busy_pct",
+            pct(float(ck.filter(pl.col("ck").is_in(["HtoD", "DtoH", "HtoH"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
+        put("memcpy_dtod_share_of_busy_pct",
+            pct(float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum()), allm) or 0.0, "mem_time_sum")
+        copyk = float(ks.filter(pl.col("name").cast(pl.String).str.contains(COPY_KERNEL))["total_ns"].sum())
+        dtod = float(ck.filter(pl.col("ck").is_in(["DtoD", "PtoP"]))["total_ns"].sum())
+        put("copy_kernel_share_of_busy_pct", pct(copyk, allm) or 0.0, "kern_sum")
+        if kt:
+            put("copy_kernel_share_of_kernel_pct", pct(copyk, kt), "kern_sum")
+        put("device_copy_share_of_busy_pct", pct(copyk + dtod, allm) or 0.0, "mem_time_sum")
+    sz = prof.tables.get("mem_size_sum")
+    _pinned_saving(put, prof, ms, sz)
+    for direction, key in (("HtoD", "h2d"), ("DtoH", "d2h")):
+        t = ms.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
+        tns = float(t["total_ns"].sum())
+        if sz is not None:
+            b = sz.with_columns(copy_kind_expr().alias("ck")).filter(pl.col("ck") == direction)
+            bb = float(b["total_bytes"].sum())
+            put(f"memcpy_{key}_mb", bb / 1e6, "mem_size_sum")
+            if tns > 0 and bb > 0:
+                put(f"memcpy_{key}_gbps", bb / tns, "mem_size_sum")
+
+
+def _api(put, fs, prof, win, ks: pl.DataFrame | None, s: pl.DataFrame, span_ns) -> None:
+    """Launch and sync shares, syncs per iteration, host time by elimination and the API table from
+    cuda_api_sum (the window facts without one-off start-up calls)."""
+    st = api_oneoff.steady(s, prof)   # the times without one-off (start-up) calls, for the window facts
+
+    def total(df, names):
+        return float(df.filter(base_expr("name").is_in(sorted(names)))["total_ns"].sum())
+    launch, st_launch = total(s, KERNEL_LAUNCH_APIS), total(st, KERNEL_LAUNCH_APIS)
+    if ks is not None and ks.height and float(ks["total_ns"].sum()) > 0:
+        kt = float(ks["total_ns"].sum())
+        put("launch_to_kernel_time_ratio", launch / kt, "api_sum", steady=st_launch / kt)
+    sync = s.filter(base_expr("name").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS)))
+    if span_ns:
+        put("launch_api_share_pct", min(100.0, pct(launch, span_ns)), "api_sum", steady=min(100.0, pct(st_launch, span_ns)))
+        put("sync_api_share_pct", min(100.0, pct(float(sync["total_ns"].sum()), span_ns)), "api_sum",
+            steady=min(100.0, pct(total(st, SYNC_APIS | SYNC_MEM_APIS), span_ns)))
+    it = win.iterations
+    if "sync_calls_per_iter" not in fs.run and it is not None and it.height >= 2 and "api_trace" not in prof.tables:
+        # no API trace: whole-profile sync calls over all iterations (warm-up included), an approximation
+        fs.put("sync_calls_per_iter", int(sync["count"].sum()) / it.height,
+               f"{prof.source_name('api_sum')} (whole profile) / {prof.source_name('nvtx_trace')} iterations")
+    _host_by_elimination(fs, prof, win, float(s["total_ns"].sum()))
+    if "api" not in fs.tables:
+        tot = float(s["total_ns"].sum()) or 1.0
+        fs.tables["api"] = [{"name": r["base_name"], "ms": r["total_ns"] / 1e6, "count": r["count"],
+                             "share_pct": r["total_ns"] / tot * 100, "median_us": (r.get("med_ns") or r.get("avg_ns") or 0) / 1e3}
+                            for r in s.sort("total_ns", descending=True).head(10).iter_rows(named=True)]
+        fs.tables["api_source"] = prof.source_name("api_sum") + " (whole profile)"
 
 
 def _gpu_work(fs, prof, whole: bool) -> None:

@@ -109,6 +109,32 @@ def is_library_range(name: pl.Expr) -> pl.Expr:
     return lib | name.str.contains(FRAMEWORK_RANGE)
 
 
+def _nesting(rows: list[dict], inst: dict, tid, pid, step_iv: pl.DataFrame) -> dict[int, str]:
+    """candidate index -> the range it is nested in (find_iterations' rules: inside torch.profiler's steps;
+    on one thread, 90 % of its time inside another; on another thread, 90 % of its instances each inside
+    one instance of a less frequent range)."""
+    nested_in: dict[int, str] = {}
+    for i in range(len(rows)):
+        if rows[i]["group"] != PROFILER_STEP and step_iv.height and _inside_share(inst[i], step_iv) >= NESTED_SHARE:
+            nested_in[i] = PROFILER_STEP
+            continue
+        for j in range(len(rows)):
+            if i == j or nested_in.get(j) == rows[i]["group"] or rows[i]["group"] == rows[j]["group"]:
+                continue   # (two ranges that cover each other: the first, more frequent one stays)
+            if pid and rows[i][pid] != rows[j][pid]:
+                continue   # another process (another rank): its steps run at the same time, not around these
+            a = inst[i]
+            if not tid or rows[i][tid] == rows[j][tid]:
+                inside = int(intervals.coverage(a, intervals.merge(inst[j])).sum())
+                nested = inside >= NESTED_SHARE * float((a["e"] - a["s"]).sum())
+            else:   # another thread: each instance inside one of a less frequent range's instances
+                nested = rows[j]["n"] < rows[i]["n"] and _inside_share(a, intervals.merge(inst[j])) >= NESTED_SHARE
+            if nested:
+                nested_in[i] = rows[j]["group"]
+                break
+    return nested_in
+
+
 def find_iterations(nvtx: pl.DataFrame, wanted: str | None = None,
                     passed_over: list | None = None) -> tuple[str | None, pl.DataFrame | None]:
     """The repeated NVTX range that marks iterations, and its instances (s, e) sorted.
@@ -152,25 +178,7 @@ def find_iterations(nvtx: pl.DataFrame, wanted: str | None = None,
     step_iv = intervals.merge(steps.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e")))
     rows = counts.head(MAX_CANDIDATES).to_dicts()   # the nesting test is pairwise: the most frequent few
     inst = {i: _instances(top, r, tid, pid) for i, r in enumerate(rows)}
-    nested_in: dict[int, str] = {}
-    for i in range(len(rows)):
-        if rows[i]["group"] != PROFILER_STEP and step_iv.height and _inside_share(inst[i], step_iv) >= NESTED_SHARE:
-            nested_in[i] = PROFILER_STEP
-            continue
-        for j in range(len(rows)):
-            if i == j or nested_in.get(j) == rows[i]["group"] or rows[i]["group"] == rows[j]["group"]:
-                continue   # (two ranges that cover each other: the first, more frequent one stays)
-            if pid and rows[i][pid] != rows[j][pid]:
-                continue   # another process (another rank): its steps run at the same time, not around these
-            a = inst[i]
-            if not tid or rows[i][tid] == rows[j][tid]:
-                inside = int(intervals.coverage(a, intervals.merge(inst[j])).sum())
-                nested = inside >= NESTED_SHARE * float((a["e"] - a["s"]).sum())
-            else:   # another thread: each instance inside one of a less frequent range's instances
-                nested = rows[j]["n"] < rows[i]["n"] and _inside_share(a, intervals.merge(inst[j])) >= NESTED_SHARE
-            if nested:
-                nested_in[i] = rows[j]["group"]
-                break
+    nested_in = _nesting(rows, inst, tid, pid, step_iv)
     marker = next((i for i, r in enumerate(rows) if r["group"] == PROFILER_STEP), None) if wanted is None else None
     best = marker if marker is not None else next((i for i in range(len(rows)) if i not in nested_in), None)
     if best is None and rows and not step_iv.height:
