@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES, SHARED
 from ranks.make_ranks import make
 
-from nsys_expert import pipeline
+from nsys_expert import config, pipeline
 from nsys_expert.load import list_inputs
 from nsys_expert.load.ranks import discover
 
@@ -17,7 +17,7 @@ NSX = [sys.executable, "-m", "nsys_expert"]
 
 
 def diagnose(*paths, **kw):
-    return pipeline.diagnose(pipeline.Request([str(p) for p in paths], **kw))
+    return pipeline.diagnose(pipeline.Request([str(p) for p in paths], config.Settings(**kw)))
 
 
 def test_derived_4_rank_fixture_names_the_straggler():

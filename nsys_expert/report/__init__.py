@@ -24,6 +24,7 @@ from ..textsafe import visible
 from . import shaping, verdict
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
 from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
+from .job import build_job  # noqa: F401 - report.build_job: a multi-rank job's report
 
 SCHEMA_VERSION = 1
 
@@ -120,11 +121,14 @@ NO_SETTINGS = {"file": None, "packs": [], "select": [], "ignore": [], "parameter
 
 
 def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
-          ranks: list[tuple[str, Profile, FactSet]] | None = None, settings: dict | None = None) -> dict:
+          ranks: list[tuple[str, Profile, FactSet]] | None = None, settings: dict | None = None,
+          notes: list[str] = ()) -> dict:
     """The report. ``ranks``: a multi-rank job's ranks ``[(label, profile, facts)]``, in the order of
-    ``evaluation.ranks`` (engine.evaluate): each gets a row (its facts, window, verdict and findings).
-    ``settings``: what the run was asked beyond the defaults (``NO_SETTINGS``'s keys: the settings file
-    read, extra rule packs, ``--select`` / ``--ignore``, the parameters changed from their defaults)."""
+    ``evaluation.ranks`` (engine.evaluate): each gets a row (its facts, window, verdict and findings;
+    the job's report is :func:`build_job`'s). ``settings``: what the run was asked beyond the defaults
+    (``NO_SETTINGS``'s keys: the settings file read, extra rule packs, ``--select`` / ``--ignore``, the
+    parameters changed from their defaults). ``notes``: said of the inputs after the run's warnings
+    (per-rank inputs that were one run after all: which were read once)."""
     ordered = _ordered(evaluation.findings)
     _phase_of_idle(ordered, fs.run)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
@@ -137,7 +141,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "findings": ordered,
         "not_evaluated": evaluation.not_evaluated,
         "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings
-                     if not shaping.twin_read(w, prof.inputs)],
+                     if not shaping.twin_read(w, prof.inputs)] + list(notes),
         "recoverable": getattr(evaluation, "recoverable", {}) or {},
         "too_little_work": getattr(evaluation, "too_little_work", None),
         "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
