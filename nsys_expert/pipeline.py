@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Callable
 
 from . import config, job as jobs, load, scheduler
 from .load import ranks as rank_inputs
-from .units import RankResult, rank_unit  # noqa: F401 - the unit of work per rank (units.py)
 
 if TYPE_CHECKING:
     from . import engine, facts

@@ -13,7 +13,7 @@ import pytest
 
 from ranks.make_ranks import make
 
-from nsys_expert import __version__, config, pipeline, report, scheduler  # noqa: F401
+from nsys_expert import __version__, config, pipeline, report, scheduler
 from nsys_expert.errors import InputError
 from nsys_expert.report.terminal import rank_bar
 

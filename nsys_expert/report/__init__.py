@@ -120,15 +120,11 @@ def _verdict(doc: dict, evaluation) -> dict:
 NO_SETTINGS = {"file": None, "packs": [], "select": [], "ignore": [], "parameters": []}
 
 
-def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
-          ranks: list[tuple[str, Profile, FactSet]] | None = None, settings: dict | None = None,
-          notes: list[str] = ()) -> dict:
-    """The report. ``ranks``: a multi-rank job's ranks ``[(label, profile, facts)]``, in the order of
-    ``evaluation.ranks`` (engine.evaluate): each gets a row (its facts, window, verdict and findings;
-    the job's report is :func:`build_job`'s). ``settings``: what the run was asked beyond the defaults
-    (``NO_SETTINGS``'s keys: the settings file read, extra rule packs, ``--select`` / ``--ignore``, the
-    parameters changed from their defaults). ``notes``: said of the inputs after the run's warnings
-    (per-rank inputs that were one run after all: which were read once)."""
+def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en", ranks: list[tuple[str, Profile, FactSet]] | None = None,
+          settings: dict | None = None, notes: list[str] = ()) -> dict:
+    """The report. ``ranks``: a job's ranks ``[(label, profile, facts)]`` in the order of ``evaluation.ranks``,
+    a row each (:func:`build_job` makes the job's report). ``settings``: what was asked beyond the defaults
+    (``NO_SETTINGS``'s keys). ``notes``: said of the inputs, after the warnings (one run read twice)."""
     ordered = _ordered(evaluation.findings)
     _phase_of_idle(ordered, fs.run)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
