@@ -32,6 +32,7 @@ class Job:
     total: int                       # the ranks asked for, the failed ones included
     failed: list[dict]               # [{"rank", "error"}]: the ranks that could not be diagnosed
     notes: list[str]                 # said of the inputs (a copy read once, one export of several processes, a run read twice)
+    skipped: list[str]               # the subfolders not read
     left_out: list[str]              # said last: the subfolders not read, each rank not diagnosed
     representative: RankResult       # the typical rank's full result: its facts, kernels, tables, the tables' names
     per_rank: list[dict] = field(default_factory=list)   # each rank's cross-rank facts, in the order of ``ranks``
@@ -65,7 +66,8 @@ def gather(ranks: list[rank_inputs.RankInput], notes: list[str], skipped: list[s
     not read): each rank's unit of work where ``sched`` says, ``progress("ranks", done, total, failed)``
     told as each ends."""
     results, indices, failed = _gather(ranks, opts, sched, workers, progress)   # results[j] is ranks[indices[j]]
-    if all(r.pid is None for r in ranks):   # separate files: ranks of one job, one run twice, or unrelated runs?
+    separate = all(r.pid is None for r in ranks)
+    if separate:   # separate files: ranks of one job, one run twice, or unrelated runs?
         from .load import runs
 
         keep, said = runs.relate([r.label for r in results], [r.fingerprint for r in results],
@@ -73,10 +75,14 @@ def gather(ranks: list[rank_inputs.RankInput], notes: list[str], skipped: list[s
         notes = notes + said
         if len(keep) < len(results):
             results, indices = ([xs[j] for j in keep] for xs in (results, indices))
-        if len(results) == 1:      # one run after all: its report, saying what was read once
-            r = ranks[indices[0]]
-            one = rank_unit(r.label, r.files, r.pid, opts)   # its tables were dropped when it arrived
-            return Job(results, len(ranks), failed, notes, [], one, fs=one.fs, one_run=True)
+    left_out = [] if not skipped else ["subfolders not read (pass one as its own PATH to diagnose it): "
+                                       + ", ".join(os.path.basename(d) for d in skipped)]
+    left_out += [f"[{f['rank']}] not diagnosed: {f['error']}; the job is diagnosed from the other "
+                 f"{len(results)} of {len(ranks)} ranks" for f in failed]
+    if separate and len(results) == 1:   # one run after all: its report, saying what was read once and what was not
+        r = ranks[indices[0]]
+        one = rank_unit(r.label, r.files, r.pid, opts)   # its tables were dropped when it arrived
+        return Job(results, len(ranks), failed, notes, skipped, left_out, one, fs=one.fs, one_run=True)
     from .facts import ranks as rank_facts
 
     cross = rank_facts.cross_rank([r.label for r in results], [r.fs for r in results])
@@ -85,11 +91,7 @@ def gather(ranks: list[rank_inputs.RankInput], notes: list[str], skipped: list[s
     # (the client reads the job's files too: it found the ranks), instead of every rank's tables kept
     r = ranks[indices[mid]]
     rep = rank_unit(r.label, r.files, r.pid, opts)
-    left_out = [] if not skipped else ["subfolders not read (pass one as its own PATH to diagnose it): "
-                                       + ", ".join(os.path.basename(d) for d in skipped)]
-    left_out += [f"[{f['rank']}] not diagnosed: {f['error']}; the job is diagnosed from the other "
-                 f"{len(results)} of {len(ranks)} ranks" for f in failed]
-    return Job(results, len(ranks), failed, notes, left_out, rep, cross["per_rank"],
+    return Job(results, len(ranks), failed, notes, skipped, left_out, rep, cross["per_rank"],
                _job_facts(rep.fs, cross["per_rank"][mid], cross["job"]))
 
 

@@ -95,7 +95,8 @@ def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
     job = jobs.gather(ranks, notes, skipped, opts, s.scheduler, s.jobs, progress)
     if job.one_run:            # per-rank inputs that were one run after all: its report, saying what was read once
         one = job.representative
-        return dataclasses.replace(_one_run(one.prof, one.fs, one.tables, rs, s, job.notes), prof=None, fs=None)
+        return dataclasses.replace(_one_run(one.prof, one.fs, one.tables, rs, s, job.notes + job.left_out),
+                                   prof=None, fs=None)
     # the job and every rank in one engine run; a rank is evaluated on its own facts (no rule of one rank
     # reads a cross-rank fact), which its row then shows with its cross-rank facts
     ev = engine.evaluate(rs, job.fs, job.representative.tables | {"ranks"},

@@ -180,3 +180,19 @@ def test_one_run_read_twice_is_one_run_with_a_note(tmp_path):
     assert "ranks" not in d and "representative_rank" not in d
     assert d["facts"] == alone["facts"] and d["findings"] == alone["findings"]
     assert "is the same run as" in d["warnings"][-1] and "read once" in d["warnings"][-1]
+
+
+def test_one_run_read_twice_beside_a_broken_rank_says_the_broken_one(tmp_path):
+    """Three folders: one run twice and a rank that cannot be read. The run is diagnosed once, and its
+    report says which folder was not diagnosed (before, that was lost with the job)."""
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    shutil.copytree(FIXTURES / "ddp_derived_4rank" / "input", a, ignore=shutil.ignore_patterns("rank[123]_*"))
+    shutil.copytree(a, b)
+    shutil.copytree(a, c)
+    with open(b / "rank0_cuda_gpu_trace.csv", "a") as fh:
+        fh.write("\n")
+    (c / "rank0_cuda_gpu_trace.csv").write_text("not,an,nsys,report\n1,2,3,4\n")
+    d = diagnose(a, b, c, jobs=1)
+    assert "ranks" not in d
+    assert any("is the same run as" in w for w in d["warnings"])
+    assert d["warnings"][-1].startswith("[c/rank0] not diagnosed: ") and d["warnings"][-1].endswith("from the other 1 of 3 ranks")
