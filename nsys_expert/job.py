@@ -5,7 +5,7 @@ representative rank chosen and read once more in full, and the cross-rank facts 
 small results only. A rank that fails is reported and the job made of the others, unless fewer than
 half of the ranks remain.
 
-Below ``pipeline`` (which evaluates a :class:`Job` and hands it to ``report.build_job``), above
+Below ``pipeline`` (which evaluates a :class:`Job` and hands it to ``report.job.build_job``), above
 ``units`` and ``scheduler``: no call back up. The report reads a Job; it never computes one.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Job:
     ranks: list[RankResult]          # the ranks diagnosed, in rank order, kept small (no tables' frames)
     total: int                       # the ranks asked for, the failed ones included
     failed: list[dict]               # [{"rank", "error"}]: the ranks that could not be diagnosed
-    notes: list[str]                 # said of the inputs (a copy read once, one export of several processes, a run read twice)
+    notes: list[str]                 # said of the inputs (a copy read once, one export of processes, a run read twice)
     skipped: list[str]               # the subfolders not read
     left_out: list[str]              # said last: the subfolders not read, each rank not diagnosed
     representative: RankResult       # the typical rank's full result: its facts, kernels, tables, the tables' names
@@ -51,7 +51,8 @@ class Job:
         return [{"rank": r.label, **(r.fs.tables.get("_rank_row") or {})} for r in self.ranks]
 
 
-def per_process(prof: load.Profile, run: rank_inputs.RankInput, notes: list[str]) -> tuple[list[rank_inputs.RankInput], list[str]]:
+def per_process(prof: load.Profile, run: rank_inputs.RankInput, notes: list[str]
+                ) -> tuple[list[rank_inputs.RankInput], list[str]]:
     """One export: a rank per process that ran GPU work, when several did (else the run alone)."""
     pids = rank_inputs.processes_with_gpu_work(prof.tables.get("gpu_trace"))
     if len(pids) < 2:

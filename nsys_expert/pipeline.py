@@ -1,7 +1,7 @@
 """load -> facts -> engine -> report, as one call (the CLI and the tests use it), in the order of its
 steps: the rule packs load (while one run's input is read), the inputs are listed, then one run's facts
 or a multi-rank job (:mod:`nsys_expert.job`: each rank's unit of work, the cross-rank facts, the
-representative rank), one engine run, one report (``report.build``, or ``report.build_job`` for a job).
+representative rank), one engine run, one report (``report.build``, or ``report.job.build_job`` for a job).
 For the HTML report, the chart series too (``facts.series``), which the report receives and does not
 compute.
 
@@ -79,11 +79,13 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
 def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
     """``progress`` (optional) is told ``("ranks", done, total, failed)`` as each rank of a multi-rank
     job ends."""
-    s = dataclasses.replace(req.settings, scheduler=scheduler.check(req.settings.scheduler))  # a bad value: a usage error before any reading
+    # a bad scheduler is a usage error before any reading
+    s = dataclasses.replace(req.settings, scheduler=scheduler.check(req.settings.scheduler))
     per_path, skipped = load.list_inputs(req.paths)
     ranks, notes = rank_inputs.discover(per_path)
     rs, opts, prof = _packs_and_input(ranks, skipped, req, s)
-    from . import engine, report
+    from . import engine
+    from .report.job import build_job
 
     if prof is not None:       # one export: a rank per process that ran GPU work, when several did
         ranks, notes = jobs.per_process(prof, ranks[0], notes)
@@ -101,7 +103,7 @@ def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
     # reads a cross-rank fact), which its row then shows with its cross-rank facts
     ev = engine.evaluate(rs, job.fs, job.representative.tables | {"ranks"},
                          ranks=[(r.label, r.fs, r.tables) for r in job.ranks])
-    return Result(report.build_job(job, ev, s.lang, _said(s, rs)), settings=s,
+    return Result(build_job(job, ev, s.lang, _said(s, rs)), settings=s,
                   rank_rows=job.chart_rows() if req.charts else [])
 
 
@@ -113,7 +115,8 @@ def _packs_and_input(ranks, skipped, req: Request, s: config.Settings
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(load.load_files, ranks[0].files, skipped, req.paths) if len(ranks) == 1 else None
         try:
-            from . import engine, facts, report  # noqa: F401 - imported while the input is read (durable, Jinja2, JSON Schema)
+            # imported while the input is read (durable, Jinja2, JSON Schema)
+            from . import engine, facts, report  # noqa: F401
 
             packs = engine.load_packs(list(s.packs))
             opts = facts.Options(user_window=s.window, skip_iterations=s.skip_iterations,

@@ -18,7 +18,7 @@ def _doc(*paths, lang="en"):
 
 
 def _md(path, lang="en"):
-    return report.render_markdown(_doc(path, config.Settings(lang=lang)), lang)
+    return report.render_markdown(_doc(path, lang=lang), lang)
 
 
 def _shared(name):

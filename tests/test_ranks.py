@@ -149,7 +149,8 @@ def test_a_job_keeps_each_ranks_own_facts_and_puts_the_cross_rank_ones_apart():
 def test_the_job_report_merges_the_ranks_warnings():
     """A warning every rank has is said once, first; then what was said of the inputs; each other
     warning names its rank; what was left out is said last."""
-    from nsys_expert import engine, report
+    from nsys_expert import engine
+    from nsys_expert.report.job import build_job
 
     j = _job(FIXTURES / "ddp_derived_4rank" / "input")
     for r in j.ranks:
@@ -158,7 +159,7 @@ def test_the_job_report_merges_the_ranks_warnings():
     j.failed = [{"rank": "rank9", "error": "gone"}]
     rs = engine.RuleSet.build(engine.load_packs([]), [], [], [], "en")
     ev = engine.evaluate(rs, j.fs, j.representative.tables | {"ranks"}, ranks=[(r.label, r.fs, r.tables) for r in j.ranks])
-    doc = report.build_job(j, ev, "en")
+    doc = build_job(j, ev, "en")
     base = [w for w in doc["warnings"] if "says this" in w or w in ("a note on the inputs", "[rank9] not diagnosed: gone")]
     assert base == ["every rank says this", "a note on the inputs", "[rank1] only rank1 says this",
                     "[rank9] not diagnosed: gone"]

@@ -203,7 +203,7 @@ def collect_cmd(app, scenario, out_dir, name, output, nsys_args, pytorch_modes, 
     opts = sc.Options(pytorch=tuple(pytorch_modes) or ("autograd-nvtx",), range_name=range_name, delay=delay,
                       duration=duration, cuda_graph_trace=cuda_graph_trace, extra=tuple(nsys_args),
                       gpu_metrics=gpu_metrics)
-    settings = resolve_settings(config_path, lang=lang)   # the settings file's rules, parameters and language, as diagnose
+    settings = resolve_settings(config_path, lang=lang)   # the settings file's rules and language, as diagnose
     res = collect_run(list(app), scenario, out_dir, name, opts, diagnose=not no_diagnose, settings=settings,
                       echo=not quiet)
     emit(summary(res), output)

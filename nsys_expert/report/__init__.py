@@ -24,7 +24,6 @@ from ..textsafe import visible
 from . import shaping, verdict
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
 from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
-from .job import build_job  # noqa: F401 - report.build_job: a multi-rank job's report
 
 SCHEMA_VERSION = 1
 
@@ -120,10 +119,10 @@ def _verdict(doc: dict, evaluation) -> dict:
 NO_SETTINGS = {"file": None, "packs": [], "select": [], "ignore": [], "parameters": []}
 
 
-def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en", ranks: list[tuple[str, Profile, FactSet]] | None = None,
-          settings: dict | None = None, notes: list[str] = ()) -> dict:
+def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
+          ranks: list[tuple[str, Profile, FactSet]] | None = None, settings: dict | None = None, notes=()) -> dict:
     """The report. ``ranks``: a job's ranks ``[(label, profile, facts)]`` in the order of ``evaluation.ranks``,
-    a row each (:func:`build_job` makes the job's report). ``settings``: what was asked beyond the defaults
+    a row each (``job.build_job`` makes a job's report). ``settings``: what was asked beyond the defaults
     (``NO_SETTINGS``'s keys). ``notes``: said of the inputs, after the warnings (one run read twice)."""
     ordered = _ordered(evaluation.findings)
     _phase_of_idle(ordered, fs.run)

@@ -5,16 +5,36 @@ others name their rank), the ranks that failed, the representative, and a row pe
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from ..job import Job
+from ..facts import FactSet
+from ..load import Profile
+
+
+class Rank(Protocol):
+    """A rank as the report reads it (``units.RankResult``)."""
+    label: str
+    prof: Profile
+    fs: FactSet
+
+
+class Job(Protocol):
+    """A job as the report reads it: :class:`nsys_expert.job.Job` (a layer above the report, which the
+    report does not import)."""
+    ranks: list              # of Rank, in the order of the evaluation's ranks
+    failed: list[dict]
+    notes: list[str]
+    left_out: list[str]
+    representative: Rank
+    fs: FactSet
+
+    def rank_facts(self, i: int) -> FactSet: ...
 
 
 def build_job(job: Job, evaluation, lang: str = "en", settings: dict | None = None) -> dict:
-    """The report of ``job`` (:class:`nsys_expert.job.Job`); ``evaluation``: the engine's run over the
-    job's facts and every rank's (``engine.evaluate(..., ranks=...)``, in the order of ``job.ranks``);
-    ``settings`` as :func:`nsys_expert.report.build` takes them."""
+    """The report of ``job``; ``evaluation``: the engine's run over the job's facts and every rank's
+    (``engine.evaluate(..., ranks=...)``, in the order of ``job.ranks``); ``settings`` as
+    :func:`nsys_expert.report.build` takes them."""
     from . import build
 
     rep = job.representative
