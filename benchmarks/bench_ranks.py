@@ -33,11 +33,11 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 # the diagnosing process: the client. It reports its own peak RSS (RUSAGE_SELF: not its children)
 CLIENT = r"""
 import json, resource, sys, time
-from nsys_expert import pipeline, report
+from nsys_expert import config, pipeline, report
 if __name__ == "__main__":
     job, sched, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
     t = time.perf_counter()
-    doc = pipeline.diagnose(pipeline.Request([job], scheduler=sched, jobs=workers))
+    doc = pipeline.diagnose(pipeline.Request([job], config.Settings(scheduler=sched, jobs=workers)))
     text = report.to_json(doc)
     wall = time.perf_counter() - t
     straggler = next((e["value"] for f in doc["findings"] if f["rule"] == "rank-straggler"

@@ -1,6 +1,6 @@
 """One rank's unit of work: load its inputs and compute its facts (what a process pool or Dask runs).
 
-Below both ``scheduler`` (which runs the units) and ``pipeline`` (which asks for them): no arrow back up.
+Below both ``scheduler`` (which runs the units) and ``job`` (which asks for them): no arrow back up.
 """
 from __future__ import annotations
 

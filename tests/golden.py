@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from nsys_expert import pipeline, report  # noqa: E402
+from nsys_expert import config, pipeline, report  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(os.path.dirname(HERE), "fixtures")
@@ -24,7 +24,7 @@ def produce(case: str, lang: str = "en") -> tuple[dict, str]:
     here = os.getcwd()
     os.chdir(os.path.join(FIXTURES, case))
     try:
-        doc = pipeline.diagnose(pipeline.Request(["input"], lang=lang))
+        doc = pipeline.diagnose(pipeline.Request(["input"], config.Settings(lang=lang)))
     finally:
         os.chdir(here)
     for i in doc["inputs"]:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from nsys_expert import pipeline, report
+from nsys_expert import config, pipeline, report
 
 from conftest import FIXTURES, ROOT, SHARED, needs_shared
 
@@ -354,7 +354,7 @@ def test_zh_texts_keep_the_numbers_and_the_report_words():
                 gaps.add((r.id, key))
     assert gaps - ZH_GAPS == set(), "a Chinese text leaves out a number its English gives"
     assert ZH_GAPS - gaps == set(), "fixed: remove it from ZH_GAPS"
-    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh")), "zh")
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh"))), "zh")
     assert "85.7 % 在同步返回之后" in md and "每次迭代有 2.0 次阻塞同步调用" in md
     assert "`slow-first-iteration`，启动阶段" in md and ", startup" not in md
     assert "Device→Pinned" not in md and "设备→Pinned 主机内存" in md

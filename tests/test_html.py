@@ -24,7 +24,7 @@ import zlib
 import pytest
 
 from conftest import FIXTURES, ROOT, SHARED, fixture_cases
-from nsys_expert import facts, load, pipeline, report
+from nsys_expert import config, facts, load, pipeline, report
 from nsys_expert.facts.series import series
 from nsys_expert.report import html, terminal
 
@@ -38,7 +38,7 @@ EVIL_NVTX = "st<script>alert(2)</script>|ep"
 
 
 def render(paths, lang="en") -> tuple[dict, dict, str]:
-    doc, ser, zoom = pipeline.diagnose_with_series(pipeline.Request([str(p) for p in paths], lang=lang))
+    doc, ser, zoom = pipeline.diagnose_with_series(pipeline.Request([str(p) for p in paths], config.Settings(lang=lang)))
     return doc, ser, html.render_html(doc, ser, lang, zoom)
 
 
@@ -450,7 +450,7 @@ def _sections(md: str) -> list[str]:
 
 
 def test_zh_markdown_has_the_seven_playbook_sections_in_order():
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh"))
+    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh")))
     md = report.render_markdown(doc, "zh")
     secs = _sections(md)
     pos = []
@@ -471,7 +471,7 @@ def test_zh_markdown_has_the_seven_playbook_sections_in_order():
 def test_en_markdown_has_the_same_sections_in_english():
     en = _sections(report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")])), "en"))
     zh = _sections(report.render_markdown(
-        pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh")), "zh"))
+        pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh"))), "zh"))
     assert len(en) == len(zh)
     pos = [en.index(name) for name in EN_SECTIONS]
     assert pos == sorted(pos)
@@ -600,7 +600,7 @@ def test_terminal_summary_is_compact_and_coloured():
     ansi = con.export_text(styles=True)
     assert "\x1b[1;31m" in ansi or "\x1b[31;1m" in ansi     # high in bold red
     con = Console(record=True, force_terminal=True, width=110)
-    terminal.summary(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh")), "zh",
+    terminal.summary(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh"))), "zh",
                      console=con)
     zh = con.export_text()
     assert "结论" in zh and "高" in zh

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from conftest import FIXTURES, fixture_cases
-from nsys_expert import pipeline, report
+from nsys_expert import config, pipeline, report
 from nsys_expert.report import i18n
 
 # three or more English words in a row, outside code spans, fenced blocks and quoted tool text
@@ -61,7 +61,7 @@ def test_fields_reorder_and_nest():
 
 
 def _check(case):
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / case / "input")], lang="zh"))
+    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / case / "input")], config.Settings(lang="zh")))
     md = report.render_markdown(doc, "zh")
     assert english_lines(md) == [], case
     # the run-time sentences one by one, so a miss names the sentence to add to the catalog
@@ -88,7 +88,7 @@ def test_zh_report_of_every_fixture_has_no_english_sentence():
 def test_zh_html_uses_full_width_brackets_outside_code():
     from nsys_expert.report import html
 
-    doc, ser, zoom = pipeline.diagnose_with_series(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh"))
+    doc, ser, zoom = pipeline.diagnose_with_series(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh")))
     page = html.render_html(doc, ser, "zh", zoom)
     body = re.sub(r"<(style|svg|code|pre|title)\b.*?</\1>", "", page, flags=re.S)
     import html as _html
@@ -285,7 +285,7 @@ def test_show_facts_in_chinese_says_why_each_fact_is_absent_in_chinese():
 def test_zh_report_punctuation_and_brackets_read_as_chinese():
     """Issue 35 item 9, the bracket spacing: Chinese punctuation beside Chinese words, a value's notes in
     one bracket, no bracket closing right inside another, no space between 需要 and a Chinese input."""
-    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh")), "zh")
+    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh"))), "zh")
     head = md.splitlines()[2]   # the verdict, its severity, then (issue 48) the limiter no finding names
     assert head.startswith("**结论：** 同步瓶颈") and "GPU 空等（高）。瓶颈是主机" in head and head.endswith("。")
     assert "- GPU 活跃时间占比：**13.7 %**（占窗口，kernel 13.6 %，拷贝 0.0595 %）；整个采集：9.9 %" in md
@@ -313,7 +313,7 @@ def test_zh_terminal_summary_uses_chinese_punctuation():
 
     from nsys_expert.report import terminal
 
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], lang="zh"))
+    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh")))
     buf = io.StringIO()
     terminal.summary(doc, "zh", console=Console(file=buf, width=200, color_system=None))
     out = buf.getvalue()

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from nsys_expert import pipeline, report
+from nsys_expert import config, pipeline, report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "fixtures")
@@ -14,7 +14,7 @@ SHARED = os.path.join(ROOT, "..", "shared", "cases", "kineto")
 
 
 def _doc(*paths, lang="en"):
-    return pipeline.diagnose(pipeline.Request(list(paths), lang=lang))
+    return pipeline.diagnose(pipeline.Request(list(paths), config.Settings(lang=lang)))
 
 
 def _md(path, lang="en"):

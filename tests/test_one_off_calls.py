@@ -9,14 +9,14 @@ import polars as pl
 import pytest
 
 from conftest import FIXTURES
-from nsys_expert import pipeline, report
+from nsys_expert import config, pipeline, report
 
 TORCH = FIXTURES / "console_gcn_torch_startup" / "input"
 PADDLE = FIXTURES / "console_gcn_paddle_2021" / "input"
 
 
 def _diagnose(path, lang="en"):
-    doc = pipeline.diagnose(pipeline.Request([str(path)], lang=lang))
+    doc = pipeline.diagnose(pipeline.Request([str(path)], config.Settings(lang=lang)))
     return doc, report.render_markdown(doc, lang)
 
 

@@ -153,6 +153,25 @@ def test_settings_from_pyproject_and_cli_wins(tmp_path):
     assert "floor of 50" in [f for f in d["findings"] if f["rule"] == "team-min-gpu-util"][0]["message"]
 
 
+def test_rules_and_explain_read_the_settings_files_packs(tmp_path, monkeypatch):
+    """The rules diagnose uses are the rules `rules` lists and `explain` explains: the settings file's
+    packs too (and its language), resolved once as for diagnose."""
+    from click.testing import CliRunner
+
+    from nsys_expert.cli import main
+
+    (tmp_path / "nsys-expert.toml").write_text(f'rules = ["{TEAM}"]\nlang = "zh"\n')
+    monkeypatch.chdir(tmp_path)
+    listed = CliRunner().invoke(main, ["rules"])
+    assert listed.exit_code == 0 and "team-min-gpu-util" in listed.output
+    said = CliRunner().invoke(main, ["explain", "team-min-gpu-util"])
+    assert said.exit_code == 0, said.output
+    en = CliRunner().invoke(main, ["explain", "team-min-gpu-util", "--lang", "en"])
+    assert en.exit_code == 0 and said.output != en.output           # the file's language, the command line wins
+    (tmp_path / "nsys-expert.toml").unlink()
+    assert "team-min-gpu-util" not in CliRunner().invoke(main, ["rules"]).output
+
+
 def test_installed_pack_through_an_entry_point(monkeypatch):
     """A pack shipped as a Python package: its entry point names the package that holds pack.yaml."""
     import importlib.metadata as md

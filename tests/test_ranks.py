@@ -9,7 +9,7 @@ import pytest
 from conftest import FIXTURES, SHARED
 from ranks.make_ranks import make
 
-from nsys_expert import pipeline
+from nsys_expert import config, pipeline
 from nsys_expert.load import list_inputs
 from nsys_expert.load.ranks import discover
 
@@ -17,7 +17,7 @@ NSX = [sys.executable, "-m", "nsys_expert"]
 
 
 def diagnose(*paths, **kw):
-    return pipeline.diagnose(pipeline.Request([str(p) for p in paths], **kw))
+    return pipeline.diagnose(pipeline.Request([str(p) for p in paths], config.Settings(**kw)))
 
 
 def test_derived_4_rank_fixture_names_the_straggler():
@@ -117,3 +117,83 @@ def test_a_copy_of_one_rank_among_several_stays_out_of_the_others(tmp_path):
     assert "rank1copy_cuda_gpu_trace.csv" in note and "not read" in note
     d = diagnose(tmp_path)
     assert [r["rank"] for r in d["ranks"]] == ["rank0", "rank1"]
+
+
+# ------------------------------------------------------------------ the Job (job.py) and its report (report/job.py)
+def _job(path, opts=None):
+    from nsys_expert import facts, job
+    from nsys_expert.load import list_inputs
+
+    per_path, skipped = list_inputs([str(path)])
+    ranks, notes = discover(per_path)
+    return job.gather(ranks, notes, skipped, opts or facts.Options(), None, 1)
+
+
+def test_a_job_keeps_each_ranks_own_facts_and_puts_the_cross_rank_ones_apart():
+    """What the engine evaluates a rank on is its own facts; its row shows them with its cross-rank
+    facts; the job's facts are the representative's with both."""
+    j = _job(FIXTURES / "ddp_derived_4rank" / "input")
+    assert [r.label for r in j.ranks] == ["rank0", "rank1", "rank2", "rank3"] and j.total == 4
+    assert j.failed == [] and j.left_out == [] and not j.one_run
+    assert j.representative.label in ("rank1", "rank3") and j.representative.prof.tables == {}
+    assert "rank_count" not in j.ranks[0].fs.run and "rank_count" not in j.representative.fs.run
+    assert j.fs.run["rank_count"] == 4 and j.fs.sources["rank_count"] == "cross-rank"
+    assert not set(j.fs.absent) & set(j.fs.run)            # a fact now known is not said absent
+    row = j.rank_facts(2)
+    assert row.run["nccl_last_arrival_pct"] == j.per_rank[2]["nccl_last_arrival_pct"] == 100.0   # the straggler
+    assert row.sources["nccl_last_arrival_pct"] == "cross-rank" and "nccl_last_arrival_pct" not in j.ranks[2].fs.run
+    # a rank's kept result holds no trace tables: only what the engine and the report read
+    assert set(j.ranks[0].fs.tables) <= {"_nccl_sequence", "_rank_row", "ncu_command"}
+
+
+def test_the_job_report_merges_the_ranks_warnings():
+    """A warning every rank has is said once, first; then what was said of the inputs; each other
+    warning names its rank; what was left out is said last."""
+    from nsys_expert import engine
+    from nsys_expert.report.job import build_job
+
+    j = _job(FIXTURES / "ddp_derived_4rank" / "input")
+    for r in j.ranks:
+        r.fs.warnings = ["every rank says this"] + (["only rank1 says this"] if r.label == "rank1" else [])
+    j.notes, j.left_out = ["a note on the inputs"], ["[rank9] not diagnosed: gone"]
+    j.failed = [{"rank": "rank9", "error": "gone"}]
+    rs = engine.RuleSet.build(engine.load_packs([]), [], [], [], "en")
+    ev = engine.evaluate(rs, j.fs, j.representative.tables | {"ranks"}, ranks=[(r.label, r.fs, r.tables) for r in j.ranks])
+    doc = build_job(j, ev, "en")
+    base = [w for w in doc["warnings"] if "says this" in w or w in ("a note on the inputs", "[rank9] not diagnosed: gone")]
+    assert base == ["every rank says this", "a note on the inputs", "[rank1] only rank1 says this",
+                    "[rank9] not diagnosed: gone"]
+    assert doc["ranks_failed"] == [{"rank": "rank9", "error": "gone"}]
+    assert list(doc)[-3:] == ["ranks_failed", "representative_rank", "ranks"]     # the rows last
+    assert {i["rank"] for i in doc["inputs"]} == {"rank0", "rank1", "rank2", "rank3"}
+
+
+def test_one_run_read_twice_is_one_run_with_a_note(tmp_path):
+    """Two folders holding one run (the second's trace written again: another file, the same run)
+    are diagnosed as that run, once, through the single run's report; the note says which was read."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(FIXTURES / "ddp_derived_4rank" / "input", a, ignore=shutil.ignore_patterns("rank[123]_*"))
+    shutil.copytree(a, b)
+    with open(b / "rank0_cuda_gpu_trace.csv", "a") as fh:
+        fh.write("\n")                                      # another file (its digest), the same run
+    d = diagnose(a, b)
+    alone = diagnose(a)
+    assert "ranks" not in d and "representative_rank" not in d
+    assert d["facts"] == alone["facts"] and d["findings"] == alone["findings"]
+    assert "is the same run as" in d["warnings"][-1] and "read once" in d["warnings"][-1]
+
+
+def test_one_run_read_twice_beside_a_broken_rank_says_the_broken_one(tmp_path):
+    """Three folders: one run twice and a rank that cannot be read. The run is diagnosed once, and its
+    report says which folder was not diagnosed (before, that was lost with the job)."""
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    shutil.copytree(FIXTURES / "ddp_derived_4rank" / "input", a, ignore=shutil.ignore_patterns("rank[123]_*"))
+    shutil.copytree(a, b)
+    shutil.copytree(a, c)
+    with open(b / "rank0_cuda_gpu_trace.csv", "a") as fh:
+        fh.write("\n")
+    (c / "rank0_cuda_gpu_trace.csv").write_text("not,an,nsys,report\n1,2,3,4\n")
+    d = diagnose(a, b, c, jobs=1)
+    assert "ranks" not in d
+    assert any("is the same run as" in w for w in d["warnings"])
+    assert d["warnings"][-1].startswith("[c/rank0] not diagnosed: ") and d["warnings"][-1].endswith("from the other 1 of 3 ranks")

@@ -385,6 +385,22 @@ def test_collect_end_to_end(tmp_path, fake_nsys, monkeypatch):
     assert "app output on stdout" in open("out/profile.log").read()
 
 
+def test_collect_honours_the_settings_file(tmp_path, fake_nsys, monkeypatch):
+    """collect diagnoses with the settings diagnose would use: the nearest settings file's (its rules
+    left out, its language), the command line over it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nsys-expert.toml").write_text('lang = "zh"\nignore = ["launch-bound"]\n')
+    r = invoke("collect", "--out", "out", "-q", "--", "python", "train.py")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(open("out/profile.diagnosis.json").read())
+    assert doc["settings"]["ignore"] == ["launch-bound"] and doc["settings"]["file"] == "nsys-expert.toml"
+    assert "launch-bound" not in [f["rule"] for f in doc["findings"]]
+    assert "判定" in open("out/profile.diagnosis.md").read()
+    r = invoke("collect", "--out", "out", "-q", "--lang", "en", "--", "python", "train.py")
+    assert r.exit_code == 0, r.output
+    assert "判定" not in open("out/profile.diagnosis.md").read()       # the command line wins
+
+
 def test_collect_scenarios_and_no_diagnose(tmp_path, fake_nsys):
     out = tmp_path / "o"
     r = invoke("collect", "--scenario", "nvtx-range", "--range", "train", "--out", str(out), "--name", "run1",

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -24,7 +25,7 @@ def as_json(doc: dict) -> dict:
 
 
 def diagnose(path, **kw) -> dict:
-    return as_json(pipeline.diagnose(pipeline.Request([str(path)], **kw)))
+    return as_json(pipeline.diagnose(pipeline.Request([str(path)], config.Settings(**kw))))
 
 
 def break_rank(job, k: int) -> None:
@@ -74,8 +75,8 @@ def test_bad_scheduler_is_one_line_exit_2(tmp_path):
 def test_scheduler_from_settings(tmp_path):
     (tmp_path / "nsys-expert.toml").write_text('scheduler = "tcp://127.0.0.1:8786"\n')
     cfg = config.load(str(tmp_path / "nsys-expert.toml"))
-    assert pipeline.settings_of(pipeline.Request(["x"], config=cfg)).scheduler == "tcp://127.0.0.1:8786"
-    given = pipeline.settings_of(pipeline.Request(["x"], scheduler="local", config=cfg))
+    assert config.resolve(None, cfg).scheduler == "tcp://127.0.0.1:8786"
+    given = config.resolve(SimpleNamespace(scheduler="local"), cfg)
     assert given.scheduler == "local"                      # the command line wins
 
 
@@ -104,7 +105,7 @@ def test_progress_is_told_each_rank(tmp_path):
     make(str(tmp_path), ranks=4, slow=1)
     break_rank(str(tmp_path), 2)
     seen = []
-    pipeline.diagnose(pipeline.Request([str(tmp_path)], jobs=1), lambda *a: seen.append(a))
+    pipeline.diagnose(pipeline.Request([str(tmp_path)], config.Settings(jobs=1)), lambda *a: seen.append(a))
     assert seen == [("ranks", 1, 4, 0), ("ranks", 2, 4, 0), ("ranks", 3, 4, 1), ("ranks", 4, 4, 1)]
 
 

@@ -1,5 +1,7 @@
 """Issue 36 items 2 and 3: the settings are resolved once at the entry and passed down (no layer
 parses a parameter again), and a multi-rank job runs the engine once and builds one report."""
+from types import SimpleNamespace
+
 import pytest
 
 from conftest import FIXTURES
@@ -31,12 +33,12 @@ def test_the_command_line_wins_and_lists_merge(tmp_path):
         'lang = "zh"\nselect = ["sync-bound"]\nskip-iterations = 3\nfail-on = "high"\n'
         '[set]\n"sync-bound.min_idle_pct" = 5\n"gpu-starved.min_idle_pct" = 30\n')
     cfg = config.load(str(tmp_path / "nsys-expert.toml"))
-    s = pipeline.settings_of(pipeline.Request(["x"], overrides=["sync-bound.min_idle_pct=9"], lang="en", config=cfg))
+    s = config.resolve(SimpleNamespace(overrides=("sync-bound.min_idle_pct=9",), lang="en"), cfg)
     assert s.lang == "en" and s.select == ("sync-bound",) and s.skip_iterations == 3 and s.fail_on == "high"
     # one value per key: the command line's; the file's other keys stay, before it
     assert s.overrides == ("gpu-starved.min_idle_pct=30", "sync-bound.min_idle_pct=9")
     assert s.file.endswith("nsys-expert.toml")
-    bare = pipeline.settings_of(pipeline.Request(["x"]))
+    bare = config.resolve(None, {})
     assert bare == config.Settings() and bare.lang == "en"
     with pytest.raises(Exception):      # frozen: nothing below the entry changes a setting
         bare.lang = "zh"
@@ -46,7 +48,7 @@ def test_each_rules_parameters_are_worked_out_once(monkeypatch):
     """Before, the compiler, evaluate and the resolution each merged a rule's defaults with the
     overrides again (three times for a rule with a finding)."""
     calls = _count(monkeypatch, model.Rule, "param_values")
-    res = pipeline.run(pipeline.Request([str(SYNC)], overrides=["sync-bound.min_idle_pct=1"]))
+    res = pipeline.run(pipeline.Request([str(SYNC)], config.Settings(overrides=("sync-bound.min_idle_pct=1",))))
     ids = [c[0].id for c in calls]
     assert len(ids) == len(set(ids)) == len(load_packs()[0].rules)     # each built-in rule once
     sync = next(f for f in res.doc["findings"] if f["rule"] == "sync-bound")
@@ -55,7 +57,7 @@ def test_each_rules_parameters_are_worked_out_once(monkeypatch):
 
 def test_a_bad_override_is_a_rule_error():
     with pytest.raises(RuleError, match="no param 'min_sync'"):
-        pipeline.run(pipeline.Request([str(SYNC)], overrides=["sync-bound.min_sync=1"]))
+        pipeline.run(pipeline.Request([str(SYNC)], config.Settings(overrides=("sync-bound.min_sync=1",))))
 
 
 def test_a_multi_rank_job_runs_the_engine_once_and_builds_one_report(monkeypatch):
@@ -64,7 +66,7 @@ def test_a_multi_rank_job_runs_the_engine_once_and_builds_one_report(monkeypatch
 
     runs = _count(monkeypatch, durable_adapter.Engine, "run")
     builds = _count(monkeypatch, report, "build")
-    doc = pipeline.diagnose(pipeline.Request([str(RANKS)], jobs=1))
+    doc = pipeline.diagnose(pipeline.Request([str(RANKS)], config.Settings(jobs=1)))
     assert len(runs) == 1 and len(builds) == 1           # before: 5 and 5 (each of 4 ranks, then the job)
     assert [r["rank"] for r in doc["ranks"]] == ["rank0", "rank1", "rank2", "rank3"]
     assert all(r["verdict"]["state"] for r in doc["ranks"]) and all(r["findings"] for r in doc["ranks"])
@@ -111,13 +113,13 @@ def test_the_report_says_what_was_changed_from_the_defaults():
     plain = pipeline.diagnose(pipeline.Request([str(SYNC)]))
     assert plain["settings"] == {"file": None, "packs": [], "select": [], "ignore": [], "parameters": []}
     assert "Settings" not in report.render_markdown(plain)
-    doc = pipeline.diagnose(pipeline.Request([str(SYNC)], overrides=["sync-bound.min_idle_pct=1"],
-                                             ignore=["launch-bound"]))
+    doc = pipeline.diagnose(pipeline.Request([str(SYNC)], config.Settings(overrides=("sync-bound.min_idle_pct=1",),
+                                                                          ignore=("launch-bound",))))
     assert doc["settings"]["parameters"] == [{"param": "sync-bound.min_idle_pct", "value": 1, "default": 15}]
     assert doc["settings"]["ignore"] == ["launch-bound"]
     md = report.render_markdown(doc)
     assert ("- Settings: left out `launch-bound`; parameters changed `sync-bound.min_idle_pct` = 1 (default 15)\n"
             in md)
     zh = report.render_markdown(pipeline.diagnose(pipeline.Request(
-        [str(SYNC)], overrides=["sync-bound.min_idle_pct=1"], lang="zh")), "zh")
+        [str(SYNC)], config.Settings(overrides=("sync-bound.min_idle_pct=1",), lang="zh"))), "zh")
     assert "- 设置：修改过的参数 `sync-bound.min_idle_pct` = 1（默认 15）\n" in zh

@@ -12,9 +12,9 @@ import threading
 
 import click
 
-from .. import scenarios as sc
+from .. import config, scenarios as sc
 from ..errors import InputError
-from .options import Choice, command, emit, output_option
+from .options import Choice, command, config_option, emit, output_option, resolve_settings
 
 
 
@@ -66,8 +66,10 @@ def _trim(lines: list[str], n: int = 4, limit: int = 400) -> str:
 
 
 def collect_run(app: list[str], scenario: str = "quick", out_dir: str = "nsys-expert-out", name: str = "profile",
-                opts: sc.Options | None = None, diagnose: bool = True, lang: str = "en", echo: bool = True) -> dict:
-    """profile -> export (SQLite + the stats CSVs) -> diagnose. Returns the paths and the diagnosis (or None)."""
+                opts: sc.Options | None = None, diagnose: bool = True, settings: config.Settings | None = None,
+                echo: bool = True) -> dict:
+    """profile -> export (SQLite + the stats CSVs) -> diagnose with ``settings`` (resolved by the caller,
+    as ``diagnose`` resolves them; None: the defaults). Returns the paths and the diagnosis (or None)."""
     nsys = shutil.which("nsys")
     if not nsys:
         raise InputError("nsys (Nsight Systems) is not on PATH", None,
@@ -85,48 +87,64 @@ def collect_run(app: list[str], scenario: str = "quick", out_dir: str = "nsys-ex
         profile = sc.profile_command(scenario, opts)
     except ValueError as e:
         raise InputError(str(e)) from None
-    exports = sc.export_commands(base)
     rep, sqlite, csv_dir, log_path = base + ".nsys-rep", base + ".sqlite", base + "_csv", base + ".log"
-    warnings: list[str] = []
     with open(log_path, "w", encoding="utf-8") as log:
-        log.write("$ " + sc.Command(tuple(profile)).line() + "\n")
-        rc, tail = _run([nsys, *profile[1:]], log, echo)
-        if not os.path.exists(rep):
-            hint = None
-            if scenario == "nvtx-range":
-                hint = f"did the app push the NVTX range '{opts.range_name}'?"
-            elif scenario == "cuda-profiler-range":
-                hint = "did the app call cudaProfilerStart()?"
-            raise InputError(f"nsys profile {_ended(rc)} and wrote no report: {_trim(tail)}", log_path, hint)
-        if rc != 0:
-            warnings.append(f"nsys profile exited with {rc} (usually the application's own exit code); "
-                            f"the report was written and is used")
-        os.makedirs(csv_dir, exist_ok=True)
-        for argv in exports:
-            log.write("$ " + sc.Command(tuple(argv)).line() + "\n")
-            rc, tail = _run([nsys, *argv[1:]], log, False)
-            if argv[1] == "export" and (rc != 0 or not os.path.exists(sqlite)):
-                raise InputError(f"nsys export {_ended(rc)}" + (" but wrote no SQLite" if rc == 0 else "") + f": {_trim(tail)}", rep)
-            if argv[1] == "stats":
-                csvs = [f for f in os.listdir(csv_dir) if f.endswith(".csv")]
-                if not csvs:
-                    raise InputError(f"nsys stats {_ended(rc)} and wrote no CSV: {_trim(tail)}", sqlite)
-                if rc != 0:
-                    warnings.append(f"nsys stats exited with {rc}: {_trim(tail, 2)}")
+        warnings = _profile(nsys, profile, scenario, opts, rep, log, log_path, echo)
+        warnings += _export(nsys, sc.export_commands(base), rep, sqlite, csv_dir, log)
     result = {"diagnose_input": sqlite if opts.gpu_metrics else csv_dir, "report": rep, "sqlite": sqlite, "csv_dir": csv_dir, "log": log_path, "warnings": warnings,
               "csv": sorted(f for f in os.listdir(csv_dir) if f.endswith(".csv")), "doc": None}
-    if diagnose:
-        from .. import pipeline, report
-
-        # GPU metrics samples are only in the SQLite export (nsys stats has no report of them)
-        doc = pipeline.diagnose(pipeline.Request([sqlite] if opts.gpu_metrics else [csv_dir], lang=lang))
-        md, js = base + ".diagnosis.md", base + ".diagnosis.json"
-        with open(md, "w", encoding="utf-8") as fh:
-            fh.write(report.render_markdown(doc, lang))
-        with open(js, "w", encoding="utf-8") as fh:
-            fh.write(report.to_json(doc))
-        result.update(doc=doc, markdown=md, json=js)
+    if diagnose:   # GPU metrics samples are only in the SQLite export (nsys stats has no report of them)
+        result.update(_diagnosis(result["diagnose_input"], base, settings or config.Settings()))
     return result
+
+
+def _profile(nsys: str, profile: list[str], scenario: str, opts: sc.Options, rep: str, log, log_path: str,
+             echo: bool) -> list[str]:
+    """``nsys profile``, logged; no report written is the user's error (what to check, by scenario)."""
+    log.write("$ " + sc.Command(tuple(profile)).line() + "\n")
+    rc, tail = _run([nsys, *profile[1:]], log, echo)
+    if not os.path.exists(rep):
+        hint = None
+        if scenario == "nvtx-range":
+            hint = f"did the app push the NVTX range '{opts.range_name}'?"
+        elif scenario == "cuda-profiler-range":
+            hint = "did the app call cudaProfilerStart()?"
+        raise InputError(f"nsys profile {_ended(rc)} and wrote no report: {_trim(tail)}", log_path, hint)
+    if rc != 0:
+        return [f"nsys profile exited with {rc} (usually the application's own exit code); "
+                f"the report was written and is used"]
+    return []
+
+
+def _export(nsys: str, exports: list[list[str]], rep: str, sqlite: str, csv_dir: str, log) -> list[str]:
+    """``nsys export`` (the SQLite) and ``nsys stats`` (the CSVs), logged; -> warnings."""
+    warnings: list[str] = []
+    os.makedirs(csv_dir, exist_ok=True)
+    for argv in exports:
+        log.write("$ " + sc.Command(tuple(argv)).line() + "\n")
+        rc, tail = _run([nsys, *argv[1:]], log, False)
+        if argv[1] == "export" and (rc != 0 or not os.path.exists(sqlite)):
+            raise InputError(f"nsys export {_ended(rc)}" + (" but wrote no SQLite" if rc == 0 else "") + f": {_trim(tail)}", rep)
+        if argv[1] == "stats":
+            csvs = [f for f in os.listdir(csv_dir) if f.endswith(".csv")]
+            if not csvs:
+                raise InputError(f"nsys stats {_ended(rc)} and wrote no CSV: {_trim(tail)}", sqlite)
+            if rc != 0:
+                warnings.append(f"nsys stats exited with {rc}: {_trim(tail, 2)}")
+    return warnings
+
+
+def _diagnosis(path: str, base: str, settings: config.Settings) -> dict:
+    """Diagnose ``path``; the report written beside it as Markdown and JSON."""
+    from .. import pipeline, report
+
+    doc = pipeline.diagnose(pipeline.Request([path], settings))
+    md, js = base + ".diagnosis.md", base + ".diagnosis.json"
+    with open(md, "w", encoding="utf-8") as fh:
+        fh.write(report.render_markdown(doc, settings.lang))
+    with open(js, "w", encoding="utf-8") as fh:
+        fh.write(report.to_json(doc))
+    return {"doc": doc, "markdown": md, "json": js}
 
 
 def summary(res: dict) -> str:
@@ -171,10 +189,11 @@ def summary(res: dict) -> str:
 @click.option("--gpu-metrics", "gpu_metrics", is_flag=False, flag_value="all", default=None, metavar="[all|IDS]",
               help="sample GPU metrics (--gpu-metrics-devices; bare: all) and diagnose the SQLite export, which holds them")
 @click.option("--no-diagnose", is_flag=True, help="profile and export only (diagnose the CSV folder elsewhere)")
-@click.option("--lang", type=Choice(["en", "zh"]), default="en", show_default=True)
+@click.option("--lang", type=Choice(["en", "zh"]), default=None, help="report language (default en)")
 @click.option("-q", "--quiet", is_flag=True, help="do not echo the application's output")
+@config_option()
 def collect_cmd(app, scenario, out_dir, name, output, nsys_args, pytorch_modes, range_name, delay, duration,
-                cuda_graph_trace, gpu_metrics, no_diagnose, lang, quiet):
+                cuda_graph_trace, gpu_metrics, no_diagnose, lang, quiet, config_path):
     """Profile APP with nsys, export the reports and SQLite the rules read, and diagnose.
 
     nsys-expert collect [--scenario quick] [--out-dir DIR] -- python train.py [args]
@@ -184,5 +203,7 @@ def collect_cmd(app, scenario, out_dir, name, output, nsys_args, pytorch_modes, 
     opts = sc.Options(pytorch=tuple(pytorch_modes) or ("autograd-nvtx",), range_name=range_name, delay=delay,
                       duration=duration, cuda_graph_trace=cuda_graph_trace, extra=tuple(nsys_args),
                       gpu_metrics=gpu_metrics)
-    res = collect_run(list(app), scenario, out_dir, name, opts, diagnose=not no_diagnose, lang=lang, echo=not quiet)
+    settings = resolve_settings(config_path, lang=lang)   # the settings file's rules and language, as diagnose
+    res = collect_run(list(app), scenario, out_dir, name, opts, diagnose=not no_diagnose, settings=settings,
+                      echo=not quiet)
     emit(summary(res), output)

@@ -12,7 +12,8 @@ import sys
 
 import click
 
-from .options import Choice, command, format_option, output_option, say, write_output
+from .options import (Choice, command, config_option, format_option, output_option, resolve_settings, say,
+                      write_output)
 
 # the largest time stamp a window may name: nsys times are int64 ns; 2^62 leaves room for END - START
 MAX_NS = float(2 ** 62)
@@ -94,9 +95,7 @@ def _warn(doc: dict, lang: str | None, prefix: str = "") -> None:
                    "Dask cluster), or an existing Dask scheduler; Dask needs pip install \"nsys-expert[dask]\"")
 @click.option("--fail-on", type=Choice(SEVERITIES), help="exit 1 when a finding is at or above this severity")
 @click.option("--show-facts", is_flag=True, help="also print every fact of this run with its value and source")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="settings file (default: the nearest nsys-expert.toml, or pyproject.toml with [tool.nsys-expert], "
-                   "from the current folder up)")
+@config_option()
 def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, iteration_range,
              scheduler, fail_on, show_facts, config_path):
     """Diagnose a profile. PATHS: a folder of `nsys stats --format csv` reports (or the CSV files);
@@ -114,48 +113,67 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     Exit codes: 0 ran, 1 --fail-on tripped (stderr names the findings), 2 bad input or usage,
     3 internal error.
     """
-    from .. import config, pipeline
+    settings = resolve_settings(config_path, packs=packs, select=select, ignore=ignore, overrides=overrides,
+                                window=window, skip_iterations=skip_iterations, lang=lang,
+                                iteration_range=iteration_range, scheduler=scheduler, fail_on=fail_on)
+    doc, series, zoom = _diagnosed(paths, settings, fmt)
+    text = _rendered(doc, fmt, settings.lang, series, zoom, show_facts)
+    if output:
+        import os
 
-    req = pipeline.Request(list(paths), list(packs), list(select), list(ignore), list(overrides), window,
-                           skip_iterations, lang, iteration_range=iteration_range, scheduler=scheduler,
-                           fail_on=fail_on, config=config.load(config_path))
-    settings = pipeline.settings_of(req)     # once: the command line over the settings file, passed down
-    fail_on, lang = settings.fail_on, settings.lang
+        this_run = {os.path.basename(str(i.get("path", ""))) for i in doc.get("inputs") or []}
+        _warn(doc, settings.lang)   # what the report's Warnings say about the input reaches a CI log too
+        write_output(output, text, [*paths, *packs, *([config_path] if config_path else [])], this_run)
+    else:
+        _shown(doc, text, fmt, settings.lang, output, show_facts)
+    _gate(doc, settings.fail_on)
+
+
+def _diagnosed(paths, settings, fmt: str) -> tuple[dict, dict | None, dict | None]:
+    """The report (and for html, the chart series), a spinner on stderr while it runs at a terminal."""
+    from .. import pipeline
+
+    req = pipeline.Request(list(paths), settings)
     if fmt == "html" or _isatty(sys.stderr):
         from ..report import terminal
 
         progress = terminal.progress
     else:   # piped, no spinner: the report modules load while the input is read (pipeline.run)
         progress = _no_progress
-    with progress(paths, lang) as step:   # a spinner on stderr, only at a terminal
+    with progress(paths, settings.lang) as step:   # a spinner on stderr, only at a terminal
         if fmt == "html":   # the pipeline computes the chart series; the report draws them
-            doc, series, zoom = pipeline.diagnose_with_series(req, step, settings)
-        else:
-            doc = pipeline.run(req, step, settings).doc
+            return pipeline.diagnose_with_series(req, step)
+        return pipeline.run(req, step).doc, None, None
+
+
+def _rendered(doc: dict, fmt: str, lang: str, series, zoom, show_facts: bool) -> str:
     from .. import report
-    from ..report import terminal
 
     if fmt == "html":
         from ..report import html
 
-        text = html.render_html(doc, series, lang, zoom)
-    else:
-        text = report.to_json(doc) if fmt == "json" else report.render_markdown(doc, lang)
+        return html.render_html(doc, series, lang, zoom)
+    text = report.to_json(doc) if fmt == "json" else report.render_markdown(doc, lang)
     if show_facts and fmt == "md":
         text += report.render_facts(doc, lang)
-    if output:
-        import os
+    return text
 
-        this_run = {os.path.basename(str(i.get("path", ""))) for i in doc.get("inputs") or []}
-        _warn(doc, lang)   # what the report's Warnings say about the input reaches a CI log too
-        write_output(output, text, [*paths, *packs, *([config_path] if config_path else [])], this_run)
-    elif not show_facts and terminal.wants_summary(
+
+def _shown(doc: dict, text: str, fmt: str, lang: str, output, show_facts: bool) -> None:
+    """The report on stdout: at a terminal, without --format, the short summary."""
+    from ..report import terminal
+
+    if not show_facts and terminal.wants_summary(
             output, click.get_current_context().get_parameter_source("fmt").name != "DEFAULT"):
         terminal.summary(doc, lang)   # a person at a terminal who asked for nothing: the short version
-    else:
-        if fmt == "md" and _isatty(sys.stdout):   # a terminal draws no HTML: the folded notes unfolded
-            text = terminal.plain_details(text)
-        click.echo(text, nl=False)
+        return
+    if fmt == "md" and _isatty(sys.stdout):   # a terminal draws no HTML: the folded notes unfolded
+        text = terminal.plain_details(text)
+    click.echo(text, nl=False)
+
+
+def _gate(doc: dict, fail_on: str | None) -> None:
+    """``--fail-on``: exit 1 when a finding is at or above it (stderr names them)."""
     tripped = [f for f in doc["findings"] if fail_on and SEVERITIES.index(f["severity"]) >= SEVERITIES.index(fail_on)]
     if tripped:
         names = ", ".join(f"{f['rule']} ({f['severity']})" for f in tripped[:3])

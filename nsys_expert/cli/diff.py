@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .options import command, emit, format_option, output_option, say
+from .options import command, config_option, emit, format_option, output_option, resolve_settings, say
 
 
 @command("diff")
@@ -19,22 +19,19 @@ from .options import command, emit, format_option, output_option, say
                    "(points for % facts, percent for times), or a new high finding appears")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
 @click.option("--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="settings file (default: the nearest nsys-expert.toml, or pyproject.toml with [tool.nsys-expert], "
-                   "from the current folder up)")
+@config_option()
 def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides, config_path):
     """Compare two runs (profiles, or JSON reports from diagnose --format json), each diagnosed with
     the settings `diagnose` would use (the command line over the settings file), resolved once."""
-    from .. import config, diff, pipeline
+    from .. import diff, pipeline
     from ..diff import render
 
-    settings = pipeline.settings_of(pipeline.Request([], list(packs), overrides=list(overrides),
-                                                     config=config.load(config_path)))
+    settings = resolve_settings(config_path, packs=packs, overrides=overrides)
 
     warned: list[tuple[str, dict]] = []
 
     def run(path):
-        doc = pipeline.run(pipeline.Request([path]), settings=settings).doc
+        doc = pipeline.run(pipeline.Request([path], settings)).doc
         warned.append((path, doc))
         return doc
 

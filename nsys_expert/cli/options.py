@@ -83,6 +83,24 @@ class Choice(click.Choice):
             self.fail(msg + (f" (did you mean '{hint[0]}'?)" if hint else ""), param, ctx)
 
 
+def resolve_settings(config_path: str | None, **given):
+    """The settings of this command, resolved once here (``config.resolve``): the command line's values
+    (``given``, by ``config.Settings``' field names; None or empty: not given) over the settings file's
+    (``--config FILE``, else the nearest ``nsys-expert.toml`` or ``pyproject.toml``)."""
+    from types import SimpleNamespace
+
+    from .. import config
+
+    return config.resolve(SimpleNamespace(**given), config.load(config_path))
+
+
+def config_option():
+    """``--config FILE``: the settings file (the value arrives as ``config_path``)."""
+    return click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                        help="settings file (default: the nearest nsys-expert.toml, or pyproject.toml with "
+                             "[tool.nsys-expert], from the current folder up)")
+
+
 def format_option(choices: list[str], default: str, help: str | None = None, show_default: bool = True):
     """``--format`` (the value arrives as ``fmt``), its default shown in ``--help`` (``show_default``
     False: the help says it in words, where the default depends on where the output goes)."""

@@ -6,18 +6,20 @@ import sys
 
 import click
 
-from .options import Choice, command, emit, format_option, output_option, say
+from .options import Choice, command, config_option, emit, format_option, output_option, resolve_settings, say
 
 
 @command("rules")
 @format_option(["text", "json", "md"], "text", help="text (one line a rule), json, or md (the rule reference, docs/rules.md)")
 @output_option()
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
-def rules_cmd(fmt, output, packs):
-    """List every rule (category, severity, pack, params); md = the rule reference (docs/rules.md)."""
+@config_option()
+def rules_cmd(fmt, output, packs, config_path):
+    """List every rule (category, severity, pack, params); md = the rule reference (docs/rules.md).
+    The settings file's rule packs are listed too, as diagnose uses them."""
     from ..engine import describe, load_packs
 
-    loaded = load_packs(list(packs))
+    loaded = load_packs(list(resolve_settings(config_path, packs=packs).packs))
     if fmt == "md":
         emit(describe.reference(loaded), output)
         return
@@ -43,16 +45,20 @@ def columns(head: list[str], rows: list[list[str]]) -> str:
 @format_option(["md", "json"], "md", help="md (the rule in words), or json (its summary)")
 @output_option()
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
-@click.option("--lang", type=Choice(["en", "zh"]), default="en")
-def explain_cmd(rule, fmt, output, packs, lang):
+@click.option("--lang", type=Choice(["en", "zh"]), default=None, help="language (default en)")
+@config_option()
+def explain_cmd(rule, fmt, output, packs, lang, config_path):
     """What a rule checks, why, its thresholds, advice and references. RULE is a rule id, or a
-    category (every rule of it, e.g. launch-bound)."""
+    category (every rule of it, e.g. launch-bound); the settings file's rule packs and language count,
+    as for diagnose."""
     import difflib
 
     from ..engine import describe, load_packs
     from ..errors import InputError
 
-    every = [r for p in load_packs(list(packs)) for r in p.rules]
+    settings = resolve_settings(config_path, packs=packs, lang=lang)
+    lang = settings.lang
+    every = [r for p in load_packs(list(settings.packs)) for r in p.rules]
     rules = {r.id: r for r in every}
     if rule in rules:
         chosen = [rules[rule]]

@@ -47,6 +47,13 @@ class FactSet:
     warnings: list[str] = field(default_factory=list)
     tiers: dict = field(default_factory=dict)       # fact -> "summary" when estimated from summary reports
 
+    def copy(self) -> FactSet:
+        """A copy whose facts, sources, reasons, tables, warnings and tiers change apart from this one's
+        (the kernels' facts and the window are shared: nothing changes them once computed)."""
+        return FactSet(run=dict(self.run), kernels=self.kernels, window=self.window, sources=dict(self.sources),
+                       absent=dict(self.absent), tables=dict(self.tables), warnings=list(self.warnings),
+                       tiers=dict(self.tiers))
+
     def put(self, name: str, value, source: str | None, tier: str | None = None) -> None:
         if value is None:
             return

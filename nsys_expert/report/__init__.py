@@ -73,11 +73,10 @@ NO_SETTINGS = {"file": None, "packs": [], "select": [], "ignore": [], "parameter
 
 
 def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
-          ranks: list[tuple[str, Profile, FactSet]] | None = None, settings: dict | None = None) -> dict:
-    """The report. ``ranks``: a multi-rank job's ranks ``[(label, profile, facts)]``, in the order of
-    ``evaluation.ranks`` (engine.evaluate): each gets a row (its facts, window, verdict and findings).
-    ``settings``: what the run was asked beyond the defaults (``NO_SETTINGS``'s keys: the settings file
-    read, extra rule packs, ``--select`` / ``--ignore``, the parameters changed from their defaults)."""
+          ranks: list[tuple[str, Profile, FactSet]] | None = None, settings: dict | None = None, notes=()) -> dict:
+    """The report. ``ranks``: a job's ranks ``[(label, profile, facts)]`` in the order of ``evaluation.ranks``,
+    a row each (``job.build_job`` makes a job's report). ``settings``: what was asked beyond the defaults
+    (``NO_SETTINGS``'s keys). ``notes``: said of the inputs, after the warnings (one run read twice)."""
     ordered = _ordered(evaluation.findings)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
     doc = {
@@ -89,7 +88,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "findings": ordered,
         "not_evaluated": evaluation.not_evaluated,
         "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings
-                     if not shaping.twin_read(w, prof.inputs)],
+                     if not shaping.twin_read(w, prof.inputs)] + list(notes),
         "recoverable": recoverable_json(evaluation.recoverable),
         "too_little_work": too_little_work_json(evaluation.too_little_work),
         "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
