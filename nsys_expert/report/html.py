@@ -84,7 +84,21 @@ def timeline_chart(ser: dict, L: dict, H: dict, cid: str = "timeline", title: st
                        data_series=key, title=H[key]))
         legend.append((H[key], BUSY_COLORS[key], ""))
         n_series += 1
-    # idle part coloured by the dominant cause of each bin
+    n_series += _idle_layers(ser, L, H, px, py, base, y0, els, legend)
+    legend.append((H["unattributed"], "#ffffff", "blank"))
+    els += _bands(ser, H, px, (x0, x1, y0, y1))
+    # axes
+    els += _time_axis(s0, s1, px, y1)
+    els.append(_el("text", H["time_s"], x=_n((x0 + x1) / 2), y=y1 + 34, class_="axis-title", text_anchor="middle"))
+    els.append(_el("text", "%", x=x0 - 30, y=_n((y0 + y1) / 2), class_="axis-title", text_anchor="middle"))
+    leg, bottom = _legend(legend, x0, y1 + 58, x1 - x0)
+    return _chart(cid, title or H["timeline"], W, int(bottom + 6), els + leg, n_series)
+
+
+def _idle_layers(ser: dict, L: dict, H: dict, px, py, base: list, y0, els: list, legend: list) -> int:
+    """The idle part of each bin, above its busy layers, coloured by the bin's dominant cause; -> series drawn."""
+    starts, widths, n = ser["bin_start_ns"], ser["bin_ns"], len(ser["bin_start_ns"])
+    n_series = 0
     causes = [c for c in ser["causes"] if c in set(x for x in ser["idle_cause"] if x)]
     for c in causes:
         d = []
@@ -97,8 +111,14 @@ def timeline_chart(ser: dict, L: dict, H: dict, cid: str = "timeline", title: st
                        title=f"{H['idle']}: {L['idle_causes'][c]}"))
         legend.append((f"{H['idle']}: {L['idle_causes'][c]}", CAUSE_COLORS[c], "idle"))
         n_series += 1
-    legend.append((H["unattributed"], "#ffffff", "blank"))
-    # start-up band and window outline
+    return n_series
+
+
+def _bands(ser: dict, H: dict, px, box: tuple) -> list[dict]:
+    """The start-up band (hatched) and the window's outline, each labelled above the plot."""
+    x0, x1, y0, y1 = box
+    s0, s1 = ser["span_start_ns"], ser["span_end_ns"]
+    els: list[dict] = []
     su = ser.get("startup")
     if su:
         xa, xb = px(su["start_ns"]), px(su["end_ns"])
@@ -116,12 +136,7 @@ def timeline_chart(ser: dict, L: dict, H: dict, cid: str = "timeline", title: st
             label_x = min(max((xa + xb) / 2, x0 + 60), x1 - 60)
             els.append(_el("text", H["window_band"], x=_n(label_x), y=y0 - 8, class_="band-label window-label",
                            text_anchor="middle"))
-    # axes
-    els += _time_axis(s0, s1, px, y1)
-    els.append(_el("text", H["time_s"], x=_n((x0 + x1) / 2), y=y1 + 34, class_="axis-title", text_anchor="middle"))
-    els.append(_el("text", "%", x=x0 - 30, y=_n((y0 + y1) / 2), class_="axis-title", text_anchor="middle"))
-    leg, bottom = _legend(legend, x0, y1 + 58, x1 - x0)
-    return _chart(cid, title or H["timeline"], W, int(bottom + 6), els + leg, n_series)
+    return els
 
 
 def rank_timeline_chart(rows: list[dict], H: dict) -> dict | None:

@@ -134,23 +134,39 @@ def _pct(v) -> str:
     return "–" if v is None else f"{v:.1f} %"
 
 
+class _Words:
+    """The summary's words in the report's language: its labels, the severity words, Chinese punctuation."""
+
+    def __init__(self, doc: dict, lang: str):
+        self.lang, self.L, self.W = lang, labels(lang, doc), WORDS.get(lang, WORDS["en"])
+        self.sev = severity_word(lang)
+        self.zh = lang == "zh"        # Chinese punctuation: ：（）, one bracket for a value's notes
+        self.colon = "：" if self.zh else ": "
+
+    def par(self, text: str) -> str:
+        return f"（{text}）" if self.zh else f" ({text})"
+
+
 def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int = 5) -> None:
     """Verdict, GPU active %, main idle cause and the top findings with severity colours."""
     from rich.console import Console
-    from rich.table import Table
+
+    console = console or Console()
+    say = _Words(doc, lang or "en")
+    _verdict_lines(console, doc, say)
+    for line in (_activity_line(doc, say), _window_line(doc, say)):
+        if line.plain:
+            console.print(line)
+    if doc["findings"]:
+        _findings_table(console, doc, say, max_findings)
+    _tail(console, doc, say)
+
+
+def _verdict_lines(console, doc: dict, say: _Words) -> None:
+    """The title and the inputs' folder, the verdict, what limits the run, the command to run next."""
     from rich.text import Text
 
-    lang = lang or "en"
-    L, W = labels(lang, doc), WORDS.get(lang, WORDS["en"])
-    console = console or Console()
-    sev = severity_word(lang)
-    f, t, w = doc["facts"], doc["tables"], doc["window"]
-    zh = lang == "zh"        # Chinese punctuation: ：（）, one bracket for a value's notes
-    colon = "：" if zh else ": "
-
-    def par(text: str) -> str:
-        return f"（{text}）" if zh else f" ({text})"
-
+    L, sev, colon = say.L, say.sev, say.colon
     head = Text()
     head.append(L["title"], style="bold")
     where = _where([i["path"] for i in doc["inputs"]])
@@ -171,6 +187,12 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     if vw["command"]:
         console.print(Text(f"  {vw['command_label']}{colon}{vw['command']}", style="dim"))
 
+
+def _activity_line(doc: dict, say: _Words):
+    """GPU active (window, whole profile) and the main idle cause."""
+    from rich.text import Text
+
+    f, t, W, zh, colon, par = doc["facts"], doc["tables"], say.W, say.zh, say.colon, say.par
     line = Text()
     if "gpu_active_pct" in f:
         a = f["gpu_active_pct"]
@@ -189,9 +211,15 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
         line.append(f"{W['active']} {_pct(f['gpu_active_pct_span'])}{par(W['whole'])}")
     if t.get("idle_breakdown"):
         r = t["idle_breakdown"][0]
-        line.append(f" · {W['main_idle']}{colon}{L['idle_causes'][r['cause']]}{par(_pct(r['pct']))}")
-    if line.plain:
-        console.print(line)
+        line.append(f" · {W['main_idle']}{colon}{say.L['idle_causes'][r['cause']]}{par(_pct(r['pct']))}")
+    return line
+
+
+def _window_line(doc: dict, say: _Words):
+    """The window, the iteration time, the critical path's host / GPU shares."""
+    from rich.text import Text
+
+    f, w, W, par = doc["facts"], doc["window"], say.W, say.par
     line = Text(style="dim")
     if w.get("start_ns") is not None and w.get("end_ns") is not None and w.get("source") != "whole":
         t0 = w.get("span_start_ns") or 0      # times from the profile's first event, as the report says them
@@ -201,30 +229,40 @@ def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int 
     if "critical_path_host_pct" in f and "critical_path_gpu_pct" in f:
         line.append(f"{' · ' if line.plain else ''}{W['critical']} {_pct(f['critical_path_host_pct'])} / "
                     f"GPU {_pct(f['critical_path_gpu_pct'])}")
-    if line.plain:
-        console.print(line)
+    return line
 
-    if doc["findings"]:
-        tab = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1), title=None)
-        tab.add_column(justify="right", style="dim")
-        tab.add_column(no_wrap=True)
-        tab.add_column(ratio=1, overflow="fold")
-        tab.add_column(justify="right", no_wrap=True)
-        for x in doc["findings"][:max_findings]:
-            g, rng = x.get("estimated_gain_pct"), x.get("estimated_gain_range_pct")
-            gain = (f"{W['gain']} {rng[0]:.1f}–{rng[1]:.1f} %" if rng else f"{W['gain']} ≈ {g:.1f} %") if g is not None else ""
-            tab.add_row(str(x["rank"]), Text(sev(x["severity"]).upper() if lang == "en" else sev(x["severity"]),
-                                             style=SEVERITY_STYLES.get(x["severity"], "")),
-                        visible(x["title"]), gain)
-        console.print(Text(f"{W['findings']}{colon.strip()}", style="bold"))
-        console.print(tab)
-        if len(doc["findings"]) > max_findings:
-            console.print(Text(f"  … +{len(doc['findings']) - max_findings}", style="dim"))
-    # the counts of the full report's own lists (issue 48, item 15): its Not evaluated section (without
-    # the cross-rank rules of a single GPU, and the ncu rules said in Next steps), its Warnings (the
-    # notes on the inputs apart)
+
+def _findings_table(console, doc: dict, say: _Words, max_findings: int) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    W, sev = say.W, say.sev
+    tab = Table(box=None, show_header=False, pad_edge=False, padding=(0, 1), title=None)
+    tab.add_column(justify="right", style="dim")
+    tab.add_column(no_wrap=True)
+    tab.add_column(ratio=1, overflow="fold")
+    tab.add_column(justify="right", no_wrap=True)
+    for x in doc["findings"][:max_findings]:
+        g, rng = x.get("estimated_gain_pct"), x.get("estimated_gain_range_pct")
+        gain = (f"{W['gain']} {rng[0]:.1f}–{rng[1]:.1f} %" if rng else f"{W['gain']} ≈ {g:.1f} %") if g is not None else ""
+        tab.add_row(str(x["rank"]), Text(sev(x["severity"]).upper() if say.lang == "en" else sev(x["severity"]),
+                                         style=SEVERITY_STYLES.get(x["severity"], "")),
+                    visible(x["title"]), gain)
+    console.print(Text(f"{W['findings']}{say.colon.strip()}", style="bold"))
+    console.print(tab)
+    if len(doc["findings"]) > max_findings:
+        console.print(Text(f"  … +{len(doc['findings']) - max_findings}", style="dim"))
+
+
+def _tail(console, doc: dict, say: _Words) -> None:
+    """The counts of the full report's own lists (issue 48, item 15): its Not evaluated section (without
+    the cross-rank rules of a single GPU, and the ncu rules said in Next steps), its Warnings (the notes
+    on the inputs apart)."""
+    from rich.text import Text
+
     from . import group_not_evaluated, split_warnings
 
+    W = say.W
     tail = []
     n_ne = sum(len(rules) for rules, _ in group_not_evaluated(doc.get("not_evaluated") or [], doc))
     important, notes = split_warnings(doc.get("warnings") or [])
