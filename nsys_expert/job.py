@@ -48,7 +48,7 @@ class Job:
 
     def chart_rows(self) -> list[dict]:
         """Each rank's row of the HTML report's rank timeline (binned by its unit of work)."""
-        return [{"rank": r.label, **(r.fs.tables.get("_rank_row") or {})} for r in self.ranks]
+        return [{"rank": r.label, **(r.fs.share.rank_row or {})} for r in self.ranks]
 
 
 def per_process(prof: load.Profile, run: rank_inputs.RankInput, notes: list[str]
@@ -157,7 +157,7 @@ class _Small:
     read of it is kept (its facts and their sources, its kernels' facts, the NCCL kernel sequence, its
     chart row, warnings, inputs): the client's memory grows by tens of KB per rank, not by its tables.
     The ranks' fact names, reasons for absent facts and sources are mostly the same texts: one copy each."""
-    KEPT_TABLES = ("_nccl_sequence", "_rank_row", "ncu_command")
+    KEPT_TABLES = ("ncu_command",)
 
     def __init__(self) -> None:
         self.texts: dict[str, str] = {}
@@ -173,5 +173,5 @@ class _Small:
         kept = {k: f.tables[k] for k in self.KEPT_TABLES if f.tables.get(k) is not None}
         r.fs = facts.FactSet(run=self.shared(f.run), kernels=[self.shared(k) for k in f.kernels], window=f.window,
                              sources=self.shared(f.sources), absent=self.shared(f.absent), tiers=self.shared(f.tiers),
-                             warnings=f.warnings, tables=kept)
+                             warnings=f.warnings, tables=kept, share=f.share)
         return r

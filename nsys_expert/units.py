@@ -36,12 +36,12 @@ def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options
         try:
             from .facts.series import rank_row
 
-            fs.tables["_rank_row"] = rank_row(prof, fs)
+            fs.share.rank_row = rank_row(prof, fs)
         except Exception:  # noqa: BLE001 - a chart must never break a diagnosis
-            fs.tables["_rank_row"] = None
+            fs.share.rank_row = None
     tables = set(prof.tables)
     prof.tables = {}                                   # the frames stay in the worker
-    fs.tables = {k: v for k, v in fs.tables.items() if k not in facts.PRIVATE_TABLES}
+    fs.work = facts.Work()                             # the groups' shared frames stay in the worker
     if fs.window is not None:
         fs.window.iterations = None
     return RankResult(label, prof, fs, tables, fp)

@@ -143,7 +143,8 @@ def test_a_job_keeps_each_ranks_own_facts_and_puts_the_cross_rank_ones_apart():
     assert row.run["nccl_last_arrival_pct"] == j.per_rank[2]["nccl_last_arrival_pct"] == 100.0   # the straggler
     assert row.sources["nccl_last_arrival_pct"] == "cross-rank" and "nccl_last_arrival_pct" not in j.ranks[2].fs.run
     # a rank's kept result holds no trace tables: only what the engine and the report read
-    assert set(j.ranks[0].fs.tables) <= {"_nccl_sequence", "_rank_row", "ncu_command"}
+    assert set(j.ranks[0].fs.tables) <= {"ncu_command"} and j.ranks[0].fs.work.busy is None
+    assert j.ranks[0].fs.share.nccl_sequence is not None        # what the cross-rank facts align
 
 
 def test_the_job_report_merges_the_ranks_warnings():

@@ -24,10 +24,10 @@ from ..load import Profile
 from . import (absent, allocator, api, api_shares, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit,
                kernels, memcpy, ncu, nccl, nvtx, osrt, overlap, phase_work, phases, platform, replay, starved, summaries, timeline, waits,
                window as window_mod)
-from .base import KERNEL_FACT_LIMIT, PRIVATE_TABLES, SMALL_KERNEL_NS, Context, FactSet, Options
+from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, Options, RankShare, Work
 from .kernels import with_kernel_classes
 
-__all__ = ["compute", "FactSet", "Options", "Context", "GROUPS", "PRIVATE_TABLES", "KERNEL_FACT_LIMIT",
+__all__ = ["compute", "FactSet", "Options", "Context", "GROUPS", "Work", "RankShare", "KERNEL_FACT_LIMIT",
            "SMALL_KERNEL_NS", "with_kernel_classes"]
 
 
@@ -139,7 +139,7 @@ def _window(fs: FactSet, prof: Profile, opts: Options, gpu, api_t, nvtx_t, found
     if launched is not gpu:
         prof = dataclasses.replace(prof, tables={**prof.tables, "gpu_trace": launched})
         gpu = launched
-        fs.tables["_gpu"] = gpu   # the chart series (facts.series) read the launch times too
+        fs.work.gpu = gpu   # the chart series (facts.series) read the launch times too
     src = prof.source_name
     win = window_mod.choose(gpu if gpu is not None and gpu.height else None, api_t, nvtx_t,
                             opts.user_window, opts.skip_iterations, found)
@@ -169,11 +169,11 @@ def _rest(fs: FactSet, prof: Profile, win, gpu, api_t, host_all, opts: Options |
     if api_t is not None and api_t.height and wlen > 0:
         # what the host did in the window (sync, copy and launch calls, merged): the gap causes, the
         # launch share and the chart series all read it
-        fs.tables["_host"] = {k: intervals.clip(v, win.start_ns, win.end_ns) for k, v in host_all.items()}
+        fs.work.host = {k: intervals.clip(v, win.start_ns, win.end_ns) for k, v in host_all.items()}
         blocked, tid = waits.wait_intervals(prof, win.start_ns, win.end_ns)
         if blocked is not None:
-            fs.tables["_host"].update(blocked)
-            fs.tables["_wait_tid"] = tid
+            fs.work.host.update(blocked)
+            fs.work.wait_tid = tid
     todo = [g for g in GROUPS if g.applies(ctx)]
     for g in todo:
         if g.phase == "first":

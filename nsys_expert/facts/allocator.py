@@ -21,7 +21,7 @@ def compute(ctx: Context) -> None:
     src = prof.source_name("api_trace")
     a, n_before = timeline.api_in_window(prof.tables["api_trace"], win.start_ns, win.end_ns)
     inside = a.slice(n_before).filter(pl.col("api").is_in(sorted(ALLOC_APIS)))
-    union = fs.tables["_host"]["alloc"]   # merged and clipped once for the gap causes too
+    union = fs.work.host["alloc"]   # merged and clipped once for the gap causes too
     fs.put("alloc_api_share_pct", pct(intervals.total(union), win.length_ns) or 0.0, src)
     fs.put("alloc_calls_window", inside.height, src)
     it = win.iterations

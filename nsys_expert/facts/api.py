@@ -20,7 +20,7 @@ def compute(ctx: Context) -> None:
                      sync=pl.col("api").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS)))
     inside = a.slice(n_before)                         # the calls that begin inside the window
     m_in = masks.slice(n_before)
-    launch = fs.tables["_host"]["launch"]              # merged once for every user (compute)
+    launch = fs.work.host["launch"]              # merged once for every user (compute)
     # blocking calls of both kinds: synchronisations and synchronous copies
     sync = intervals.clip(intervals.merge(a.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))
                                            .filter(masks["sync"])), s, e)   # two columns filtered, not five
@@ -38,10 +38,10 @@ def compute(ctx: Context) -> None:
             fs.put("sync_calls_per_iter", n_sync / n_iter, src)
     if n_sync and gpu is not None and "tid" in api.columns:
         _syncs_after_pageable_copies(fs, api, s, e, gpu, src)
-    if timeline_ok and "_busy" in fs.tables and sync.height:
-        busy = fs.tables["_busy"]
+    if timeline_ok and fs.work.busy is not None and sync.height:
+        busy = fs.work.busy
         b = busy[min(busy)] if len(busy) == 1 else intervals.merge(pl.concat(list(busy.values())).select("s", "e"))
-        covered = int(intervals.coverage(sync, b, fs.tables.get("_busy_cover") if len(busy) == 1 else None).sum())
+        covered = int(intervals.coverage(sync, b, fs.work.busy_cover if len(busy) == 1 else None).sum())
         fs.put("sync_gpu_busy_pct", pct(covered, intervals.total(sync)), srcs(src, prof.source_name("gpu_trace")))
     # API time table for the report (window)
     t = (inside.group_by("api").agg(pl.col("dur_ns").sum().alias("ns"), pl.len().alias("count"), pl.col("dur_ns").median().alias("med"))

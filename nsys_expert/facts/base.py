@@ -19,12 +19,35 @@ from . import window as window_mod
 SMALL_KERNEL_NS = 10_000
 KERNEL_FACT_LIMIT = 50
 
-# frames and numbers kept in ``FactSet.tables`` for the steps of one process (never reported, never
-# sent between processes): busy unions, their total and coverage-ready form, the GPU trace with launch
-# times, the host's API intervals, the gaps after syncs, the replay of the iteration (a function of the
-# transformations)
-PRIVATE_TABLES = ("_busy", "_busy_span", "_busy_cover", "_busy_total", "_gpu", "_host", "_kern_busy", "_wait_tid", "_sync_gaps",
-                  "_replay")
+@dataclass
+class Work:
+    """What the fact groups of one process share while they compute: never reported, never sent between
+    processes (``units.rank_unit`` drops it). Busy unions per device (the window's, the whole span's,
+    kernels only, the one device's coverage-ready form, their total), the GPU trace with launch times,
+    the host's API intervals clipped to the window, the blocked thread, the gaps after syncs, the replay
+    of the iteration (a function of the transformations, ``facts/replay.py``)."""
+    busy: dict | None = None             # device -> busy union over the window
+    busy_span: dict | None = None        # device -> busy union over the whole span
+    busy_cover: object = None            # intervals.prepare of the one device's union (coverage queries)
+    busy_total: float | None = None      # ns busy over the window, summed over devices
+    kern_busy: dict | None = None        # device -> kernel-only union (what hides a copy: memcpy.py)
+    gpu: pl.DataFrame | None = None      # the GPU trace with the launch times joined
+    host: dict | None = None             # host interval kind (launch, sync, alloc, ...) -> intervals
+    wait_tid: object = None              # the launching thread that blocked (waits.py)
+    sync_gaps: pl.DataFrame | None = None
+    replay: object = None                # facts/replay.py: callable(transformations) -> replayed iteration
+
+    def gpu_trace(self, prof: Profile) -> pl.DataFrame | None:
+        """The GPU trace with launch times where the facts joined them, else the loaded one."""
+        return self.gpu if self.gpu is not None else prof.tables.get("gpu_trace")
+
+
+@dataclass
+class RankShare:
+    """What one rank's unit of work sends the job besides its facts: its NCCL kernel sequence (the
+    cross-rank facts' collective alignment, ranks.py) and its row of the HTML rank timeline."""
+    nccl_sequence: pl.DataFrame | None = None
+    rank_row: dict | None = None
 
 
 @dataclass
@@ -46,13 +69,15 @@ class FactSet:
     tables: dict = field(default_factory=dict)      # report tables
     warnings: list[str] = field(default_factory=list)
     tiers: dict = field(default_factory=dict)       # fact -> "summary" when estimated from summary reports
+    work: Work = field(default_factory=Work)        # shared by the fact groups of one process, never reported
+    share: RankShare = field(default_factory=RankShare)   # sent to the job with the rank's facts
 
     def copy(self) -> FactSet:
         """A copy whose facts, sources, reasons, tables, warnings and tiers change apart from this one's
         (the kernels' facts and the window are shared: nothing changes them once computed)."""
         return FactSet(run=dict(self.run), kernels=self.kernels, window=self.window, sources=dict(self.sources),
                        absent=dict(self.absent), tables=dict(self.tables), warnings=list(self.warnings),
-                       tiers=dict(self.tiers))
+                       tiers=dict(self.tiers), work=self.work, share=self.share)
 
     def put(self, name: str, value, source: str | None, tier: str | None = None) -> None:
         if value is None:

@@ -18,7 +18,7 @@ def compute(ctx: Context) -> None:
     if win.span_start_ns is not None and win.span_end_ns is not None and win.span_start_ns <= s and win.span_end_ns >= e:
         # one union over the whole profile serves both the window (clipped) and the _span facts
         whole = timeline.busy_by_device(ops, win.span_start_ns, win.span_end_ns)
-        fs.tables["_busy_span"] = whole
+        fs.work.busy_span = whole
         busy = {d: intervals.clip(m, s, e) for d, m in whole.items()}
     else:
         busy = timeline.busy_by_device(ops, s, e)
@@ -36,17 +36,17 @@ def compute(ctx: Context) -> None:
     devs = sorted(busy)
     fs.put("gpu_count", len(devs), src)
     act = [intervals.total(busy[d]) for d in devs]
-    fs.tables["_busy_total"] = sum(act)
+    fs.work.busy_total = sum(act)
     mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
     fs.put("gpu_active_pct", pct(mean(act), wlen), src)
     fs.put("gpu_idle_pct", 100.0 - pct(mean(act), wlen), src)
     kact = act if only_kernels else [intervals.total(kern[d]) if d in kern else 0 for d in devs]
     fs.put("kernel_active_pct", pct(mean(kact), wlen), src)
     fs.put("memcpy_active_pct", pct(mean([intervals.total(copy[d]) if d in copy else 0 for d in devs]), wlen), src)
-    fs.tables["_busy"] = busy  # used by later steps in this module, never reported
-    fs.tables["_kern_busy"] = kern   # kernel-only unions: what hides a copy (memcpy.py)
+    fs.work.busy = busy  # used by later steps in this module, never reported
+    fs.work.kern_busy = kern   # kernel-only unions: what hides a copy (memcpy.py)
     if len(busy) == 1:         # the one GPU's busy set, ready for the coverage of sync calls and iterations
-        fs.tables["_busy_cover"] = intervals.prepare(busy[devs[0]])
+        fs.work.busy_cover = intervals.prepare(busy[devs[0]])
 
 def compute_span(ctx: Context) -> None:
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
@@ -54,7 +54,7 @@ def compute_span(ctx: Context) -> None:
     s, e = win.span_start_ns, win.span_end_ns
     if s is None or e is None or e <= s:
         return
-    busy = fs.tables.get("_busy_span")
+    busy = fs.work.busy_span
     if busy is None:
         busy = timeline.busy_by_device(timeline.ops_intervals(gpu), s, e)
     act = [intervals.total(b) for b in busy.values()]

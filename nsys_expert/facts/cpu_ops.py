@@ -135,7 +135,7 @@ def compute(ctx: Context) -> None:
 
 def _launches(ctx: Context) -> pl.DataFrame | None:
     """The window's kernels with the thread and start of the call that launched them."""
-    gpu = ctx.fs.tables.get("_gpu", ctx.prof.tables.get("gpu_trace"))
+    gpu = ctx.fs.work.gpu_trace(ctx.prof)
     api = ctx.prof.tables.get("api_trace")
     if gpu is None or api is None or api.height == 0 or "tid" not in api.columns:
         return None
@@ -189,7 +189,7 @@ def _sync_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
     if calls.height == 0:
         return
     # the idle time each call left: the sync gaps (facts/gaps.py) whose start the call held
-    gaps = fs.tables.get("_sync_gaps")
+    gaps = fs.work.sync_gaps
     idle = pl.Series("idle", [0] * calls.height, dtype=pl.Int64)
     if gaps is not None and gaps.height:
         g = gaps.sort("s").select(pl.col("s").cast(pl.Int64), (pl.col("e") - pl.col("s")).alias("len"))
@@ -227,7 +227,7 @@ def _sync_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
 def _pageable_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
     """The operator behind the copies from / to pageable host memory in the window, weighed by copy time."""
     fs, win = ctx.fs, ctx.win
-    gpu = ctx.fs.tables.get("_gpu", ctx.prof.tables.get("gpu_trace"))
+    gpu = ctx.fs.work.gpu_trace(ctx.prof)
     api = ctx.prof.tables.get("api_trace")
     if gpu is None or api is None or "tid" not in api.columns:
         return

@@ -14,9 +14,9 @@ def compute(ctx: Context) -> None:
     api, nvtx = prof.tables.get("api_trace"), prof.tables.get("nvtx_trace")
     s, e, wlen = win.start_ns, win.end_ns, win.length_ns
     src = prof.source_name("gpu_trace")
-    busy = fs.tables["_busy"]
+    busy = fs.work.busy
     devs = sorted(busy)
-    host = fs.tables.get("_host")
+    host = fs.work.host
     data = timeline.data_ranges(nvtx, s, e)
     # per device, added up: a million gaps are reduced where they are made, never concatenated
     count, longest, short, long_ = 0, None, 0, 0
@@ -64,7 +64,7 @@ def compute(ctx: Context) -> None:
         if by["sync"]:
             fs.put("gpu_idle_sync_host_after_pct", pct(after_sync / n, wlen), both)
         if sync_gaps:
-            fs.tables["_sync_gaps"] = pl.concat(sync_gaps)
+            fs.work.sync_gaps = pl.concat(sync_gaps)
         fs.tables["idle_breakdown"] = [
             {"cause": c, "ms": by[c] / n / 1e6, "pct": pct(by[c] / n, wlen), "gaps": cnt[c]}
             for c in sorted(timeline.CAUSES, key=lambda c: -by[c]) if by[c] > 0]

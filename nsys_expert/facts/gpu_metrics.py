@@ -89,7 +89,7 @@ def compute(ctx: Context) -> None:
 def _busy_facts(ctx: Context, by_dev: dict, src: str | None) -> None:
     """SM activity while a kernel runs, and PCIe while a host-device copy runs."""
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
-    ops = timeline.ops_intervals(fs.tables.get("_gpu", prof.tables["gpu_trace"]))
+    ops = timeline.ops_intervals(fs.work.gpu_trace(prof))
     kern = timeline.busy_by_device(ops, win.start_ns, win.end_ns, timeline.KERNEL_WORK)
     vals = [v for d, iv in kern.items() if d in by_dev and iv.height
             and (v := means(by_dev[d], iv.select("s", "e"), ("sm_active",))) is not None]
@@ -135,7 +135,7 @@ def _kernels(ctx: Context, by_dev: dict, meta: dict, src: str | None) -> None:
     if not top:
         return
     period = float(meta.get("period_ns") or 0)
-    gpu = in_window(fs.tables.get("_gpu", prof.tables["gpu_trace"]), win)
+    gpu = in_window(fs.work.gpu_trace(prof), win)
     names = [k["name"] for k in top]
     k = gpu.filter(pl.col("kind") == "kernel").with_columns(pl.col("name").cast(pl.String)) \
            .filter(pl.col("name").is_in(names)).select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"),

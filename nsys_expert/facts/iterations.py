@@ -63,10 +63,10 @@ def compute(ctx: Context) -> None:
         fs.put("iter_max_over_median", max(steady) / med, src)
         if win.skipped >= 1:
             fs.put("first_iter_over_median", dur[0] / med, src)
-    busy = fs.tables.get("_busy")
+    busy = fs.work.busy
     b = busy[min(busy)] if busy and len(busy) == 1 else None
     iv = pl.DataFrame({"s": begin, "e": ends}, schema={"s": pl.Int64, "e": pl.Int64})
-    cov = intervals.coverage(iv, b, fs.tables.get("_busy_cover")).to_list() if b is not None else [None] * len(starts)
+    cov = intervals.coverage(iv, b, fs.work.busy_cover).to_list() if b is not None else [None] * len(starts)
     fs.tables["iterations"] = [
         {"index": i + 1, "ms": dur[i] / 1e6, "gpu_busy_pct": pct(cov[i], dur[i]) if cov[i] is not None else None,
          "warmup": i < win.skipped} for i in range(len(starts))]

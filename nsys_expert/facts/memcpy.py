@@ -16,7 +16,7 @@ def compute(ctx: Context) -> None:
     copies = gpu.filter(pl.col("kind") == "memcpy")   # one pass over the trace; the rest works on the copies
     ops = timeline.ops_intervals(copies)
     copy = timeline.busy_by_device(ops, win.start_ns, win.end_ns, ("memcpy",))
-    tot_busy = fs.tables["_busy_total"]
+    tot_busy = fs.work.busy_total
     tot_copy = sum(intervals.total(b) for b in copy.values())
     fs.put("memcpy_share_of_busy_pct", pct(tot_copy, tot_busy) if tot_busy else 0.0, src)
     for fact, kinds in (("memcpy_host_share_of_busy_pct", ["HtoD", "DtoH", "HtoH"]), ("memcpy_dtod_share_of_busy_pct", ["DtoD", "PtoP"])):
@@ -67,7 +67,7 @@ def _copy_kernels(fs, gpu: pl.DataFrame, dtod: pl.DataFrame, win, tot_busy: floa
                     & pl.col("name").is_in(copying.to_list())) if copying.len() else gpu.head(0)
     kops = timeline.ops_intervals(ck)
     part = sum(intervals.total(b) for b in timeline.busy_by_device(kops, win.start_ns, win.end_ns).values()) if ck.height else 0
-    kern = sum(intervals.total(b) for b in (fs.tables.get("_kern_busy") or {}).values())
+    kern = sum(intervals.total(b) for b in (fs.work.kern_busy or {}).values())
     fs.put("copy_kernel_share_of_busy_pct", pct(part, tot_busy), src)
     if kern:
         fs.put("copy_kernel_share_of_kernel_pct", pct(part, kern), src)
@@ -81,7 +81,7 @@ def _exposure(fs, ops: pl.DataFrame, win, src) -> None:
     nothing else meanwhile) and the share of it hidden under kernels. A pinned copy on a side stream
     under a GEMM costs nothing; only the exposed part can be won back."""
     host = ops.filter(pl.col("copy_kind").is_in(["HtoD", "DtoH", "HtoH"]))
-    kern = fs.tables.get("_kern_busy") or {}
+    kern = fs.work.kern_busy or {}
     per_dev = timeline.busy_by_device(host, win.start_ns, win.end_ns)
     total = hidden = 0
     for d, iv in per_dev.items():
@@ -89,7 +89,7 @@ def _exposure(fs, ops: pl.DataFrame, win, src) -> None:
         total += t
         if iv.height and d in kern and kern[d].height:
             hidden += int(intervals.coverage(iv, kern[d]).sum())
-    n = max(1, len(fs.tables.get("_busy") or {}))
+    n = max(1, len(fs.work.busy or {}))
     fs.put("memcpy_exposed_pct", pct((total - hidden) / n, win.length_ns) or 0.0, src)
     if total:
         fs.put("memcpy_hidden_pct", pct(hidden, total), src)

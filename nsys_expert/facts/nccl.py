@@ -15,8 +15,8 @@ def compute(ctx: Context) -> None:
     # graph executions are compute that NCCL kernels can overlap with (never NCCL kernels themselves)
     kin = of_kinds(in_window(prof.tables["gpu_trace"], win).select("name", "start_ns", "end_ns", "dur_ns",
                                                                        "device_id", "kind"), timeline.KERNEL_WORK)
-    busy = fs.tables["_busy"]
-    tot_busy = fs.tables["_busy_total"]
+    busy = fs.work.busy
+    tot_busy = fs.work.busy_total
     classes = with_kernel_classes(kin.select(pl.col("name").unique()))
     nccl_names = classes.filter(pl.col("kernel_class") == "nccl")["name"]
     if nccl_names.len() == 0:  # the common single-GPU case: no communication, compute is all kernel work
@@ -24,7 +24,7 @@ def compute(ctx: Context) -> None:
         fs.put("nccl_share_of_busy_pct", 0.0, src)
         if "kernel_active_pct" in fs.run:
             fs.put("compute_active_pct", fs.run["kernel_active_pct"], src)
-        fs.tables["_nccl_sequence"] = pl.DataFrame(schema={"name": pl.String, "dur_ns": pl.Int64})
+        fs.share.nccl_sequence = pl.DataFrame(schema={"name": pl.String, "dur_ns": pl.Int64})
         return
     # a flag per kernel, not a text (a text column costs 16 bytes a row)
     k = kin.with_columns(pl.col("name").is_in(nccl_names.implode()).alias("is_nccl"))
@@ -36,7 +36,7 @@ def compute(ctx: Context) -> None:
             for (_,), part in k.filter(~pl.col("is_nccl")).partition_by("device_id", as_dict=True).items()]
     fs.put("compute_active_pct", pct(sum(comp) / max(1, len(busy)), win.length_ns), src)
     # the collectives in order, for cross-rank comparison (the last rank to arrive waits least)
-    fs.tables["_nccl_sequence"] = nccl.sort("start_ns").select(pl.col("name").cast(pl.String), "dur_ns")
+    fs.share.nccl_sequence = nccl.sort("start_ns").select(pl.col("name").cast(pl.String), "dur_ns")
     overl, exposed = 0, 0
     tot_nccl = 0
     for (dev,), part in k.partition_by("device_id", as_dict=True).items():

@@ -148,7 +148,7 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
 
 def _busy_in(fs, cover: pl.DataFrame, win) -> float:
     """GPU busy time (the first device's union) inside the merged intervals ``cover``."""
-    busy = fs.tables.get("_busy")
+    busy = fs.work.busy
     if cover.height == 0 or not isinstance(busy, dict) or not busy:
         return 0.0
     dev = busy[sorted(busy)[0]]

@@ -46,7 +46,7 @@ def cross_rank(labels: list[str], sets: list[FactSet]) -> dict:
     if all(v is not None for v in share):
         job["rank_nccl_share_spread_pct"] = round(max(share) - min(share), 4)
     # last arrival at each collective, matched by order (the k-th collective of every rank)
-    seqs = [fs.tables.get("_nccl_sequence") for fs in sets]
+    seqs = [fs.share.nccl_sequence for fs in sets]
     if all(s is not None and s.height for s in seqs) and n >= 2:
         k = min(s.height for s in seqs)
         durs = [s["dur_ns"].head(k).to_list() for s in seqs]

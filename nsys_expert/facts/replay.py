@@ -163,7 +163,7 @@ def compute(ctx: Context) -> None:
         if key not in memo:
             memo[key] = round(replayed(key), 1)
         return memo[key]
-    fs.tables["_replay"] = together
+    fs.work.replay = together
     fs.tables["critical_path"] = {"host_pct": 100.0 * base.host_ns / path, "gpu_pct": 100.0 * base.gpu_ns / path,
                                   "latency_pct": 100.0 * base.latency_ns / path, "iter_ms": base.period / periods / 1e6,
                                   "measured_iter_ms": real / periods / 1e6, "iterations": periods,

@@ -54,7 +54,7 @@ def _graph_hidden(fs) -> bool:
 def _unions(fs, gpu: pl.DataFrame, s0: int, s1: int, whole_span: bool) -> tuple[dict, dict, dict, bool]:
     """Per-device busy unions over [s0, s1): all GPU work, kernels, kernels without NCCL; whether NCCL ran."""
     ops = timeline.ops_intervals(gpu)
-    whole = fs.tables.get("_busy_span")   # the facts' union over the whole span, when that is the range
+    whole = fs.work.busy_span   # the facts' union over the whole span, when that is the range
     busy = whole if whole is not None and whole_span else timeline.busy_by_device(ops, s0, s1)
     only_kernels = gpu.select(pl.col("kind").is_in(list(KERNEL_KINDS)).all()).item()
     kern = busy if only_kernels else timeline.busy_by_device(ops, s0, s1, KERNEL_KINDS)
@@ -76,7 +76,7 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
     Shares are percentages of each bin (0..100), rounded to 0.01.
     """
     win = fs.window
-    gpu = fs.tables.get("_gpu", prof.tables.get("gpu_trace"))   # with launch times when the facts joined them
+    gpu = fs.work.gpu_trace(prof)   # with launch times when the facts joined them
     out: dict = {"available": False, "reason": None, "iterations": _iterations(fs), "causes": list(timeline.CAUSES)}
     if win is None or win.span_start_ns is None or win.span_end_ns is None or win.span_end_ns <= win.span_start_ns:
         out["reason"] = "no timeline (summary reports only)"
@@ -123,7 +123,7 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
         if su_e > su_s:   # start-up: the profile before the window, where it is in range
             out["startup"] = {"start_ns": su_s, "end_ns": su_e}
         if not out["graph_hidden"]:
-            _idle_causes(out, prof, gpu, b, width, nd, ws, we, fs.tables.get("_busy"), fs.tables.get("_host"))
+            _idle_causes(out, prof, gpu, b, width, nd, ws, we, fs.work.busy, fs.work.host)
     return out
 
 

@@ -88,8 +88,8 @@ def _merged(calls: pl.DataFrame, start: int, end: int) -> pl.DataFrame:
 def compute(ctx: Context) -> None:
     """Evidence for the wait cause: the calls, their time during GPU idle gaps."""
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
-    tid = fs.tables.get("_wait_tid")
-    busy = fs.tables.get("_busy")
+    tid = fs.work.wait_tid
+    busy = fs.work.busy
     if tid is None or not busy:
         return
     src = prof.source_name("osrt_trace")
