@@ -14,6 +14,8 @@ Decided from what the input holds, never from the wording of a reason:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import os
 import re
 
@@ -104,8 +106,32 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
     era = era_of(inputs)
     needs = _needs(not_evaluated, facts, held)
     base = report[:-len(".nsys-rep")] if report.endswith(".nsys-rep") else report
-    stem = base.rsplit("/", 1)[-1]
-    app = tuple(app)
+    c = _Asked(needs, held, exported, era, base, base.rsplit("/", 1)[-1], tuple(app), inputs, facts or {})
+    return _export_steps(c) + _nvtx_steps(c) + _osrt_steps(c) + _tool_steps(c, ncu_hint)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the next steps are made from: the inputs each rule lacks, what the input holds and which nsys
+    wrote it, the report's name (``base`` with its folder, ``stem`` without), the application."""
+    needs: dict
+    held: set
+    exported: bool
+    era: object
+    base: str
+    stem: str
+    app: tuple
+    inputs: list
+    facts: dict
+
+
+def _unpack(c: _Asked):
+    return c.needs, c.held, c.exported, c.era, c.base, c.stem, c.app, c.inputs, c.facts
+
+
+def _export_steps(c: _Asked) -> list[dict]:
+    """Reports to export from the same profile, or a profile that records them."""
+    needs, held, exported, era, base, stem, app, inputs, facts = _unpack(c)  # noqa: F841 - each step reads some
     steps: list[dict] = []
 
     tables = [n for n in _REPORT_OF if n in needs]   # one order whatever rules lack them
@@ -125,6 +151,13 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
                       "why": "the export holds no such events: nsys records them only when they are traced "
                              f"(--trace={trace}) and happen",
                       "commands": build("quick", Options(app=app, output=stem, trace=trace)).lines() + export_lines(stem)})
+    return steps
+
+
+def _nvtx_steps(c: _Asked) -> list[dict]:
+    """NVTX step ranges, when the input marks no repeated step."""
+    needs, held, exported, era, base, stem, app, inputs, facts = _unpack(c)  # noqa: F841 - each step reads some
+    steps: list[dict] = []
     # NVTX ranges the input already holds (a summary or the trace) are never asked for again: with a step
     # among them (an iteration, or the step range the phases found) there is nothing to mark
     nvtx_held = any(i.get("table") in _NVTX_TABLES and (i.get("rows") is None or i.get("rows", 0) > 0) for i in inputs)
@@ -141,6 +174,13 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
                              + "mark each training step (torch.cuda.nvtx.range_push('step') ... range_pop()) and "
                                "profile with --trace including nvtx",
                       "commands": build("quick", Options(app=app, output=stem)).lines()})
+    return steps
+
+
+def _osrt_steps(c: _Asked) -> list[dict]:
+    """The OS runtime summary and the per-thread OS runtime trace."""
+    needs, held, exported, era, base, stem, app, inputs, facts = _unpack(c)  # noqa: F841 - each step reads some
+    steps: list[dict] = []
     if "osrt_sum" in needs and not exported:
         steps.append({"need": "OS runtime trace", "rules": needs["osrt_sum"],
                       "why": "if the profile was made without --trace=osrt, osrt_sum has no rows: profile again with it",
@@ -160,6 +200,13 @@ def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | N
         steps.append({"need": "the per-thread OS runtime trace", "rules": needs["osrt_trace"], "why": why,
                       "commands": profile + [nsys_export_sqlite(rep + ".nsys-rep", rep + ".sqlite").line(),
                                              Command(("nsys-expert", "diagnose"), (), (rep + ".sqlite",)).line()]})
+    return steps
+
+
+def _tool_steps(c: _Asked, ncu_hint: str | None) -> list[dict]:
+    """CUDA graph kernels in the trace, Nsight Compute's metrics and its raw page."""
+    needs, held, exported, era, base, stem, app, inputs, facts = _unpack(c)  # noqa: F841 - each step reads some
+    steps: list[dict] = []
     if "graph-node" in needs:
         steps.append({"need": "CUDA graph kernels in the GPU trace", "rules": needs["graph-node"],
                       "why": "the run launches CUDA graphs and the default --cuda-graph-trace=graph leaves their kernels "
