@@ -6,6 +6,7 @@ import pytest
 from conftest import FIXTURES
 from nsys_expert import engine, pipeline
 from nsys_expert.engine import compiler, conditions, durable_adapter
+from nsys_expert.engine.condition import Leaf
 from nsys_expert.engine.rules import walk_conditions
 
 RULES = [r for p in engine.load_packs(installed=False) for r in p.rules]
@@ -14,7 +15,7 @@ CASES = ["sync_bound_ncu", "memory_bound_ncu", "launch_bound", "memcpy_bound", "
 
 
 def _pythonable(rule):
-    return all(c["op"] != "matches" for c in walk_conditions(rule.when))
+    return all(c.op != "matches" for c in walk_conditions(rule.when))
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -55,10 +56,10 @@ def _facts_around(cond, rng):
     import math
 
     out = [{}]
-    for leaf in conditions.leaves(cond):
-        if "fact" not in leaf:
+    for leaf in conditions.leaves(conditions.parse(cond)):
+        if type(leaf) is not Leaf:
             continue
-        v = leaf.get("value")
+        v = None if leaf.value is None else leaf.value.raw()
         cands = [None, True, False, 0, 1, "x", "60", math.nan, math.inf, rng.uniform(-1, 200), rng.randint(0, 200)]
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             cands += [v, float(v), math.nextafter(float(v), math.inf), math.nextafter(float(v), -math.inf), int(v)]
@@ -66,7 +67,7 @@ def _facts_around(cond, rng):
             cands += [v, v.upper(), "void " + v + "<float>", v[1:]]
         if isinstance(v, list):
             cands += list(v)
-        out.append({leaf["fact"]: rng.choice(cands)})
+        out.append({leaf.fact: rng.choice(cands)})
     merged = {}
     for o in out:
         merged.update(o)
