@@ -73,10 +73,12 @@ def pack_meta(meta: dict, meta_path: str) -> tuple[dict, dict]:
     named = meta.get("conditions") or {}
     if not isinstance(named, dict) or any(not isinstance(c, dict) or "when" not in c for c in named.values()):
         raise RuleError("pack.yaml conditions: a mapping of name -> {doc, when}", meta_path)
-    try:
-        conds = {str(k): parse(c["when"]) for k, c in named.items()}
-    except ConditionError as e:
-        raise RuleError(f"pack.yaml conditions: {e}", meta_path) from e
+    conds = {}
+    for k, c in named.items():
+        try:
+            conds[str(k)] = parse(c["when"])
+        except ConditionError as e:
+            raise RuleError(f"pack.yaml conditions: {k}: {e}", meta_path) from e
     probe = Rule(id="pack-conditions", title={}, category="", severity="info", scope="kernel", when=None, message={},
                  advice={}, path=meta_path)
     for k, c in conds.items():
