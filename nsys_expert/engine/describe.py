@@ -112,7 +112,8 @@ def condition_text(cond, params: dict, indent: int = 0, lang: str = "en") -> lis
     if t is condition.Leaf:
         op = OPS.get(cond.op)
         words = op.words(lang) if op else cond.op
-        return [f"{pad}- `{cond.fact}` {words}" + ("" if cond.op == "exists" else f" {_value_text(cond.value, params, lang)}")]
+        shown = "" if op is not None and not op.needs_value else f" {_value_text(cond.value, params, lang)}"
+        return [f"{pad}- `{cond.fact}` {words}{shown}"]
     if t is condition.All or t is condition.Any:
         out = [pad + _w(lang, "- all of:" if t is condition.All else "- any of:")]
         for c in cond.parts:
