@@ -68,7 +68,9 @@ def _holds(c, facts: dict, params: dict, inputs, named: dict, negate: bool) -> b
         if val is _UNKNOWN:
             return False
         have = facts.get(c.fact)
-        return op.missing if have is None else op.test(have, val)
+        if have is None:
+            return op.missing
+        return op.test(have, op.prepare(val) if op.prepare else val)
     if t is All or t is Any:
         # short-circuit: a condition has no effects, and the packs' validation leaves no branch that raises
         parts = (_holds(p, facts, params, inputs, named, negate) for p in c.parts)

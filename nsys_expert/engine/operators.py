@@ -6,8 +6,8 @@ leaves with the opposite operator, in both evaluators). Adding an operator is on
 
 Semantics shared by both evaluators: a comparison on a missing fact is false, negated or not (``exists``
 / ``not_exists`` excepted: ``missing`` is what they give then); numbers compare by value, true matches 1.
-``test(have, value)`` is called with a fact that is present; ``prepare(value)`` is worked out once for
-a condition tested many times (conditions.compiled) and ``test(have, prepare(v)) == test(have, v)``.
+``test(have, prepare(value))`` is called with a fact that is present (``prepare``: the value as the test
+takes it, worked out once for a condition tested many times, conditions.compiled; none: the value itself).
 ``engine(fact, value)`` gets the right-hand side already compiled (compiler.py: numbers made safe for
 the engine's parser, a fact reference as its arithmetic, a list item by item); None: the engine cannot
 test it (the negated string tests: ``not`` cannot wrap them in a rule's ``when``).
@@ -48,10 +48,10 @@ class Operator:
     en: str                         # its words (explain, docs/rules.md)
     zh: str | None                  # its words in Chinese (None: the same as ``en``, a symbol)
     negation: str | None            # the operator meaning not-this; None: none (``not`` cannot wrap it)
-    test: Callable                  # (have, value) -> bool, ``have`` present
+    test: Callable                  # (have, prepare(value)) -> bool, ``have`` present
     engine: Callable | None         # (fact, compiled value) -> durable-rules pattern
     missing: bool = False           # what it gives on a missing fact
-    prepare: Callable | None = None  # the value as ``test`` takes it fastest (worked out once)
+    prepare: Callable | None = None  # the value as ``test`` takes it (worked out once)
     in_files: bool = True           # a pack may write it (False: made only by pushing ``not`` down)
     python: bool = True             # evaluated outside the engine (advice and relation conditions)
     cmp: Callable | None = None     # a numeric operator's comparison of two floats
@@ -99,14 +99,14 @@ _OPS = [
              lambda fact, val: _one_or("$or", [{fact: x} for x in val])),
     Operator("not_in", LIST, "not in", "不属于", "in", lambda h, v: not any(same(h, x) for x in v),
              lambda fact, val: _one_or("$and", [{"$neq": {fact: x}} for x in val])),
-    Operator("contains", STRING, "contains", "包含", "not_contains", lambda h, v: str(v) in str(h),
+    Operator("contains", STRING, "contains", "包含", "not_contains", lambda h, v: v in str(h),
              lambda fact, val: {"$mt": {fact: f".*{escape(val)}.*"}}, prepare=str),
     Operator("icontains", STRING, "contains (any case)", "包含（不区分大小写）", "not_icontains",
-             lambda h, v: str(v).lower() in str(h).lower(),
+             lambda h, v: v in str(h).lower(),
              lambda fact, val: {"$imt": {fact: f".*{escape(val)}.*"}}, prepare=_low),
-    Operator("startswith", STRING, "starts with", "开头为", "not_startswith", lambda h, v: str(h).startswith(str(v)),
+    Operator("startswith", STRING, "starts with", "开头为", "not_startswith", lambda h, v: str(h).startswith(v),
              lambda fact, val: {"$mt": {fact: f"{escape(val)}.*"}}, prepare=str),
-    Operator("endswith", STRING, "ends with", "结尾为", "not_endswith", lambda h, v: str(h).endswith(str(v)),
+    Operator("endswith", STRING, "ends with", "结尾为", "not_endswith", lambda h, v: str(h).endswith(v),
              lambda fact, val: {"$mt": {fact: f".*{escape(val)}"}}, prepare=str),
     Operator("matches", STRING, "matches", "匹配", None, _not_python, lambda fact, val: {"$mt": {fact: val}},
              python=False),
@@ -115,14 +115,14 @@ _OPS = [
     # made only by ``not`` over the operators above
     Operator("not_exists", PRESENCE, "is not known", "未知", "exists", lambda h, v: False,
              lambda fact, val: {"$nex": {fact: 1}}, missing=True, in_files=False),
-    Operator("not_contains", STRING, "does not contain", "不包含", "contains", lambda h, v: str(v) not in str(h),
+    Operator("not_contains", STRING, "does not contain", "不包含", "contains", lambda h, v: v not in str(h),
              None, prepare=str, in_files=False),
     Operator("not_icontains", STRING, "does not contain (any case)", "不包含（不区分大小写）", "icontains",
-             lambda h, v: str(v).lower() not in str(h).lower(), None, prepare=_low, in_files=False),
+             lambda h, v: v not in str(h).lower(), None, prepare=_low, in_files=False),
     Operator("not_startswith", STRING, "does not start with", "开头不是", "startswith",
-             lambda h, v: not str(h).startswith(str(v)), None, prepare=str, in_files=False),
+             lambda h, v: not str(h).startswith(v), None, prepare=str, in_files=False),
     Operator("not_endswith", STRING, "does not end with", "结尾不是", "endswith",
-             lambda h, v: not str(h).endswith(str(v)), None, prepare=str, in_files=False),
+             lambda h, v: not str(h).endswith(v), None, prepare=str, in_files=False),
 ]
 
 OPS: dict[str, Operator] = {o.name: o for o in _OPS}
