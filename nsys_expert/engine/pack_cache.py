@@ -60,10 +60,14 @@ def _pack_from_json(data) -> Pack | None:
     if not isinstance(data, dict) or set(data) != pack_fields or not isinstance(data["rules"], list):
         return None
     rules = []
+    named: tuple = (None, None)    # the last rule's named conditions, (YAML form, parsed): the rules of a pack share them
     for r in data["rules"]:
         if not isinstance(r, dict) or set(r) != _RULE_FIELDS:
             return None
+        if r["pack_conditions"] == named[0]:
+            r = {**r, "pack_conditions": named[1]}
         rules.append(Rule(**r))
+        named = (data["rules"][len(rules) - 1]["pack_conditions"], rules[-1].pack_conditions)
     return Pack(**{**data, "rules": rules})
 
 
