@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..facts import FactSet, registry
 from . import compiler
-from . import conditions, resolve
+from . import condition, conditions, resolve
 from . import missing as missing_mod
 from .model import Evidence, Finding, Recoverable, TooLittleWork
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
@@ -35,36 +35,21 @@ class Evaluation:
     ranks: list[tuple[str, Evaluation]] | None = None        # a multi-rank job: each rank's own (evaluate)
 
 
-def _missing(cond: dict, have: set[str]) -> set[str]:
+def _missing(cond, have: set[str]) -> set[str]:
     """Facts a condition needs but the run lacks (an ``exists`` test never needs its fact)."""
-    if "fact" in cond:
-        return set() if cond["fact"] in have or cond["op"] == "exists" else {cond["fact"]}
-    if "all" in cond:
-        return set().union(*(_missing(c, have) for c in cond["all"]))
-    if "any" in cond:
-        # the branch nearest to running: what the user would export to make the rule evaluable
-        parts = [_missing(c, have) for c in cond["any"]]
-        return min(parts, key=lambda p: (len(p), sorted(p))) if parts else set()
-    return _missing(cond["not"], have)
+    return condition.missing(cond, have)
 
 
-def _rhs_facts(cond: dict) -> set[str]:
-    return {c["value"]["fact"] for c in walk_conditions(cond) if isinstance(c.get("value"), dict)}
+def _rhs_facts(cond) -> set[str]:
+    return condition.rhs_facts(cond)
 
 
-def _positive_facts(cond: dict) -> set[str]:
+def _positive_facts(cond) -> set[str]:
     """Facts a condition tests for a value (not under ``not``, not mere ``exists`` checks)."""
-    if "fact" in cond:
-        out = set() if cond["op"] == "exists" else {cond["fact"]}
-        if isinstance(cond.get("value"), dict):
-            out.add(cond["value"]["fact"])
-        return out
-    if "not" in cond:
-        return set()
-    return set().union(*(_positive_facts(c) for c in cond.get("all", cond.get("any", []))))
+    return condition.positive_facts(cond)
 
 
-def confidence(cond: dict, fs: FactSet, bound: dict) -> str:
+def confidence(cond, fs: FactSet, bound: dict) -> str:
     """``likely`` when the branch that fired rests on a summary-tier fact, else ``measured``."""
     return _confidence(_positive_facts(cond), fs, bound)
 
@@ -76,14 +61,20 @@ def _confidence(positive: set[str], fs: FactSet, bound: dict) -> str:
     return "likely" if any(tiers.get(f) == "summary" for f in positive) else "measured"
 
 
-def _threshold(cond: dict, fact: str, params: dict):
+def _threshold(cond, fact: str, params: dict):
+    """The evidence's threshold of ``fact`` in the branch that fired, and its operator: the first leaf on
+    the fact (a parameter as its value, another fact as ``fact x times``), or (None, None)."""
     for c in walk_conditions(cond):
-        if c["fact"] == fact:
-            v = c.get("value")
-            v = params.get(v[1:], v) if isinstance(v, str) and v.startswith("$") else v
-            if isinstance(v, dict):
-                v = f"{v['fact']}" + (f" x {params.get(str(v['times'])[1:], v['times'])}" if "times" in v else "")
-            return v, c["op"]
+        if c.fact == fact:
+            v = c.value
+            if type(v) is condition.Param:
+                v = params.get(v.name, v.raw())
+            elif type(v) is condition.FactRef:
+                times = None if v.times is None else v.times.raw()
+                v = v.fact + (f" x {params.get(str(times)[1:], times)}" if times is not None else "")
+            elif v is not None:
+                v = v.raw()
+            return v, c.op
     return None, None
 
 
@@ -180,10 +171,7 @@ def _evaluate(rs: RuleSet, groups: list[_Group]) -> None:
     used: dict[str, set] = {"run": set(), "kernel": set()}
     for r in runnable:
         for w in [r.when] + [e["when"] for e in r.escalate]:
-            for c in walk_conditions(w):
-                used[r.scope].add(c["fact"])
-                if isinstance(c.get("value"), dict):
-                    used[r.scope].add(c["value"]["fact"])
+            used[r.scope].update(condition.facts_read(w))
     facts: list[tuple[str, dict]] = []
     for g in groups:        # every group's facts in one engine run; a fact's id is "<kind>:<its index>"
         g.first = len(facts)

@@ -8,6 +8,8 @@ Lessons from notes/durable-rules.md applied here:
   nudged by one ulp; right-hand-side arithmetic always uses float constants: int op int is integer
   arithmetic in the engine, and int / 0 kills the process);
 - string operators compile to the engine's own regex dialect (full match, ``%`` escapes);
+- what each operator compiles to is declared with the operator (operators.py); the conditions are
+  condition.py's nodes, parsed when the rule was loaded;
 - every rule gets a stable name and a ``cap`` (one action for all its facts); a catch-all rule with the lowest priority makes every fact handled.
 """
 from __future__ import annotations
@@ -15,12 +17,10 @@ from __future__ import annotations
 import math
 
 from ..errors import RuleError
+from .condition import All, Any, FactRef, Items, Leaf, Lit, Not, Param, branches
+from .operators import OPS, negated
 from .rules import Rule
 
-_OPS = {"lt": "$lt", "lte": "$lte", "gt": "$gt", "gte": "$gte"}
-_NEG = {"lt": "gte", "lte": "gt", "gt": "lte", "gte": "lt", "eq": "neq", "neq": "eq", "in": "not_in",
-        "not_in": "in", "exists": "not_exists", "not_exists": "exists"}
-_SPECIAL = set(".*+?()[]{}|%^$\\<>-")
 SINK = "__sink"
 RESERVED = frozenset({"id", "sid", "kind", "$s"})   # keys the rules engine owns: never a fact's name
 # every rule takes all the facts it matches in one action (``cap``): one call per rule instead of one
@@ -41,84 +41,66 @@ def safe_number(v):
     return v
 
 
-def _escape(s: str) -> str:
-    return "".join("%" + ch if ch in _SPECIAL else ch for ch in s)
-
-
-def _resolve(v, params: dict):
-    if isinstance(v, str) and v.startswith("$"):
-        return params[v[1:]]
-    return v
-
-
-def _rhs(v, params: dict):
-    v = _resolve(v, params)
-    if isinstance(v, dict):
-        expr: dict = {"$m": v["fact"]}
-        if "times" in v:
-            expr = {"$mul": {"$l": expr, "$r": float(safe_number(float(_resolve(v["times"], params))))}}
-        if "plus" in v:
-            expr = {"$add": {"$l": expr, "$r": float(safe_number(float(_resolve(v["plus"], params))))}}
-        return expr
+def _number(v):
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return safe_number(float(v)) if isinstance(v, float) else v
     return v
 
 
-def compile_condition(cond: dict, params: dict, rule: Rule, negate: bool = False) -> dict:
-    if "all" in cond or "any" in cond:
-        key = "all" if "all" in cond else "any"
-        parts = [compile_condition(c, params, rule, negate) for c in cond[key]]
-        op = {"all": "$and", "any": "$or"}[key]
-        if negate:
-            op = "$or" if op == "$and" else "$and"
-        return parts[0] if len(parts) == 1 else {op: parts}
-    if "not" in cond:
-        return compile_condition(cond["not"], params, rule, not negate)
-    fact, op = cond["fact"], cond["op"]
-    if negate:
-        if op not in _NEG:
-            raise RuleError(f"rule {rule.id}: 'not' cannot wrap the string operator '{op}' (the engine has no "
+def _rhs(v, params: dict):
+    """A leaf's right-hand side (a value node) as the engine takes it: a parameter's value, a fact
+    reference as its arithmetic (always on float constants), a list item by item."""
+    t = type(v)
+    if t is Lit:
+        return _number(v.value)
+    if t is Param:
+        p = params[v.name]
+        return [_number(x) for x in p] if isinstance(p, list) else _number(p)
+    if t is FactRef:
+        expr: dict = {"$m": v.fact}
+        if v.times is not None:
+            expr = {"$mul": {"$l": expr, "$r": float(safe_number(float(_const(v.times, params))))}}
+        if v.plus is not None:
+            expr = {"$add": {"$l": expr, "$r": float(safe_number(float(_const(v.plus, params))))}}
+        return expr
+    if t is Items:
+        return [_rhs(x, params) for x in v.items]
+    return v
+
+
+def _const(v, params: dict):
+    return params[v.name] if type(v) is Param else v.value
+
+
+def compile_condition(cond, params: dict, rule: Rule, negate: bool = False) -> dict:
+    """A condition (nodes) as one durable-rules pattern, ``not`` pushed down to the leaves."""
+    t = type(cond)
+    if t is All or t is Any:
+        parts = [compile_condition(c, params, rule, negate) for c in cond.parts]
+        return parts[0] if len(parts) == 1 else {"$and" if (t is All) != negate else "$or": parts}
+    if t is Not:
+        return compile_condition(cond.part, params, rule, not negate)
+    if t is not Leaf:
+        raise RuleError(f"rule {rule.id}: '{cond.raw()}' is only for advice and relation conditions", rule.path)
+    op = OPS.get(cond.op)
+    if op is not None and negate:
+        op = negated(cond.op)
+        if op is None or op.engine is None:
+            raise RuleError(f"rule {rule.id}: 'not' cannot wrap the string operator '{cond.op}' (the engine has no "
                             "negated match); rewrite the condition", rule.path)
-        op = _NEG[op]
-    val = _rhs(cond.get("value"), params)
-    if op in _OPS:
-        return {_OPS[op]: {fact: val}}
-    if op == "eq":
-        return {fact: val}
-    if op == "neq":
-        return {"$neq": {fact: val}}
-    if op == "in":
-        alts = [{fact: _rhs(x, params)} for x in val]
-        return alts[0] if len(alts) == 1 else {"$or": alts}
-    if op == "not_in":
-        alts = [{"$neq": {fact: _rhs(x, params)}} for x in val]
-        return alts[0] if len(alts) == 1 else {"$and": alts}
-    if op == "exists":
-        return {"$ex": {fact: 1}}
-    if op == "not_exists":
-        return {"$nex": {fact: 1}}
-    if op == "contains":
-        return {"$mt": {fact: f".*{_escape(val)}.*"}}
-    if op == "icontains":
-        return {"$imt": {fact: f".*{_escape(val)}.*"}}
-    if op == "startswith":
-        return {"$mt": {fact: f"{_escape(val)}.*"}}
-    if op == "endswith":
-        return {"$mt": {fact: f".*{_escape(val)}"}}
-    if op == "matches":
-        return {"$mt": {fact: val}}
-    raise RuleError(f"rule {rule.id}: unknown operator '{op}'", rule.path)
+    if op is None or op.engine is None:
+        raise RuleError(f"rule {rule.id}: unknown operator '{cond.op}'", rule.path)
+    return op.engine(cond.fact, _rhs(cond.value, params))
 
 
-def _pattern(scope: str, cond: dict, params: dict, rule: Rule) -> dict:
+def _pattern(scope: str, cond, params: dict, rule: Rule) -> dict:
     return {"$and": [{"kind": scope}, compile_condition(cond, params, rule)]}
 
 
 def alternatives(rule: Rule) -> list[dict]:
     """A top-level ``any`` is split into one durable rule per branch (durable's ``$or`` fires once per
     true branch, and the report needs to know which branch matched to show its thresholds)."""
-    return list(rule.when["any"]) if "any" in rule.when else [rule.when]
+    return branches(rule.when)
 
 
 def compile_rules(rules: list[Rule], params_of=None) -> tuple[dict, dict]:
@@ -134,7 +116,7 @@ def compile_rules(rules: list[Rule], params_of=None) -> tuple[dict, dict]:
         levels = [(r.severity, None)] + [(e["severity"], e["when"]) for e in r.escalate]
         for li, (sev, extra) in enumerate(levels):
             for ai, alt in enumerate(alts):
-                cond = alt if extra is None else {"all": [alt, extra]}
+                cond = alt if extra is None else All((alt, extra))
                 name = r.id + (f"@{li}" if li else "") + (f"#{ai}" if len(alts) > 1 else "")
                 definition[name] = {"all": [{"m": _pattern(r.scope, cond, params, r)}], "run": name, "cap": CAP}
                 names[name] = (r.id, sev, ai)

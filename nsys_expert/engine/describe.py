@@ -7,6 +7,8 @@ import re
 import jinja2
 
 from ..facts import registry
+from . import condition
+from .operators import OPS
 from .rules import ENV, Pack, Rule
 
 _EXPR = re.compile(r"{{(.*?)}}", re.S)
@@ -61,14 +63,8 @@ def public_references(r: Rule) -> list[str]:
             out.append("Nsight Compute rule " + rest[4:] if rest.startswith("ncu") else rest)
     return list(dict.fromkeys(out))
 
-_OPS = {"lt": "<", "lte": "≤", "gt": ">", "gte": "≥", "eq": "=", "neq": "≠", "in": "in", "not_in": "not in",
-        "contains": "contains", "icontains": "contains (any case)", "startswith": "starts with",
-        "endswith": "ends with", "matches": "matches", "exists": "is known"}
-
 # explain's own words in Chinese (the rule's texts come from its YAML, the facts' docs from registry.doc)
 _ZH = {
-    "in": "属于", "not in": "不属于", "contains": "包含", "contains (any case)": "包含（不区分大小写）",
-    "starts with": "开头为", "ends with": "结尾为", "matches": "匹配", "is known": "已知",
     "- the input holds `{}`": "- 输入包含 `{}`", "- condition `{}` (pack.yaml)": "- 条件 `{}`（pack.yaml）",
     "{} (= {})": "{}（= {}）", "- all of:": "- 全部满足：", "- any of:": "- 任一满足：",
     "- `{}` is not known": "- `{}` 未知", "- the input lacks `{}`": "- 输入缺少 `{}`",
@@ -94,33 +90,42 @@ def _w(lang: str, text: str, *args) -> str:
     return (_ZH.get(text, text) if lang == "zh" else text).format(*args)
 
 
-def condition_text(cond: dict, params: dict, indent: int = 0, lang: str = "en") -> list[str]:
+def _value_text(v, params: dict, lang: str) -> str:
+    """A leaf's value in words: a parameter with its default, another fact as its arithmetic."""
+    t = type(v)
+    if t is condition.Param:
+        return _w(lang, "{} (= {})", v.name, params.get(v.name, {}).get("default"))
+    if t is condition.FactRef:
+        return (v.fact + (f" x {v.times.raw()}" if v.times is not None else "")
+                + (f" + {v.plus.raw()}" if v.plus is not None else ""))
+    return f"{None if v is None else v.raw()}"
+
+
+def condition_text(cond, params: dict, indent: int = 0, lang: str = "en") -> list[str]:
+    """A condition (condition.py's nodes) in words, one line a leaf, nested by indentation."""
     pad = "  " * indent
-    if "input" in cond:
-        return [pad + _w(lang, "- the input holds `{}`", cond["input"])]
-    if "condition" in cond:
-        return [pad + _w(lang, "- condition `{}` (pack.yaml)", cond["condition"])]
-    if "fact" in cond:
-        v = cond.get("value")
-        if isinstance(v, str) and v.startswith("$"):
-            v = _w(lang, "{} (= {})", v[1:], params.get(v[1:], {}).get("default"))
-        elif isinstance(v, dict):
-            v = v["fact"] + (f" x {v['times']}" if "times" in v else "") + (f" + {v['plus']}" if "plus" in v else "")
-        op = _w(lang, _OPS.get(cond["op"], cond["op"]))
-        return [f"{pad}- `{cond['fact']}` {op}" + ("" if cond["op"] == "exists" else f" {v}")]
-    for key, word in (("all", "- all of:"), ("any", "- any of:")):
-        if key in cond:
-            out = [pad + _w(lang, word)]
-            for c in cond[key]:
-                out += condition_text(c, params, indent + 1, lang)
-            return out
-    inner = cond["not"]
-    if "fact" in inner and inner["op"] == "exists":
-        return [pad + _w(lang, "- `{}` is not known", inner["fact"])]
-    if "input" in inner:
-        return [pad + _w(lang, "- the input lacks `{}`", inner["input"])]
-    if "condition" in inner:
-        return [pad + _w(lang, "- not condition `{}` (pack.yaml)", inner["condition"])]
+    t = type(cond)
+    if t is condition.Input:
+        return [pad + _w(lang, "- the input holds `{}`", cond.name)]
+    if t is condition.Named:
+        return [pad + _w(lang, "- condition `{}` (pack.yaml)", cond.name)]
+    if t is condition.Leaf:
+        op = OPS.get(cond.op)
+        words = op.words(lang) if op else cond.op
+        shown = "" if op is not None and not op.needs_value else f" {_value_text(cond.value, params, lang)}"
+        return [f"{pad}- `{cond.fact}` {words}{shown}"]
+    if t is condition.All or t is condition.Any:
+        out = [pad + _w(lang, "- all of:" if t is condition.All else "- any of:")]
+        for c in cond.parts:
+            out += condition_text(c, params, indent + 1, lang)
+        return out
+    inner = cond.part
+    if type(inner) is condition.Leaf and inner.op == "exists":
+        return [pad + _w(lang, "- `{}` is not known", inner.fact)]
+    if type(inner) is condition.Input:
+        return [pad + _w(lang, "- the input lacks `{}`", inner.name)]
+    if type(inner) is condition.Named:
+        return [pad + _w(lang, "- not condition `{}` (pack.yaml)", inner.name)]
     return [pad + _w(lang, "- not:")] + condition_text(inner, params, indent + 1, lang)
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import condition
+from .operators import ALL_OPS, NUMERIC_OPS, STRING_OPS  # noqa: F401 - the operators a pack may write, by kind
+
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
 CATEGORIES = ["compute-bound", "memory-bound", "launch-bound", "data-io-bound", "comm-bound", "sync-bound",
               "memcpy-bound", "gpu-idle"]
-NUMERIC_OPS = {"lt", "lte", "gt", "gte"}
-ALL_OPS = NUMERIC_OPS | {"eq", "neq", "in", "not_in", "contains", "icontains", "startswith", "endswith",
-                         "matches", "exists"}
-STRING_OPS = {"contains", "icontains", "startswith", "endswith", "matches"}
 
 
 @dataclass
@@ -22,12 +21,12 @@ class Rule:
     category: str
     severity: str
     scope: str
-    when: dict
+    when: condition.Cond               # parsed (condition.parse) from the file's YAML when the rule is made
     message: dict
     advice: dict
     params: dict = field(default_factory=dict)
     requires: list = field(default_factory=list)
-    escalate: list = field(default_factory=list)
+    escalate: list = field(default_factory=list)     # [{severity, when}], ``when`` parsed
     evidence: list = field(default_factory=list)
     estimate: dict | None = None
     references: list = field(default_factory=list)
@@ -39,15 +38,26 @@ class Rule:
     # findings it folds in (supersedes) or drops (refutes), and whether it names something to fix
     subject: str = "run"
     cause: str = ""
-    supersedes: list = field(default_factory=list)   # [{rule, when, because}]
+    supersedes: list = field(default_factory=list)   # [{rule, when, because}], ``when`` parsed (or None)
     refutes: list = field(default_factory=list)
     refines: str | None = None                        # the rule whose cause this one splits (its missing inputs then hide nothing)
     actionable: bool = True
     lends_severity: bool = True                       # False: folded into a cause, its severity does not raise the cause's
     combine: str | None = None                        # "kernels": one finding for all the kernels it fires on
-    advice_when: list = field(default_factory=list)  # one condition (or None) per advice item
+    advice_when: list = field(default_factory=list)  # one condition (parsed, or None) per advice item
     pack_params: dict = field(default_factory=dict)  # the pack's params (severity by gain, minimum work)
-    pack_conditions: dict = field(default_factory=dict)
+    pack_conditions: dict = field(default_factory=dict)   # name -> parsed condition
+
+    def __post_init__(self):
+        """Every condition parsed into condition.py's nodes, once (a rule made from its YAML, from the
+        pack cache's JSON or in a test; nodes already parsed are kept)."""
+        parse = condition.parse
+        self.when = parse(self.when)
+        self.escalate = [{**e, "when": parse(e["when"])} for e in self.escalate]
+        self.supersedes = [{**x, "when": parse(x.get("when"))} for x in self.supersedes]
+        self.refutes = [{**x, "when": parse(x.get("when"))} for x in self.refutes]
+        self.advice_when = [parse(c) for c in self.advice_when]
+        self.pack_conditions = {k: parse(c) for k, c in self.pack_conditions.items()}
 
     def param_values(self, overrides: dict | None = None) -> dict:
         vals = {k: v["default"] for k, v in self.params.items()}
@@ -55,11 +65,15 @@ class Rule:
         return vals
 
     def facts_used(self) -> list[str]:
-        out: list[str] = []
-        for c in walk_conditions(self.when):
-            if c["fact"] not in out:
-                out.append(c["fact"])
-        return out
+        return list(dict.fromkeys(c.fact for c in walk_conditions(self.when)))
+
+    def conditions_raw(self) -> dict:
+        """The rule's conditions in their YAML form, by field (what the pack cache keeps as JSON)."""
+        raw = condition.raw
+        return {"when": raw(self.when), "escalate": [{**e, "when": raw(e["when"])} for e in self.escalate],
+                **{k: [{**x, "when": raw(x["when"])} for x in getattr(self, k)] for k in ("supersedes", "refutes")},
+                "advice_when": [raw(c) for c in self.advice_when],
+                "pack_conditions": {k: raw(c) for k, c in self.pack_conditions.items()}}
 
 
 @dataclass
@@ -73,6 +87,9 @@ class Pack:
     conditions: dict = field(default_factory=dict)
     phases: list = field(default_factory=list)   # pack.yaml ``phases:``: NVTX phase-name entries tried before facts/phases.yaml's (a list: the pack cache is JSON)
 
+    def __post_init__(self):
+        self.conditions = {k: condition.parse(c) for k, c in self.conditions.items()}   # name -> parsed condition
+
 
 PACK_PARAMS = {
     "gain_for_low_pct": "a finding whose estimated gain (% of the window) is below this is at most info",
@@ -84,16 +101,9 @@ PACK_PARAMS = {
 SUBJECTS = ("run", "idle", "busy", "kernels", "kernel", "copies", "nccl", "ranks", "iterations", "startup")
 
 
-def walk_conditions(cond: dict):
-    """Every leaf ``{fact, op, value}`` of a nested all / any / not condition."""
-    if "fact" in cond:
-        yield cond
-        return
-    for key in ("all", "any"):
-        for c in cond.get(key, []):
-            yield from walk_conditions(c)
-    if "not" in cond:
-        yield from walk_conditions(cond["not"])
+def walk_conditions(cond):
+    """Every leaf ``{fact, op, value}`` (condition.Leaf) of a parsed condition."""
+    return condition.fact_leaves(cond)
 
 
 class _Reads:

@@ -23,7 +23,8 @@ def key(folder: str, meta_path: str, paths: list[str]) -> str | None:
 
     h = hashlib.sha256(__version__.encode())
     try:
-        for code in ("rules.py", "pack_cache.py", "relations.py", "conditions.py", "sandbox.py", "safe_yaml.py", "rule_schema.json"):
+        for code in ("rules.py", "pack_cache.py", "relations.py", "condition.py", "operators.py", "validate.py", "model.py",
+                     "sandbox.py", "safe_yaml.py", "rule_schema.json"):
             with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), code), "rb") as fh:
                 h.update(fh.read())
         for p in [meta_path] + paths:
@@ -59,11 +60,29 @@ def _pack_from_json(data) -> Pack | None:
     if not isinstance(data, dict) or set(data) != pack_fields or not isinstance(data["rules"], list):
         return None
     rules = []
+    named: tuple = (None, None)    # the last rule's named conditions, (YAML form, parsed): the rules of a pack share them
     for r in data["rules"]:
         if not isinstance(r, dict) or set(r) != _RULE_FIELDS:
             return None
+        if r["pack_conditions"] == named[0]:
+            r = {**r, "pack_conditions": named[1]}
         rules.append(Rule(**r))
+        named = (data["rules"][len(rules) - 1]["pack_conditions"], rules[-1].pack_conditions)
     return Pack(**{**data, "rules": rules})
+
+
+def _pack_json(pack: Pack) -> dict:
+    """The pack as JSON data: its fields, the rules' and the pack's conditions in their YAML form (a
+    Rule or Pack made from it parses them again)."""
+    import copy
+    import dataclasses
+
+    def fields(obj, raw: dict) -> dict:
+        return {f.name: copy.deepcopy(raw[f.name] if f.name in raw else getattr(obj, f.name))
+                for f in dataclasses.fields(obj)}
+
+    rules = [fields(r, r.conditions_raw()) for r in pack.rules]
+    return {**fields(pack, {"rules": None, "conditions": {k: c.raw() for k, c in pack.conditions.items()}}), "rules": rules}
 
 
 def get(folder: str, meta_path: str, paths: list[str]) -> Pack | None:
@@ -79,18 +98,16 @@ def get(folder: str, meta_path: str, paths: list[str]) -> Pack | None:
         if len(raw) > 8 * safe_yaml.MAX_BYTES:
             return None
         return _pack_from_json(json.loads(raw))
-    except (OSError, ValueError, TypeError):  # a missing, damaged or stale cache only costs a validation
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # a missing, damaged or stale cache only costs a validation
         return None
 
 
 def put(folder: str, meta_path: str, paths: list[str], pack: Pack) -> None:
-    import dataclasses
-
     k = key(folder, meta_path, paths)
     path = _file(k) if k is not None else None
     if path is None:
         return
-    data = dataclasses.asdict(pack)
+    data = _pack_json(pack)
     try:
         text = json.dumps(data, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):      # a value JSON cannot hold (a YAML date, NaN): not cached

@@ -14,34 +14,21 @@ import difflib
 
 from ..errors import RuleError
 from ..facts import registry
-from . import conditions
-from .model import ALL_OPS, PACK_PARAMS, SUBJECTS, Rule
-from .validate import _check_operand, _fail
+from .condition import ConditionError, Input, Leaf, Named, leaves, parse
+from .model import PACK_PARAMS, SUBJECTS, Rule
+from .operators import PY_OPS
+from .validate import _fail, check_leaf
 
-_PY_OPS = ALL_OPS - {"matches"}
 
-
-def _check_condition(rule: Rule, cond: dict | None, where: str, line) -> None:
-    for leaf in conditions.leaves(cond):
-        if "input" in leaf:
-            if leaf["input"] not in registry.INPUTS:
-                raise _fail(rule.path, line, rule.id, f"{where}: unknown input '{leaf['input']}'; inputs: "
+def _check_condition(rule: Rule, cond, where: str, line) -> None:
+    """An advice or relation condition (parsed) names known facts, inputs and operators, with declared ``$params``."""
+    for leaf in leaves(cond):
+        if type(leaf) is Input:
+            if leaf.name not in registry.INPUTS:
+                raise _fail(rule.path, line, rule.id, f"{where}: unknown input '{leaf.name}'; inputs: "
                             + ", ".join(sorted(registry.INPUTS)))
-            continue
-        if "condition" in leaf:
-            continue                                   # named conditions: checked with the packs (check_packs)
-        fact, op = leaf["fact"], leaf["op"]
-        known = registry.lookup(rule.scope, fact) or registry.lookup("run", fact)
-        if known is None:
-            hint = difflib.get_close_matches(fact, registry.all_names(rule.scope) + registry.all_names("run"), 1)
-            raise _fail(rule.path, line, rule.id, f"{where}: unknown fact '{fact}'"
-                        + (f" (did you mean '{hint[0]}'?)" if hint else ""))
-        if op not in _PY_OPS:
-            raise _fail(rule.path, line, rule.id, f"{where}: operator '{op}' is not allowed here; operators: "
-                        + ", ".join(sorted(_PY_OPS)))
-        if op != "exists" and "value" not in leaf:
-            raise _fail(rule.path, line, rule.id, f"{where}: condition on '{fact}' with op '{op}' needs a value")
-        _check_operand(rule, leaf.get("value"), op, line)
+        elif type(leaf) is Leaf:                       # named conditions: checked with the packs (check_packs)
+            check_leaf(rule, leaf, f"{where}: ", line, PY_OPS)
 
 
 def check_rule(rule: Rule, lines: dict) -> None:
@@ -86,8 +73,13 @@ def pack_meta(meta: dict, meta_path: str) -> tuple[dict, dict]:
     named = meta.get("conditions") or {}
     if not isinstance(named, dict) or any(not isinstance(c, dict) or "when" not in c for c in named.values()):
         raise RuleError("pack.yaml conditions: a mapping of name -> {doc, when}", meta_path)
-    conds = {str(k): c["when"] for k, c in named.items()}
-    probe = Rule(id="pack-conditions", title={}, category="", severity="info", scope="kernel", when={}, message={},
+    conds = {}
+    for k, c in named.items():
+        try:
+            conds[str(k)] = parse(c["when"])
+        except ConditionError as e:
+            raise RuleError(f"pack.yaml conditions: {k}: {e}", meta_path) from e
+    probe = Rule(id="pack-conditions", title={}, category="", severity="info", scope="kernel", when=None, message={},
                  advice={}, path=meta_path)
     for k, c in conds.items():
         _check_condition(probe, c, f"condition {k}", None)
@@ -113,9 +105,9 @@ def check_packs(packs) -> None:
             r.pack_params = p.params or fallback_params
             r.pack_conditions = {**named, **p.conditions}
             conds = [c for c in r.advice_when] + [rel["when"] for rel in r.supersedes + r.refutes]
-            for leaf in (x for c in conds for x in conditions.leaves(c)):
-                if "condition" in leaf and leaf["condition"] not in r.pack_conditions:
-                    raise RuleError(f"rule {r.id}: unknown named condition '{leaf['condition']}' (pack.yaml conditions: "
+            for leaf in (x for c in conds for x in leaves(c)):
+                if type(leaf) is Named and leaf.name not in r.pack_conditions:
+                    raise RuleError(f"rule {r.id}: unknown named condition '{leaf.name}' (pack.yaml conditions: "
                                     + (", ".join(sorted(r.pack_conditions)) or "none") + ")", r.path)
             for key in ("supersedes", "refutes"):
                 for rel in getattr(r, key):

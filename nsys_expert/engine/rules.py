@@ -22,9 +22,10 @@ import yaml
 from ..errors import RuleError
 from ..facts import registry
 from . import pack_cache, relations, safe_yaml, sandbox
+from .condition import ConditionError
 from .model import (ALL_OPS, CATEGORIES, NUMERIC_OPS, PACK_PARAMS, SEVERITIES, STRING_OPS, SUBJECTS,  # noqa: F401
                     Pack, Rule, walk_conditions)
-from .validate import MAX_PATTERN, _check_operand, _fail, regex_hazard  # noqa: F401
+from .validate import MAX_PATTERN, _check_operand, _fail, check_leaf, regex_hazard  # noqa: F401
 
 ENV = sandbox.LimitedSandbox(undefined=jinja2.ChainableUndefined, autoescape=False)
 
@@ -213,18 +214,10 @@ def load_rule_file(path: str, pack: str) -> Rule:
             msg = ("a condition is {fact: NAME, op: OP, value: V} or {all: [...]}, {any: [...]}, {not: ...}; "
                    f"this one is not: {json.dumps(e.instance)[:120]}")
         raise _fail(path, lines.get(top), rid, f"{loc}: {msg}")
-    advice, advice_when = _textlist(data.get("advice"))
-    scope = data.get("scope", "run")
-    rule = Rule(
-        id=data["id"], title=_text(data["title"]), category=data["category"], severity=data["severity"],
-        scope=scope, when=data["when"], message=_text(data["message"]),
-        advice=advice, advice_when=advice_when, params=data.get("params", {}) or {},
-        subject=data.get("subject", "kernel" if scope == "kernel" else "run"), cause=data.get("cause", data["id"]),
-        supersedes=_relations(data.get("supersedes")), refutes=_relations(data.get("refutes")), refines=data.get("refines"),
-        actionable=data.get("actionable", True), lends_severity=data.get("lends_severity", True), combine=data.get("combine"),
-        requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
-        evidence=list(data.get("evidence", [])), estimate=data.get("estimate"),
-        references=list(data.get("references", [])), why=_text(data.get("why")) or None, pack=pack, path=path)
+    try:
+        rule = _rule(data, path, pack)
+    except ConditionError as e:       # the schema lets no such tree through: a last guard, said as the others
+        raise _fail(path, lines.get("when"), rid, str(e)) from e
     stem = os.path.splitext(os.path.basename(path))[0]
     for name in dict.fromkeys((rule.id, stem)):
         cases = os.path.join(os.path.dirname(path), f"{name}.cases.yaml")
@@ -235,23 +228,28 @@ def load_rule_file(path: str, pack: str) -> Rule:
     return rule
 
 
+def _rule(data: dict, path: str, pack: str) -> Rule:
+    """The rule of a file's (validated) data; its conditions are parsed here (Rule.__post_init__)."""
+    advice, advice_when = _textlist(data.get("advice"))
+    scope = data.get("scope", "run")
+    return Rule(
+        id=data["id"], title=_text(data["title"]), category=data["category"], severity=data["severity"],
+        scope=scope, when=data["when"], message=_text(data["message"]),
+        advice=advice, advice_when=advice_when, params=data.get("params", {}) or {},
+        subject=data.get("subject", "kernel" if scope == "kernel" else "run"), cause=data.get("cause", data["id"]),
+        supersedes=_relations(data.get("supersedes")), refutes=_relations(data.get("refutes")), refines=data.get("refines"),
+        actionable=data.get("actionable", True), lends_severity=data.get("lends_severity", True), combine=data.get("combine"),
+        requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
+        evidence=list(data.get("evidence", [])), estimate=data.get("estimate"),
+        references=list(data.get("references", [])), why=_text(data.get("why")) or None, pack=pack, path=path)
+
+
 def _check_semantics(rule: Rule, lines: dict) -> None:
     path, rid = rule.path, rule.id
     known = registry.all_names(rule.scope)
+    line = lambda: lines.get("when")  # noqa: E731 - looked up only when there is an error to report
     for c in list(walk_conditions(rule.when)) + [c for e in rule.escalate for c in walk_conditions(e["when"])]:
-        line = lambda: lines.get("when")  # noqa: E731 - looked up only when there is an error to report
-        fact, op = c["fact"], c["op"]
-        if registry.lookup(rule.scope, fact) is None:
-            hint = difflib.get_close_matches(fact, known, 1)
-            raise _fail(path, line, rid, f"unknown fact '{fact}' for scope {rule.scope}"
-                        + (f" (did you mean '{hint[0]}'?)" if hint else ""))
-        if op not in ALL_OPS:
-            hint = difflib.get_close_matches(op, sorted(ALL_OPS), 1)
-            raise _fail(path, line, rid, f"unknown operator '{op}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
-                        + f"; operators: {', '.join(sorted(ALL_OPS))}")
-        if op != "exists" and "value" not in c:
-            raise _fail(path, line, rid, f"condition on '{fact}' with op '{op}' needs a value")
-        _check_operand(rule, c.get("value"), op, line)
+        check_leaf(rule, c, "", line)
     for name, p in rule.params.items():
         if "min" in p and isinstance(p["default"], (int, float)) and p["default"] < p["min"]:
             raise _fail(path, lines.get("params"), rid, f"param {name}: default {p['default']} is below min {p['min']}")
