@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..errors import InputError
+from ..notes import CODES, Note
 from . import compressed, consistency, csv_reports, normalize, sanity, schema
 from . import files as files_mod
 from .profile import Part, Profile  # the records the readers fill (profile.py)
@@ -152,10 +153,9 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
         _nothing_read(r.stray, said_empty, paths)
     consistency.check(prof)
     if r.ignored:
-        prof.warnings.append("not read (not a report nsys-expert knows): " + ", ".join(r.ignored))
+        prof.warnings.append(Note("load.not_read", {"files": tuple(r.ignored)}))
     if skipped_dirs:
-        prof.warnings.append("subfolders not read (pass one as its own PATH to diagnose it): "
-                             + ", ".join(os.path.basename(d) for d in skipped_dirs))
+        prof.warnings.append(Note("load.subfolders", {"dirs": tuple(os.path.basename(d) for d in skipped_dirs)}))
     sanity.long_names(prof.tables, prof.warnings)
     prof.meta.update(consistency.meta(prof))
     prof.warnings = _grouped(prof.warnings)
@@ -168,7 +168,7 @@ def _read_one(path: str, r: _Reading) -> None:
     name = r.logical[path]
     loaded, prof = r.loaded, r.prof
     if name.endswith((".nsys-rep", ".qdrep")) and os.path.splitext(name)[0] in r.stems:
-        prof.warnings.append(f"{base}: its SQLite export is beside it and was read instead (no nsys run needed)")
+        prof.warnings.append(Note("load.sqlite_beside", {"file": base}))
         return
     sn = r.sniffs[path]
     if path in r.unread:   # the export beside it gives this table: said "not used", never parsed
@@ -188,7 +188,7 @@ def _read_one(path: str, r: _Reading) -> None:
         _add(loaded, _Entry(item.table, item.frame, path, "nsys-csv", item.report, item.era, item.warnings), prof)
     elif sn.kind == "empty":
         if sn.spec is None:
-            r.ignored.append(f"{base} (empty)")
+            r.ignored.append(Note("phrase.file_empty", {"file": base}))
             return
         era = "2021-2022" if sn.report and sn.report != sn.spec.names[0] else "2023+"
         _add(loaded, _Entry(sn.spec.table, normalize.empty_frame(sn.spec.table), path, "nsys-csv",
@@ -220,7 +220,7 @@ def _read_export_or_text(path: str, sn, r: _Reading) -> None:
         # of profiles: listed as not read, never fatal (issue 48, item 7); named itself: its error
         if sn.kind != "text" or _named(path, r.paths):
             raise
-        r.ignored.append(f"{os.path.basename(path)} ({e.message})")
+        r.ignored.append(Note("phrase.file_why", {"file": os.path.basename(path), "why": e.message}))
         r.stray.append(e)
         return
     if part is None:
@@ -251,10 +251,12 @@ def _said_superseded(prof: Profile, used: set) -> None:
         drops.append(os.path.basename(drop))
     for keep, (tables, drops) in by_keep.items():
         unused = sorted(set(drops) - {os.path.basename(p) for p in used})
-        prof.warnings.append(
-            f"{', '.join(dict.fromkeys(tables))}: read from {os.path.basename(keep)}, the richest source"
-            + (f"; not used: {', '.join(unused)}" if unused else "")
-            + (f"; also present in {', '.join(sorted(set(drops) - set(unused)))}" if set(drops) - set(unused) else ""))
+        also = sorted(set(drops) - set(unused))
+        then = ((Note("phrase.not_used", {"files": tuple(unused)}),) if unused else ()) + \
+            ((Note("phrase.also_present", {"files": tuple(also)}),) if also else ())
+        prof.warnings.append(Note("load.richest_source", {"tables": tuple(dict.fromkeys(tables)),
+                                                          "file": os.path.basename(keep),
+                                                          **({"then": then} if then else {})}))
 
 
 def _nothing_read(stray: list, said_empty: list, paths: list) -> None:
@@ -279,24 +281,28 @@ def _named(path: str, paths: list[str]) -> bool:
     return os.path.abspath(path) in {os.path.abspath(p) for p in paths}
 
 
-def _grouped(warnings: list[str]) -> list[str]:
-    """'a.csv: X' and 'b.csv: X' (the same words about several files: a BOM, CR line ends, units) as one
-    line, 'a.csv, b.csv and 11 more: X', at the place of the first."""
-    by_text: dict[str, list[str]] = {}
+def _grouped(warnings: list) -> list:
+    """'a.csv: X' and 'b.csv: X' (the same note about several files: a BOM, CR line ends, units) as one,
+    'a.csv, b.csv and 11 more: X', at the place of the first."""
+    def key(w):
+        name = w.fields.get("file") if isinstance(w, Note) and CODES[w.code].en.startswith("{file}: ") else None
+        if isinstance(name, str) and name.endswith((".csv", ".tsv", ".txt", ".gz")) and " " not in name:
+            return w.code, str(w.with_fields(file=""))
+        return None
+    by_text: dict[tuple, list[str]] = {}
     for w in warnings:
-        name, sep, text = w.partition(": ")
-        if sep and name.endswith((".csv", ".tsv", ".txt", ".gz")) and " " not in name:
-            by_text.setdefault(text, []).append(name)
+        k = key(w)
+        if k is not None:
+            by_text.setdefault(k, []).append(w.fields["file"])
     out, said = [], set()
     for w in warnings:
-        name, sep, text = w.partition(": ")
-        names = by_text.get(text) if sep else None
+        k = key(w)
+        names = by_text.get(k) if k is not None else None
         if not names or len(names) < 2:
             out.append(w)
-        elif text not in said:
-            said.add(text)
-            more = f" and {len(names) - 2} more" if len(names) > 2 else ""
-            out.append(f"{', '.join(names[:2])}{more}: {text}")
+        elif k not in said:
+            said.add(k)
+            out.append(w.with_fields(file=tuple(names[:2]), **({"more_files": len(names) - 2} if len(names) > 2 else {})))
     return out
 
 
@@ -325,8 +331,8 @@ def _one_profiler(loaded: dict, prof: Profile) -> None:
                       for e in loaded.values()):
         for table in [t for t, e in loaded.items() if e.kind == "kineto"]:
             del loaded[table]
-        prof.warnings.append("not read (a torch.profiler trace beside nsys reports is another recording; pass it "
-                             "as its own PATH to diagnose it): " + ", ".join(sorted(os.path.basename(p) for p in traces)))
+        prof.warnings.append(Note("load.torch_beside_nsys",
+                                  {"files": tuple(sorted(os.path.basename(p) for p in traces))}))
 
 
 def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:
@@ -337,10 +343,9 @@ def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:
         if "pid" in e.frame.columns:
             e.frame = e.frame.filter(pl.col("pid") == pid)
         elif table in ("nvtx_trace",):
-            prof.warnings.append(f"{table} has no process column: the NVTX ranges of every process are kept")
+            prof.warnings.append(Note("load.nvtx_all_processes", {"table": table}))
         elif table == "gpu_metrics":   # samples belong to GPUs, not processes
-            prof.warnings.append("GPU metrics samples belong to GPUs, not processes: they are left out of the "
-                                 "per-process diagnosis (diagnose one process's export to use them)")
+            prof.warnings.append(Note("load.gpu_metrics_per_process"))
             del loaded[table]
         else:
             del loaded[table]
@@ -361,8 +366,8 @@ def _add_part(loaded: dict, part: Part, prof: Profile) -> None:
     for table, frame in part.tables.items():
         missing = normalize.check_required(table, frame, part.path)
         if missing:
-            prof.warnings.append(f"{os.path.basename(part.path)}: its {table} table has no '{missing}' column; "
-                                 f"left out")
+            prof.warnings.append(Note("load.missing_column", {"file": os.path.basename(part.path), "table": table,
+                                                              "column": missing}))
             continue
         frame, w = normalize.normalize(table, frame, part.path)
         _add(loaded, _Entry(table, frame, part.path, part.kind, part.report or table, part.version, w), prof)
@@ -374,8 +379,8 @@ def _add(loaded: dict, item: _Entry, prof: Profile) -> None:
         loaded[item.table] = item
         return
     if prev.frame.equals(item.frame):
-        prof.warnings.append(f"{os.path.basename(item.path)} is a copy of {os.path.basename(prev.path)} "
-                             f"(the same {item.table} rows); read once")
+        prof.warnings.append(Note("load.copy", {"file": os.path.basename(item.path),
+                                                "other": os.path.basename(prev.path), "table": item.table}))
         return
     if prev.frame.height == 0 and item.frame.height > 0:  # an empty placeholder loses to real rows
         loaded[item.table] = item

@@ -7,6 +7,7 @@ import os
 
 import polars as pl
 
+from ..notes import Note
 from . import normalize, sanity
 from .profile import Profile
 
@@ -16,20 +17,17 @@ def check(prof: Profile) -> None:
     that are all empty say so (an empty report set is no evidence of a healthy run)."""
     if prof.tables and all(t.height == 0 for t in prof.tables.values()):
         names = sorted({os.path.basename(p) for p in prof.sources.values()})
-        prof.warnings.append(f"every report read has no rows ({', '.join(names[:4])}"
-                             f"{f' and {len(names) - 4} more' if len(names) > 4 else ''}): no GPU work, CUDA API "
-                             f"call or NVTX range was recorded in them, so nothing can be judged; profile the "
-                             f"steady state of the program again (nsys profile --trace=cuda,nvtx,osrt)")
+        prof.warnings.append(Note("load.all_empty", {"files": Note("phrase.names_more", {
+            "names": tuple(names[:4]), "more": len(names) - 4}) if len(names) > 4 else tuple(names)}))
     elif prof.tables.get("gpu_trace") is not None and prof.tables["gpu_trace"].height == 0 and not any(
             prof.tables[t].height for t in ("kern_sum", "mem_time_sum", "gpu_sum") if t in prof.tables):
-        prof.warnings.append(f"{prof.source_name('gpu_trace')}: no rows of GPU work (no kernel, copy or memset was "
-                             f"recorded), so the GPU was not seen working at all: the GPU facts are not computed")
+        prof.warnings.append(Note("load.no_gpu_work", {"file": prof.source_name("gpu_trace")}))
     g = prof.tables.get("gpu_trace")
     k = prof.tables.get("kern_sum")
     if g is not None and g.height == 0 and k is not None and k.height > 0:
-        prof.warnings.append(f"{prof.source_name('gpu_trace')} has no rows while {prof.source_name('kern_sum')} "
-                             f"lists {int(k['count'].sum())} kernel launches: the GPU trace is ignored and the "
-                             f"timeline facts (GPU active %, idle gaps, window) are not computed")
+        prof.warnings.append(Note("load.empty_trace", {"file": prof.source_name("gpu_trace"),
+                                                       "summary": prof.source_name("kern_sum"),
+                                                       "n": int(k["count"].sum())}))
         del prof.tables["gpu_trace"]
         del prof.sources["gpu_trace"]
     g = prof.tables.get("gpu_trace")
@@ -38,9 +36,8 @@ def check(prof: Profile) -> None:
     if g is not None and k is not None and g.height and k.height and prof.sources.get("kern_sum") != prof.sources.get("gpu_trace"):
         other = sanity.summary_of_another_run(g, k)
         if other:
-            prof.warnings.append(f"{prof.source_name('kern_sum')} does not match {prof.source_name('gpu_trace')} "
-                                 f"({other}): it looks like the summary of another run, so it was left out and the "
-                                 f"kernel facts come from the trace")
+            prof.warnings.append(Note("load.other_run_summary", {"summary": prof.source_name("kern_sum"),
+                                                                 "file": prof.source_name("gpu_trace"), "why": other}))
             del prof.tables["kern_sum"]
             del prof.sources["kern_sum"]
     # (same-stream overlap is what the profiler recorded, Hopper's PDL, never damage: the trace is
@@ -48,8 +45,9 @@ def check(prof: Profile) -> None:
     a = prof.tables.get("api_trace")
     s = prof.tables.get("api_sum")
     if a is not None and a.height == 0 and s is not None and s.height > 0:
-        prof.warnings.append(f"{prof.source_name('api_trace')} has no rows while {prof.source_name('api_sum')} "
-                             f"counts {int(s['count'].sum())} API calls: the API trace is ignored")
+        prof.warnings.append(Note("load.empty_api_trace", {"file": prof.source_name("api_trace"),
+                                                           "summary": prof.source_name("api_sum"),
+                                                           "n": int(s["count"].sum())}))
         del prof.tables["api_trace"]
         del prof.sources["api_trace"]
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..errors import InputError
+from ..notes import Note
 from . import chunks, compressed, numbers, repair, schema
 from .csv_sniff import MAX_PREAMBLE_LINES, NCU_HEADER, SNIFF_BYTES, Sniff, has_rows, sniff  # noqa: F401 - csv_reports.sniff
 from .normalize import NARROW
@@ -32,7 +33,7 @@ class Loaded:
     frame: pl.DataFrame | None
     path: str
     report: str              # report name (from the file name when known, else the table's first name)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Note] = field(default_factory=list)
     era: str = "2023+"       # "2023+" or "2021-2022" (old report names / GridXYZ / MBps / None) or "2020"
     sections: bool = False   # more than this one report follows (a console capture): read it as console text
 
@@ -170,8 +171,7 @@ def _source(sn: Sniff, gz: bool, fixed: bytes | None, warnings: list):
             body = data.rstrip(b"\r\n")
             start = body.rfind(b"\n") + 1
             source = io.BytesIO(data[:start])
-            warnings.append(f"{os.path.basename(path)}: the file was cut at line {cut_at} (its last row is incomplete: "
-                            f"cut short, then ended with a newline?); that row was left out")
+            warnings.append(Note("load.csv_cut_row", {"file": os.path.basename(path), "line": cut_at}))
     if not ends_with_newline:
         if isinstance(source, io.BytesIO):
             data = source.getvalue()
@@ -180,8 +180,7 @@ def _source(sn: Sniff, gz: bool, fixed: bytes | None, warnings: list):
                 data = fh.read()
         cut = data.rfind(b"\n")
         source = io.BytesIO(data[: cut + 1] if cut >= 0 else data)
-        warnings.append(f"{os.path.basename(path)}: the file ends in the middle of a row (cut short?); "
-                        f"its last, incomplete row was left out")
+        warnings.append(Note("load.csv_ends_mid_row", {"file": os.path.basename(path)}))
     return source
 
 
@@ -319,7 +318,7 @@ def _era(sn: Sniff, columns: list[str]) -> str:
     return "2023+"
 
 
-def _bad_cells(raw: pl.DataFrame, frame: pl.DataFrame, plan, path: str) -> list[str]:
+def _bad_cells(raw: pl.DataFrame, frame: pl.DataFrame, plan, path: str) -> list[Note]:
     """Count cells that had text but did not parse as the number their column holds."""
     out = []
     checks = []
@@ -334,6 +333,5 @@ def _bad_cells(raw: pl.DataFrame, frame: pl.DataFrame, plan, path: str) -> list[
     for name in had.columns:
         bad = int((had[name] & frame[name].is_null()).sum())
         if bad:
-            out.append(f"{os.path.basename(path)}: {bad} value(s) in column '{name}' are not numbers; "
-                       f"those cells were read as missing")
+            out.append(Note("load.bad_cells", {"file": os.path.basename(path), "n": bad, "column": name}))
     return out

@@ -14,6 +14,7 @@ import re
 
 import polars as pl
 
+from ..notes import Note
 from . import sanity, schema
 
 _COPY_KINDS = {
@@ -114,10 +115,10 @@ def _narrow(frame: pl.DataFrame, cols: tuple[str, ...]) -> pl.DataFrame:
     return frame.with_columns(casts) if casts else frame
 
 
-def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame, list[str]]:
+def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame, list[Note]]:
     """``frame`` as every later step reads it (rows no time can be true of left out, codes for the
     repeated texts, the derived columns), and the warnings that say what was left out."""
-    warnings: list[str] = []
+    warnings: list[Note] = []
     base = os.path.basename(path)
     distinct = None   # the distinct names, when a step below has found them
     if table in ("gpu_trace", "api_trace"):
@@ -147,22 +148,18 @@ def _timed_rows(frame: pl.DataFrame, base: str, warnings: list) -> pl.DataFrame:
     bad = frame.filter(pl.col("start_ns").is_null() | pl.col("dur_ns").is_null() | (pl.col("dur_ns") < 0))
     if bad.height:
         ex = bad.row(0, named=True)
-        example = f" (e.g. start {ex['start_ns']}, duration {ex['dur_ns']})"
+        example = {"file": base, "bad": bad.height, "rows": frame.height, "start": ex["start_ns"], "dur": ex["dur_ns"]}
         if bad.height * 2 > frame.height:   # most rows impossible: the table, not a few rows, is broken
-            warnings.append(f"{base}: {bad.height} of {frame.height} rows have a missing or negative start or "
-                            f"duration{example}: most of the table cannot be true, so none of it is used; "
-                            f"export the report again from the .nsys-rep")
+            warnings.append(Note("load.most_rows_bad", example))
             frame = frame.head(0)
         else:
-            warnings.append(f"{base}: {bad.height} of {frame.height} rows have a missing or negative start or "
-                            f"duration and were left out, row by row{example}")
+            warnings.append(Note("load.rows_bad", example))
         frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("dur_ns").is_not_null()
                              & (pl.col("dur_ns") >= 0))
     long = frame.filter(sanity.too_long(frame))
     if long.height:   # before end = start + duration, which would overflow
-        warnings.append(f"{base}: {long.height} row(s) last longer than a day (the longest "
-                        f"{int(long['dur_ns'].max()) / 3.15576e16:.3g} years): impossible for one operation "
-                        f"(a damaged time stamp?); left out")
+        warnings.append(Note("load.rows_too_long", {"file": base, "n": long.height,
+                                                    "years": int(long["dur_ns"].max()) / 3.15576e16}))
         frame = frame.filter(~sanity.too_long(frame))
     if "end_ns" not in frame.columns or bad.height:   # the SQLite export gives the end itself
         frame = frame.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
@@ -239,7 +236,7 @@ def _nvtx_trace(frame: pl.DataFrame, base: str, warnings: list) -> pl.DataFrame:
     bad = frame.filter(pl.col("start_ns").is_null() | pl.col("end_ns").is_null()
                        | (pl.col("end_ns") < pl.col("start_ns")))
     if bad.height:
-        warnings.append(f"{base}: {bad.height} NVTX ranges without a valid start/end were left out")
+        warnings.append(Note("load.nvtx_bad", {"file": base, "n": bad.height}))
         frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null()
                              & (pl.col("end_ns") >= pl.col("start_ns")))
     frame = frame.with_columns(pl.col("name").fill_null("").str.replace(r"^:", "").alias("name"))
@@ -255,7 +252,7 @@ def _summary_rows(frame: pl.DataFrame, base: str, warnings: list) -> pl.DataFram
         good = good & pl.col("count").is_not_null() & (pl.col("count") >= 0)
     bad = frame.filter(~good)
     if bad.height:
-        warnings.append(f"{base}: {bad.height} rows without a valid total time or count were left out")
+        warnings.append(Note("load.summary_bad", {"file": base, "n": bad.height}))
         frame = frame.filter(good)
     return frame
 
@@ -264,9 +261,7 @@ def _lost_characters(frame: pl.DataFrame, distinct, base: str, warnings: list) -
     names = (frame["name"].unique() if distinct is None else distinct).drop_nulls().cast(pl.String)
     lost = names.filter(names.str.contains("\ufffd", literal=True))
     if lost.len():   # bytes that were not UTF-8 (or a re-encoded file): the names are not what nsys wrote
-        warnings.append(f"{base}: {lost.len()} name(s) hold U+FFFD replacement characters (e.g. "
-                        f"'{lost[0][:60]}'): characters were lost before nsys-expert read the file (not UTF-8, "
-                        f"or re-encoded); those names are shown as read and may not match other reports")
+        warnings.append(Note("load.replacement_chars", {"file": base, "n": lost.len(), "example": lost[0][:60]}))
 
 
 def looks_like_api_names(frame: pl.DataFrame) -> bool:
