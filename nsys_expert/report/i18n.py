@@ -175,7 +175,10 @@ def _either_zh(items: list[str]) -> str:
 
 
 def translate(text, lang: str | None) -> str:
-    """``text`` in ``lang`` (as it is for English, or where the catalog has no entry)."""
+    """``text`` in ``lang`` (as it is for English, or where the catalog has no entry); a note as :func:`say`
+    says it."""
+    if isinstance(text, notes.Note):
+        return notes.render(text, language(lang))
     if not lang or lang == "en" or not isinstance(text, str) or not text:
         return text
     whole = _one(text, lang)
