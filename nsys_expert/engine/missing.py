@@ -9,12 +9,8 @@ window with none of that work).
 """
 from __future__ import annotations
 
-import re
-
 from ..facts import FactSet, registry
 from ..notes import Note, Said
-
-_COMMAND_HINT = re.compile(r"\s*\((?:[^()]*\b(?:nsys|ncu) [^()]*)\)")
 
 
 def input_text(name: str) -> str:
@@ -34,8 +30,8 @@ def _words(fs: FactSet) -> str:
 
 def plain(why: Said, fact: str, scope: str, fs: FactSet, held: set[str]) -> Said:
     """One reason without commands, true for what the input holds."""
-    if not isinstance(why, Note):        # a text made outside the fact groups: its commands cut
-        return _COMMAND_HINT.sub("", why).strip()
+    if not isinstance(why, Note):        # a text made outside the fact groups: said as it was made
+        return why
     d = registry.lookup(scope, fact)
     traces = [n for n in (d.needs if d else ()) if n.endswith("trace")]
     if why.code == "absent.span_only" and any(t in held for t in traces):

@@ -39,7 +39,7 @@ class Window:
     skipped: int = 0                 # iterations left out at the start (warm-up)
     span_start_ns: int | None = None
     span_end_ns: int | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list = field(default_factory=list)        # notes.Note: warnings about the window
     candidates: list = field(default_factory=list)   # (name, count, why) of the ranges not chosen as iterations
 
     @property

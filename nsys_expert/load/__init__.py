@@ -34,7 +34,7 @@ class _Entry:
     kind: str
     report: str
     era: str | None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list = field(default_factory=list)     # notes.Note
 
 
 def load_paths(paths: list[str]) -> Profile:
