@@ -137,8 +137,8 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         "facts": {k: _clean(v) for k, v in sorted(fs.run.items())},
         "findings": ordered,
         "not_evaluated": evaluation.not_evaluated,
-        "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings   # notes.Note or text:
-                     if not shaping.twin_read(w, prof.inputs)],                                # to_json says them
+        "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings
+                     if not shaping.twin_read(w, prof.inputs)],
         "recoverable": getattr(evaluation, "recoverable", {}) or {},
         "too_little_work": getattr(evaluation, "too_little_work", None),
         "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
