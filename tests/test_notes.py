@@ -70,6 +70,10 @@ def test_warnings_split_by_kind_not_by_words():
     bom = Note("load.bom", {"file": "a.csv"})
     important, inputs = split_warnings([src, bom, "a text of the pipeline's"])
     assert important == [bom, "a text of the pipeline's"] and inputs == [src]
+    ranked = [Note("pipeline.rank_note", {"rank": "rank1", "note": n}) for n in (src, bom)]
+    assert split_warnings(ranked) == ([ranked[1]], [ranked[0]])     # a rank's note keeps its note's kind
+    assert str(ranked[1]) == "[rank1] a.csv: begins with a UTF-8 byte-order mark (nsys writes none: re-saved by " \
+        "another program?); read without it"
 
 
 def test_the_forms_of_words_of_an_absent_reason():

@@ -31,7 +31,7 @@ from typing import Callable, Union
 
 from .codes import CODES, Code
 
-KINDS = ("warning", "input", "absent", "phrase")
+KINDS = ("warning", "input", "absent", "phrase", "same")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ class Note:
 
     @property
     def kind(self) -> str:
-        return CODES[self.code].kind
+        k = CODES[self.code].kind
+        return kind(self.fields.get("note")) if k == "same" else k
 
     def said(self, words: str) -> "Note":
         """This note in another form of its words (``plain``, ``torch``)."""

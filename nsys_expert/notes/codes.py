@@ -6,7 +6,8 @@ specs allowed: ``{n:,}``). To add one: a line here, and its translation in
 Kinds: ``warning`` changes what the reader should believe (damaged or partial input, facts not computed);
 ``input`` is a note about the inputs (which source won, files not read, tables nsys writes only when it
 recorded some: folded into one line); ``absent`` says why a fact is absent (and so why a rule is not
-evaluated); ``phrase`` is a part of another note (an input's name, a clause).
+evaluated); ``phrase`` is a part of another note (an input's name, a clause); ``same`` is the kind of the
+note in its ``note`` field (a rank's warning is still a warning, its note on the inputs still a note).
 
 ``plain``: the template without the commands that collect what is missing (the Next steps give them);
 ``torch``: in the words of a torch.profiler trace. Both default to the English template. ``defaults``:
@@ -325,4 +326,22 @@ CODES: dict[str, Code] = {
     "phrase.other_run_why": Code("phrase", "{common:.0f}% of the kernel names in common, {summary} kernels in the "
                                            "summary against {trace} in the trace"),
     "phrase.run_lines": Code("phrase", "run {n}: lines {lines}"),
+
+    # --- ready for the sites outside load and facts that still write sentences (the lead converts them):
+    # pipeline.py, cli/collect.py, engine/resolve.py ---
+    "pipeline.processes_as_ranks": Code("warning", "{n} processes ran GPU work in one export: each is diagnosed as a "
+                                                   "rank"),
+    "pipeline.rank_note": Code("same", "[{rank}] {note}"),
+    "pipeline.rank_failed": Code("warning", "[{rank}] not diagnosed: {error}; the job is diagnosed from the other {n} "
+                                            "of {total} ranks"),
+    "engine.too_little_work": Code("warning", "only {work:.3g} ms of GPU work in the {window:.3g} ms window (less than "
+                                              "{limit:g} ms): too little to judge the run; findings are capped at low "
+                                              "severity; profile more steps"),
+    "engine.too_little_work_summaries": Code("warning", "only {work:.3g} ms of GPU work in the whole profile (kernels "
+                                                        "and copies in the summary reports) (less than {limit:g} ms): "
+                                                        "too little to judge the run; findings are capped at low "
+                                                        "severity; profile more steps"),
+    "collect.profile_exit": Code("warning", "nsys profile exited with {rc} (usually the application's own exit code); "
+                                            "the report was written and is used"),
+    "collect.stats_exit": Code("warning", "nsys stats exited with {rc}: {tail}"),
 }
