@@ -98,7 +98,7 @@ def test_2019_title_without_a_table_is_an_empty_report():
     text = _input("console_nsys2019_memcpy_bound").read_text() + "\nTime(%)  Total Time  Instances  Average  Rnge\n" \
         "-------  ----------  ---------  -------  ----\n  100.0           5          1      5.0  x\n"
     p = console.read_console(_write(text))
-    assert any("nvtx_pushpop_sum section" in w for w in p.warnings)
+    assert any("nvtx_pushpop_sum section" in str(w) for w in p.warnings)
 
 
 def _write(text, name="console.txt"):

@@ -43,7 +43,7 @@ def test_graphed_run_is_not_called_idle():
     doc = run("launch_bound_graphed")
     assert "launch-bound" not in cats(doc)
     assert "gpu_active_pct" not in doc["facts"]
-    assert any("cudaGraphLaunch" in w and "--cuda-graph-trace=node" in w for w in doc["warnings"])
+    assert any("cudaGraphLaunch" in str(w) and "--cuda-graph-trace=node" in str(w) for w in doc["warnings"])
     assert not [f for f in doc["findings"] if f["severity"] in HIGH]
 
 

@@ -60,7 +60,7 @@ def test_stray_text_file_in_a_folder_of_profiles_is_listed_not_fatal(tmp_path):
     log.write_text("==PROF== Connected to process 1234\n==PROF== Disconnected from process 1234\n")
     doc = pipeline.diagnose(pipeline.Request([str(case)]))
     assert doc["verdict"]["category"] == "sync-bound"
-    said = [w for w in doc["warnings"] if "not read" in w and "ncu_run.log" in w]
+    said = [str(w) for w in doc["warnings"] if "not read" in str(w) and "ncu_run.log" in str(w)]
     assert said and "without a CSV table" in said[0]
     # named on its own (or alone in its folder), it is still the one-line error, exit 2
     r = _cli("diagnose", str(log))
@@ -209,7 +209,7 @@ def test_noise_ncu_rules_said_once_no_advice_for_a_zero_gain_kernel_no_twin_warn
     assert tail["title"] not in advice and "Launch-bound" in advice
     doc = pipeline.diagnose(pipeline.Request([str(SHARED / "cases" / "sync_bound")]))
     assert any(i["path"].endswith("sync_bound_details.csv") for i in doc["inputs"])
-    assert not any("text form of an Nsight Compute report" in w for w in doc["warnings"])
+    assert not any("text form of an Nsight Compute report" in str(w) for w in doc["warnings"])
 
 
 def test_terminal_summary_counts_are_the_reports_and_help_tells_the_real_default():

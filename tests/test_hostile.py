@@ -72,7 +72,7 @@ def _check(case: Case, code: int, out: str, err: str, exc) -> None:
     doc = json.loads(out)
     assert {"findings", "facts", "window", "inputs", "verdict", "warnings"} <= set(doc)
     if case.text:
-        assert any(case.text in w for w in doc["warnings"]), doc["warnings"]
+        assert any(case.text in str(w) for w in doc["warnings"]), doc["warnings"]
     active = doc["facts"].get("gpu_active_pct")
     assert active is None or 0 <= active <= 100
 

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import FIXTURES, fixture_cases
 from nsys_expert import config, pipeline, report
+from nsys_expert.notes import Note
 from nsys_expert.report import i18n
 
 # three or more English words in a row, outside code spans, fenced blocks and quoted tool text
@@ -50,9 +51,11 @@ def test_the_shipped_mo_is_the_compiled_po():
 
 def test_fields_reorder_and_nest():
     t = i18n.translate
-    assert t("needs the cuda_gpu_trace report or NVTX ranges with timestamps", "zh") == \
-        "需要 cuda_gpu_trace 报告或带时间戳的 NVTX 区间"   # 或 and 需要 take a space beside a Latin word only
-    assert t("needs NVTX ranges with timestamps or the cuda_gpu_trace report", "zh") == "需要带时间戳的 NVTX 区间或 cuda_gpu_trace 报告"
+    needs = [Note("absent.needs", {"inputs": ins}, words="plain") for ins in (("gpu_trace", "nvtx_trace"), ("nvtx_trace", "gpu_trace"))]
+    assert [str(n) for n in needs] == ["needs the cuda_gpu_trace report or NVTX ranges with timestamps",
+                                       "needs NVTX ranges with timestamps or the cuda_gpu_trace report"]
+    assert i18n.say(needs[0], "zh") == "需要 cuda_gpu_trace 报告或带时间戳的 NVTX 区间"   # 或 and 需要 take a space beside a Latin word only
+    assert i18n.say(needs[1], "zh") == "需要带时间戳的 NVTX 区间或 cuda_gpu_trace 报告"
     assert t("only 0.02 ms of GPU work in the 4.1 ms window (less than 1 ms): too little to judge the run; "
              "findings are capped at low severity; profile more steps", "zh").startswith("4.1 ms 的窗口内只有 0.02 ms")
     assert t("something new; iteration 1 left out as warm-up", "zh") == "something new；第 1 次迭代作为预热被排除"
@@ -254,17 +257,13 @@ def test_why_a_fact_is_missing_reads_in_chinese_for_every_input():
     """The not-evaluated lines and ``--show-facts`` say which input a fact needs (registry.INPUTS, with
     its command or without): every fact's reason translates whole, a text holding " or " of its own
     (the ranks input) included."""
-    from nsys_expert.engine.missing import input_text
     from nsys_expert.facts import registry
 
-    reasons = set()
-    for table in registry.SCOPES.values():
-        for f in table.values():
-            reasons.add("needs " + " or ".join(registry.INPUTS.get(n, n) for n in f.needs))
-            reasons.add("needs " + " or ".join(input_text(n) for n in f.needs))
-    english = [(r, i18n.translate(r, "zh")) for r in sorted(reasons) if ENGLISH.search(prose(i18n.translate(r, "zh")))]
+    reasons = {Note("absent.needs", {"inputs": tuple(f.needs)}, words=w)
+               for table in registry.SCOPES.values() for f in table.values() for w in ("full", "plain", "torch")}
+    english = [(str(r), i18n.say(r, "zh")) for r in sorted(reasons, key=str) if ENGLISH.search(prose(i18n.say(r, "zh")))]
     assert english == []
-    assert i18n.translate("needs " + registry.INPUTS["ranks"], "zh") == \
+    assert i18n.say(Note("absent.needs", {"inputs": ("ranks",)}), "zh") == \
         "需要同一作业的多个 rank（每个 rank 一组 CSV 或一个 SQLite 文件，或一个包含多个进程的导出）"
 
 

@@ -107,7 +107,7 @@ def test_a_json_file_that_is_no_trace_is_left_alone(tmp_path):
     _write(tmp_path / "config.json", {"lr": 0.1})
     prof = load_paths([str(tmp_path)])
     assert prof.tables["gpu_trace"].height == 12
-    assert any("not read" in w and "config.json" in w for w in prof.warnings)
+    assert any("not read" in str(w) and "config.json" in str(w) for w in prof.warnings)
     doc = pipeline.diagnose(pipeline.Request([str(tmp_path)]))
     assert not doc.get("ranks") and doc["window"]["source"] == "nvtx:ProfilerStep"
 
@@ -128,4 +128,4 @@ def test_a_trace_beside_nsys_reports_is_set_aside(tmp_path):
     shutil.copy(NCCL, tmp_path / "x.pt.trace.json.gz")
     prof = load_paths([str(tmp_path)])
     assert all(i["kind"] != "kineto" for i in prof.inputs) and "nvtx_trace" not in prof.tables
-    assert any("torch.profiler trace beside nsys reports" in w for w in prof.warnings)
+    assert any("torch.profiler trace beside nsys reports" in str(w) for w in prof.warnings)

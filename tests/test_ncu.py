@@ -112,7 +112,7 @@ def test_text_page_is_recognised_not_read(case):
     path = str(CASES / case / "ncu" / f"{case}_details.txt")
     assert ncu.looks_like(path)
     part = ncu.read_ncu(path)
-    assert part.tables == {} and "--csv --page details" in part.warnings[0]
+    assert part.tables == {} and "--csv --page details" in str(part.warnings[0])
 
 
 @needs_shared
@@ -149,7 +149,7 @@ def test_superbench_live_run_with_prof_lines_and_base_units():
     assert metric(f, 0, "SpeedOfLight", "Duration")["value"] == 406240                              # ns
     assert metric(f, 0, "SpeedOfLight", "Compute (SM) Throughput")["value"] == pytest.approx(23.59)
     assert part.meta["ncu_compute_capability"] == ["10.0"]
-    assert any("application's own stdout" in w for w in part.warnings)
+    assert any("application's own stdout" in str(w) for w in part.warnings)
 
 
 @needs_shared
@@ -279,7 +279,7 @@ def test_join_picks_the_right_template_instance(tmp_path):
     assert k[0]["name"].startswith("std::enable_if<!T7, void>::type internal::gemvx::kernel<")
     assert "(int)7" in k[0]["name"] and k[0]["time_share_pct"] == pytest.approx(24.9, abs=0.1)
     assert k[0]["count"] == 329035 and k[0]["dram_throughput_pct"] == pytest.approx(19.66)
-    assert not [w for w in fs.warnings if "not found in the nsys data" in w]
+    assert not [str(w) for w in fs.warnings if "not found in the nsys data" in str(w)]
 
 
 @needs_shared
@@ -291,7 +291,7 @@ def test_unmatched_ncu_kernels_are_kept_and_named(tmp_path):
     ncu_kernels = [k for k in fs.kernels if "ncu_name" in k]
     assert len(ncu_kernels) == 3 and not any(k["nsys_matched"] for k in ncu_kernels)
     assert any(k["name"].startswith("void cutlass::Kernel2<cutlass_80_simt_sgemm") for k in ncu_kernels)
-    warn = [w for w in fs.warnings if "not found in the nsys data" in w]
+    warn = [str(w) for w in fs.warnings if "not found in the nsys data" in str(w)]
     assert len(warn) == 1 and warn[0].startswith("3 ncu kernel(s) not found in the nsys data: Kernel2")
 
 
@@ -331,7 +331,7 @@ def test_without_ncu_the_kernel_rules_say_what_to_run(tmp_case):
     assert not kernel_findings(doc)
     ne = {n["rule"]: n for n in doc["not_evaluated"]}
     assert KERNEL_RULES <= set(ne)
-    assert ne["kernel-memory-bound"]["missing"] == ["needs Nsight Compute data of the top kernels"]  # the command: next steps
+    assert [str(m) for m in ne["kernel-memory-bound"]["missing"]] == ["needs Nsight Compute data of the top kernels"]  # the command: next steps
     assert "dram_throughput_pct" in ne["kernel-memory-bound"]["facts"]
     step = next(s for s in doc["next_steps"] if s["need"] == "Nsight Compute metrics")
     assert "kernel-memory-bound" in step["rules"]
@@ -367,7 +367,7 @@ def test_compute_bound_has_no_kernel_memory_bound():
                          + [str(SAMPLES / "superbenchmark__cublaslt_ncu.log")])
 def test_each_ncu_file_diagnoses_alone(path):
     doc = pipeline.diagnose(pipeline.Request([path]))
-    assert any("without nsys kernel data" in w for w in doc["warnings"])
+    assert any("without nsys kernel data" in str(w) for w in doc["warnings"])
     for f in kernel_findings(doc):        # a finding names a gain unless it says there is nothing to fix
         assert (f["estimated_gain_pct"] is not None) == (f["rule"] != "kernel-compute-bound"), f["rule"]
 

@@ -76,14 +76,14 @@ def test_every_real_input_is_diagnosed(label, path):
     assert r.exit_code == 0, f"{label}: exit {r.exit_code}: {r.output[-500:]}"
     doc = json.loads(r.stdout)
     if path.parent.name not in EDITED and path.name not in EDITED and label.split("/")[1] not in EDITED:
-        bad = [w for w in doc["warnings"] if "damaged" in w or "cannot do" in w]
+        bad = [str(w) for w in doc["warnings"] if "damaged" in str(w) or "cannot do" in str(w)]
         assert not bad, f"{label}: a real, unedited file called damaged: {bad[0]}"
     if any(i["report"] in ("cuda_gpu_trace", "sqlite") for i in doc["inputs"]) and doc["facts"].get("gpu_active_pct") is None:
         sources = {i["report"] for i in doc["inputs"]}
         assert "gpu_active_pct" in doc["facts_absent"], label
         # an export without GPU work says so; one with kernels must measure the GPU
         # (a CSV trace of CUDA graphs recorded whole holds none of their work: said, not measured)
-        graphs_hidden = any("graph launches" in w and "--cuda-graph-trace=node" in w for w in doc["warnings"])
+        graphs_hidden = any("graph launches" in str(w) and "--cuda-graph-trace=node" in str(w) for w in doc["warnings"])
         assert "cuda_gpu_trace" not in sources or graphs_hidden, f"{label}: GPU trace read but GPU active % not measured"
 
 

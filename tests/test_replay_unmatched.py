@@ -32,7 +32,7 @@ def test_repeated_correlation_ids_are_refused_before_a_model_is_built(tmp_path, 
     real = depmodel.build
     monkeypatch.setattr(depmodel, "build", lambda *a, **k: built.append(1) or real(*a, **k))
     fs = facts.compute(load.load_paths([str(_tiled_gpu_only(tmp_path))]))
-    why = fs.absent.get("critical_path_host_pct", "")
+    why = str(fs.absent.get("critical_path_host_pct", ""))
     assert "not of one run" in why and "graph" in why, why
     assert "critical_path_host_pct" not in fs.run and not built
 

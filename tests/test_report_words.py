@@ -66,7 +66,7 @@ def test_multi_rank_run_keeps_its_rank_rules():
 def test_notes_on_the_inputs_fold_into_one_collapsed_line():
     doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "cupy_nsys2020_sqlite" / "input")]))
     important, notes = split_warnings(doc["warnings"])
-    assert notes and all("nsys writes a table only when it recorded" in n for n in notes)
+    assert notes and all("nsys writes a table only when it recorded" in str(n) for n in notes)
     md = report.render_markdown(doc)
     warn = md.split("## Warnings")[1]
     folded = [ln for ln in warn.splitlines() if ln.startswith("- <details><summary>")]

@@ -120,7 +120,7 @@ def test_a_broken_rank_is_reported_and_the_job_diagnosed_from_the_others(tmp_pat
     assert "not an nsys stats cuda_gpu_trace header" in d["ranks_failed"][0]["error"]
     assert [r["rank"] for r in d["ranks"]] == [f"rank{k}" for k in range(8) if k != 3]
     assert d["facts"]["rank_count"] == 7
-    assert any(w.startswith("[rank3] not diagnosed: ") and w.endswith("from the other 7 of 8 ranks") for w in d["warnings"])
+    assert any(str(w).startswith("[rank3] not diagnosed: ") and str(w).endswith("from the other 7 of 8 ranks") for w in d["warnings"])
     straggler = [f for f in d["findings"] if f["rule"] == "rank-straggler"][0]
     assert {e["fact"]: e["value"] for e in straggler["evidence"]}["straggler_rank"] == "rank5"
 

@@ -91,7 +91,7 @@ def test_normalize_warnings_survive_the_reader_thread(tmp_path):
     t.write_csv(dst / trace)
     prof = load.load_paths([str(dst)])
     assert prof.tables["gpu_trace"].height == t.height - 1
-    assert any(trace in w and "negative start or duration" in w for w in prof.warnings), prof.warnings
+    assert any(trace in str(w) and "negative start or duration" in str(w) for w in prof.warnings), prof.warnings
 
 
 def test_the_first_bad_report_in_file_order_is_the_one_named(tmp_path):

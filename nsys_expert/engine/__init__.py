@@ -147,7 +147,7 @@ def _sort_rules(rules, g: _Group) -> None:
             ev.not_evaluated.append({
                 "rule": r.id, "category": r.category, "scope": r.scope,
                 "max_severity": max([r.severity] + [e["severity"] for e in r.escalate], key=SEVERITIES.index),
-                "missing": [missing_mod.for_trace(f"needs {missing_mod.input_text(i)}", fs) for i in missing_inputs]
+                "missing": [missing_mod.needs(i, fs) for i in missing_inputs]
                 + missing_mod.reasons(missing, fs, r.scope, tables),
                 "facts": sorted(missing), **({"refines": r.refines} if r.refines else {})})
             continue

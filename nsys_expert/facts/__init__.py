@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
+from ..notes import Note
 from ..load import Profile
 from . import (absent, allocator, api, api_shares, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit,
                kernels, memcpy, ncu, nccl, nvtx, osrt, overlap, phase_work, phases, platform, replay, starved, summaries, timeline, waits,
@@ -119,8 +120,7 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
             raise InputError(f"--iteration-range {opts.iteration_range}: no NVTX range of that name repeats in the "
                              f"trace; the repeated ranges are {', '.join(names) if names else 'none'}",
                              hint="give one of them, or leave --iteration-range out")
-        fs.warnings.append(f"--iteration-range {opts.iteration_range}: no NVTX range of that name repeats in the "
-                           f"trace; the window is chosen as without it")
+        fs.warnings.append(Note("facts.iteration_range_unknown", {"range": opts.iteration_range}))
         found = window_mod.find_iterations(nvtx_t, None, passed_over) if nvtx_t is not None else (None, None)
     # what the host did (sync, copy and launch calls, merged over the whole trace; clipped to the window
     # below: the same intervals) is worked out beside the launch lookup, which leaves a core idle
@@ -151,7 +151,7 @@ def _window(fs: FactSet, prof: Profile, opts: Options, gpu, api_t, nvtx_t, found
     fs.window = win
     fs.warnings += win.notes
     if win.start_ns is not None and win.end_ns is not None and win.end_ns <= win.start_ns:
-        fs.warnings.append(f"the analysis window is empty ({win.start_ns}..{win.end_ns} ns): no window facts")
+        fs.warnings.append(Note("facts.window_empty", {"start": win.start_ns, "end": win.end_ns}))
     wlen = win.length_ns
     if wlen:
         fs.put("window_ms", wlen / 1e6, src("gpu_trace") or src("nvtx_trace"))

@@ -1,6 +1,7 @@
 """Why each registered run fact is missing (for "not evaluated")."""
 from __future__ import annotations
 
+from ..notes import Note
 from . import registry
 from .base import Context
 
@@ -13,16 +14,15 @@ def compute(ctx: Context) -> None:
         if name in fs.run or name in fs.absent:
             continue
         if not any(n in have_tables for n in f.needs):
-            fs.absent[name] = "needs " + " or ".join(registry.INPUTS.get(n, n) for n in f.needs)
+            fs.absent[name] = Note("absent.needs", {"inputs": tuple(f.needs)})
         elif f"{name}_span" in fs.run:
-            traces = [registry.INPUTS.get(n, n) for n in f.needs if n.endswith("trace")]
-            fs.absent[name] = (f"only the whole-profile value is known from the summary reports "
-                               f"({name}_span = {fs.run[name + '_span']})"
-                               + (f"; export {' and '.join(traces)} for the steady-state value" if traces else ""))
+            traces = tuple(n for n in f.needs if n.endswith("trace"))
+            fs.absent[name] = Note("absent.span_only", {"fact": f"{name}_span", "value": fs.run[name + "_span"],
+                                                        **({"then": (Note("absent.span_export",
+                                                                          {"all_inputs": traces}),)} if traces else {})})
         elif f.needs == ("nvtx_trace",) and "nvtx_trace" in have_tables and (
                 fs.window is None or fs.window.iterations is None or fs.window.iterations.height < 2):
-            fs.absent[name] = ("no repeated top-level NVTX range marks the iterations: wrap each step in one "
-                               "(torch.cuda.nvtx.range_push('step') ... range_pop())")
+            fs.absent[name] = Note("absent.no_iterations")
         else:
-            fs.absent[name] = ("needs " + " or ".join(registry.INPUTS.get(n, n) for n in f.needs if n not in have_tables)
-                               if any(n not in have_tables for n in f.needs) else "not computable from these inputs")
+            lacking = tuple(n for n in f.needs if n not in have_tables)
+            fs.absent[name] = Note("absent.needs", {"inputs": lacking}) if lacking else Note("absent.not_computable")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..notes import Note
 from . import api_oneoff, intervals, timeline
 from .base import Context, pct
 from .names import (ALLOC_APIS, ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS, SYNC_MEM_APIS,
@@ -74,8 +75,7 @@ def compute(ctx: Context) -> None:
         if work:
             put("memcpy_api_over_gpu_work_ratio", copy_ns / work, " + ".join([src] + tables), steady=st_copy_ns / work)
             if not whole:   # a whole-profile ratio: over the window, the trace measures the copies themselves
-                fs.absent.setdefault("memcpy_api_over_gpu_work_ratio", "a whole-profile ratio (memcpy_api_over_gpu_work_ratio_span); "
-                                     "over the window the GPU trace measures the copies (memcpy_exposed_pct)")
+                fs.absent.setdefault("memcpy_api_over_gpu_work_ratio", Note("absent.whole_profile_ratio"))
         put("memcpy_api_ms", copy_ns / 1e6, steady=st_copy_ns / 1e6)
     api = prof.tables.get("api_trace")
     if api is not None and api.height and win.length_ns and not whole:

@@ -65,9 +65,9 @@ class FactSet:
     kernels: list[dict] = field(default_factory=list)
     window: window_mod.Window | None = None
     sources: dict = field(default_factory=dict)     # fact -> file it came from
-    absent: dict = field(default_factory=dict)      # fact -> why it is absent
+    absent: dict = field(default_factory=dict)      # fact -> why it is absent (a notes.Note)
     tables: dict = field(default_factory=dict)      # report tables
-    warnings: list[str] = field(default_factory=list)
+    warnings: list = field(default_factory=list)    # notes.Note (or, from the pipeline, a plain text)
     tiers: dict = field(default_factory=dict)       # fact -> "summary" when estimated from summary reports
     work: Work = field(default_factory=Work)        # shared by the fact groups of one process, never reported
     share: RankShare = field(default_factory=RankShare)   # sent to the job with the rank's facts

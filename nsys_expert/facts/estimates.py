@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..notes import Note
 from . import api_oneoff
 from .base import Context, pct
 from .names import ALLOC_APIS, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr, data_range_expr
@@ -82,14 +83,12 @@ def compute(ctx: Context) -> None:
         put("alloc_api_ms", counts["alloc"][1] / 1e6, "api_sum")
     graphs = counts.get("graph", (0, 0))[0]
     if graphs and "gpu_trace" not in t:
-        fs.absent.update({k: (f"{graphs} CUDA graph launches: the summary reports leave the graphs' kernels out "
-                              f"(--cuda-graph-trace=graph), so GPU work per iteration is unknown")
+        fs.absent.update({k: Note("absent.graph_summaries_per_iter", {"n": graphs})
                           for k in ("gpu_active_est_pct", "gpu_idle_est_pct", "kernel_active_est_pct", "gpu_work_per_iter_ms")})
 
     it = _iteration(prof) or _step_phase(ctx)
     if it is None:
-        why = ("needs NVTX step ranges in the summaries (nvtx_sum / nvtx_gpu_proj_sum: mark each step with "
-               "torch.cuda.nvtx.range_push('step') ... range_pop() and profile with --trace=nvtx)")
+        why = Note("absent.needs_summary_steps")
         for k in _PER_ITER:
             fs.absent.setdefault(k, why)
         return
@@ -131,8 +130,7 @@ def _share(fs, put, fact: str, ns: float, total_iter: float, *tables) -> None:
     iterations (calls of several threads, or outside the iterations) is no share of them."""
     share = pct(ns, total_iter) or 0.0
     if share > 100.0:
-        fs.absent[fact] = (f"the summed time ({ns / 1e6:,.1f} ms) is longer than all the iterations together "
-                           f"({total_iter / 1e6:,.1f} ms): calls of several threads or outside the iterations, no share of them")
+        fs.absent[fact] = Note("absent.sum_over_iterations", {"sum_ms": ns / 1e6, "iter_ms": total_iter / 1e6})
         return
     put(fact, share, *tables)
 

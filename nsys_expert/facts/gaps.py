@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..notes import Note
 from . import intervals, timeline
 from .base import Context, pct, srcs
-from .declare import INPUTS, fact
+from .declare import fact
 
 
 def compute(ctx: Context) -> None:
@@ -57,7 +58,7 @@ def compute(ctx: Context) -> None:
         both = srcs(src, prof.source_name("api_trace"))
         for c in timeline.CAUSES:
             if c in ("wait", "sleep", "gil") and c not in host:   # no per-thread OS runtime trace: unknown, not zero
-                fs.absent[f"gpu_idle_{c}_pct"] = "needs " + INPUTS["osrt_trace"]
+                fs.absent[f"gpu_idle_{c}_pct"] = Note("absent.needs", {"inputs": ("osrt_trace",)})
                 continue
             fs.put(f"gpu_idle_{c}_pct", pct(by[c] / n, wlen),
                    srcs(both, prof.source_name("osrt_trace")) if c in ("wait", "sleep", "gil") else both)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..notes import Note
 from . import timeline
 from .base import Context
 from .names import GRAPH_LAUNCH_APIS, api_base, base_expr
@@ -27,13 +28,9 @@ def check(ctx: Context) -> bool:
             seen = gpu.join(gl.select("corr_id"), on="corr_id", how="semi").height
         if seen:
             return False
-        fs.warnings.append(
-            f"{gl.height} CUDA graph launches (cudaGraphLaunch) in the window, but none of the graphs' GPU work "
-            f"is in {prof.source_name('gpu_trace') or 'the GPU trace'}: nsys records graphs as a whole by default "
-            f"(--cuda-graph-trace=graph) and nsys stats leaves them out of cuda_gpu_trace. GPU utilization, idle "
-            f"gaps and kernel facts are not computed rather than reported as idle; re-profile with "
-            f"--cuda-graph-trace=node to see the graph kernels")
-        fs.absent.update({k: "CUDA graph work is not in the GPU trace" for k in TIMELINE_FACTS})
+        fs.warnings.append(Note("facts.graph_not_traced", {
+            "n": gl.height, "file": prof.source_name("gpu_trace") or Note("phrase.the_gpu_trace")}))
+        fs.absent.update({k: Note("absent.graph_hidden") for k in TIMELINE_FACTS})
         return True
     s = prof.tables.get("api_sum")
     if s is not None and s.height:
@@ -41,12 +38,8 @@ def check(ctx: Context) -> bool:
         if n:
             fs.put("graph_launch_count_span", n, prof.source_name("api_sum"))
             if gpu is not None and gpu.height:
-                fs.warnings.append(
-                    f"{n} CUDA graph launches in {prof.source_name('api_sum')}, and without cuda_api_trace nsys-expert "
-                    f"cannot tell whether the graphs' kernels are in the GPU trace (they are not with the default "
-                    f"--cuda-graph-trace=graph): GPU utilization and idle facts are not computed; export "
-                    f"cuda_api_trace or re-profile with --cuda-graph-trace=node")
-                fs.absent.update({k: "CUDA graph work may be missing from the GPU trace" for k in TIMELINE_FACTS})
+                fs.warnings.append(Note("facts.graph_unknown", {"n": n, "file": prof.source_name("api_sum")}))
+                fs.absent.update({k: Note("absent.graph_maybe_hidden") for k in TIMELINE_FACTS})
                 return True
     return False
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..notes import Note
 from . import intervals, timeline
 from ..load import Profile
 from .base import Context, pct
@@ -43,7 +44,7 @@ def compute(ctx: Context) -> None:
     if graph_hidden:  # the GPU work of each iteration is not in the trace: its time would be host-only
         fs.put("iter_count", max(0, it.height - win.skipped), prof.source_name("nvtx_trace"))
         for k in ("iter_median_ms", "iter_max_over_median", "first_iter_over_median"):
-            fs.absent[k] = "the iterations' CUDA graph work is not in the GPU trace (host time only)"
+            fs.absent[k] = Note("absent.graph_iterations")
         return
     src = prof.source_name("nvtx_trace")
     starts = it["s"].to_list()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..notes import Note
 from . import timeline
 from .base import Context, pct
 from .names import MODULE_LOAD_APIS, api_base
@@ -18,7 +19,7 @@ def compute(ctx: Context) -> None:
     it = win.iterations
     if it is None or it.height - win.skipped < 2:   # no steady iterations to tell a one-time load from recurring ones
         for k in ("module_loads_steady", "module_loads_per_iter", "module_load_iters_pct", "module_load_ms_per_iter"):
-            fs.absent[k] = "needs NVTX step ranges (profile with --trace=nvtx and mark each step with an NVTX range)"
+            fs.absent[k] = Note("absent.needs_nvtx_steps")
         return
     api = prof.tables["api_trace"]
     src = prof.source_name("api_trace")

@@ -25,10 +25,11 @@ from collections import Counter
 
 import polars as pl
 
+from ..notes import Note
 from ..load import Profile
 from .ncu_metrics import (TOP_KERNELS_FOR_COMMAND, _RAW_ONLY, _RULE_THEMES, _kernel_facts, _launch_facts, _long, base_name, norm_name)  # noqa: F401
 from .names import kernel_class_expr, simt_gemm_expr
-from .declare import INPUTS, fact
+from .declare import fact
 
 # ------------------------------------------------------------------------------------------- join
 def _nsys_kernels(fs, prof: Profile) -> list[dict]:
@@ -151,20 +152,16 @@ def attach(fs, prof: Profile) -> None:
     have = set().union(*(set(k) for k in fs.kernels)) if fs.kernels else set()
     for fact, metric, unit in wrong.unique("fact", maintain_order=True).iter_rows():
         if fact not in have:
-            fs.absent.setdefault(fact, f"Nsight Compute gives '{metric}' in '{unit}', a unit nsys-expert does not "
-                                       f"know for it: not read as a number")
+            fs.absent.setdefault(fact, Note("absent.ncu_unit", {"metric": metric, "unit": unit}))
     if wrong.height:
-        fs.warnings.append("Nsight Compute values in units nsys-expert does not know were not read: "
-                           + ", ".join(f"'{m}' in '{u}'" for _, m, u in wrong.head(3).iter_rows())
-                           + (f" and {wrong.height - 3} more" if wrong.height > 3 else ""))
+        metrics = tuple(Note("phrase.metric_in_unit", {"metric": m, "unit": u}) for _, m, u in wrong.head(3).iter_rows())
+        fs.warnings.append(Note("facts.ncu_units_more", {"metrics": metrics, "more": wrong.height - 3})
+                           if wrong.height > 3 else Note("facts.ncu_units", {"metrics": metrics}))
     if nsys and unmatched:
-        fs.warnings.append(f"{len(unmatched)} ncu kernel(s) not found in the nsys data: "
-                           + ", ".join(short(n) for n in unmatched)
-                           + "; their findings are ranked without a share of GPU time")
+        fs.warnings.append(Note("facts.ncu_unmatched", {"n": len(unmatched),
+                                                         "kernels": tuple(short(n) for n in unmatched)}))
     elif not nsys:
-        fs.warnings.append("Nsight Compute data without nsys kernel data: each kernel's share of GPU time is "
-                           "unknown, so kernel findings are ranked by ncu's own estimates with a small default "
-                           "weight; add the nsys CSVs of the same run to rank them by time")
+        fs.warnings.append(Note("facts.ncu_without_nsys"))
     _absent_in_ncu(fs)
 
 
@@ -234,18 +231,21 @@ def _absent_in_ncu(fs) -> None:
         if f in have:
             continue
         if f in _RAW_ONLY:
-            fs.absent.setdefault(f, "not in the Nsight Compute data: export the raw page too "
-                                    "(ncu -i REPORT.ncu-rep --csv --page raw > ncu/REPORT_raw.csv)")
+            fs.absent.setdefault(f, Note("absent.ncu_raw_page"))
         elif f.startswith("ncu_") or f in ("top_pipe", "top_pipe_pct"):
-            fs.absent.setdefault(f, "ncu's rule rows are not in the data: export the details page of a report "
-                                    "profiled with rules on (the default, --apply-rules yes) from ncu 2023 or later")
+            fs.absent.setdefault(f, Note("absent.ncu_rule_rows"))
         else:
-            fs.absent.setdefault(f, "not in the Nsight Compute data: profile with --set full "
-                                    "(this report lacks the section that holds it)")
+            fs.absent.setdefault(f, Note("absent.ncu_set_full"))
 
 
 def ncu_command(fs, prof: Profile) -> str | None:
-    """The ncu command that profiles the top kernels by nsys time, skipping the warm-up launches."""
+    """The ncu command that profiles the top kernels by nsys time (None when they have no plain names)."""
+    args = _ncu_args(fs, prof)
+    return str(Note("phrase.ncu_command", {"args": args})) if args else None
+
+
+def _ncu_args(fs, prof: Profile) -> str | None:
+    """The ncu options that profile the top kernels by nsys time, skipping the warm-up launches."""
     top, share = [], 0.0
     for k in sorted(fs.kernels, key=lambda k: -(k.get("time_share_pct") or 0)):
         if k.get("kernel_class") == "nccl" or not k.get("name"):
@@ -266,16 +266,15 @@ def ncu_command(fs, prof: Profile) -> str | None:
                   .with_columns(pl.col("name").cast(pl.String)))
         skip = int(sum(n for name, n in before.iter_rows() if base_name(name) in bases))
     count = 5 * len(top)
-    return (f"ncu --set full --target-processes all --kernel-name regex:\"{'|'.join(bases)}\" "
-            f"--launch-skip {skip} --launch-count {count} -o hot <your command>; then "
-            f"ncu -i hot.ncu-rep --csv --page details > ncu/hot_details.csv (and --page raw > ncu/hot_raw.csv), "
-            f"ncu/ beside the nsys CSVs")
+    return (f"--set full --target-processes all --kernel-name regex:\"{'|'.join(bases)}\" "
+            f"--launch-skip {skip} --launch-count {count} -o hot")
 
 
 def _without_ncu(fs, prof: Profile) -> None:
     """No ncu data: the ncu facts are absent, and the reason is the command that would supply them."""
-    cmd = ncu_command(fs, prof) if fs.kernels else None
-    why = (f"needs Nsight Compute data of the top kernels: {cmd}" if cmd else "needs " + INPUTS["ncu"])
+    args = _ncu_args(fs, prof) if fs.kernels else None
+    cmd = str(Note("phrase.ncu_command", {"args": args})) if args else None
+    why = Note("absent.ncu_command", {"args": args}) if args else Note("absent.needs", {"inputs": ("ncu",)})
     for f in _ncu_facts():
         fs.absent.setdefault(f, why)
     if cmd:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..notes import Note
 from . import intervals
 from .base import Context, in_window, pct
 from .declare import fact
@@ -122,8 +123,7 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     if "optimizer" not in phase_of.values():
         for f in ("optimizer_phase_share_pct", "optimizer_phase_kernels_per_iter", "optimizer_phase_gpu_busy_pct",
                   "optimizer_phase_fused_kernel_share_pct", "optimizer_fused_gain_pct"):
-            fs.absent[f] = ("no NVTX range marks the optimizer step inside the steps: wrap opt.step() in one "
-                            "(torch.cuda.nvtx.range_push('optimizer') ... range_pop())")
+            fs.absent[f] = Note("absent.no_optimizer_range")
     for phase in PHASES:
         sel = r.filter(pl.col("name").is_in([n for n, p in phase_of.items() if p == phase]))
         sel = sel.filter(intervals.containing(sel["start_ns"], step_cover))

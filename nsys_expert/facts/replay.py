@@ -16,6 +16,7 @@ Facts (``_pct`` of the replayed iterations): ``critical_path_host_pct``, ``criti
 """
 from __future__ import annotations
 
+from ..notes import Note
 from . import depmodel
 from .base import Context
 from .depmodel import Run, simulate  # noqa: F401 - the replay's API, used by tests and benchmarks
@@ -68,7 +69,7 @@ def _unmatched(gpu, api, t0: int, t1: int) -> str | None:
     calls = starting_in(api, t0, t1)
     twice = calls.select(pl.col("corr_id").drop_nulls().is_duplicated().sum()).item()
     if twice:
-        return f"the API trace gives {twice} of its calls a correlation id that another call has too"
+        return Note("absent.replay_ids_twice", {"n": twice})
     ids = gpu.select(pl.col("corr_id").filter(pl.col("launch_s").is_not_null() & (pl.col("launch_s") >= t0)
                                               & (pl.col("launch_s") < t1))).to_series()
     shared = ids.filter(ids.is_duplicated()).unique()
@@ -77,12 +78,11 @@ def _unmatched(gpu, api, t0: int, t1: int) -> str | None:
     by = calls.filter(pl.col("corr_id").is_in(shared.implode())).select(api_base(calls).cast(pl.String).alias("api"))
     single = by.filter(~pl.col("api").is_in(sorted(GRAPH_LAUNCH_APIS))).height
     if single:
-        return (f"{single} calls that launch one GPU operation each (not graph launches) have several in the "
-                f"GPU trace: the GPU and API traces are not of one run")
+        return Note("absent.replay_not_one_run", {"n": single})
     return None
 
 
-def _absent(fs, why: str, also: tuple[str, ...] = ()) -> None:
+def _absent(fs, why: Note, also: tuple[str, ...] = ()) -> None:
     """No replayed gain (and, with ``also``, no critical path either): say why."""
     for name in (*also, *(f"replay_gain_{t}_pct" for t in TRANSFORMS), "replay_gain_all_pct"):
         fs.absent[name] = why
@@ -115,21 +115,21 @@ def compute(ctx: Context) -> None:
     gpu, api = prof.tables.get("gpu_trace"), prof.tables.get("api_trace")
     why = None
     if api is None or not api.height:
-        why = "the replay needs the CUDA API trace (cuda_api_trace)"
+        why = Note("absent.replay_needs_api")
     elif not ctx.timeline_ok:
-        why = "the replay needs the GPU trace"
+        why = Note("absent.replay_needs_gpu")
     sl = _slice(win) if why is None else None
     if why is None and sl is None:
-        why = "the replay needs three iterations or more (NVTX step ranges)"
+        why = Note("absent.replay_needs_iterations")
     m = None
     if why is None:
         t0, t1, t_end, starts = _fit(api, *sl)
         why = _unmatched(gpu, api, t0, t1)
         m = depmodel.build(gpu, api, prof.tables.get("nvtx_trace"), t0, t1, t_end, starts) if why is None else None
         if m is None and why is None:
-            why = "no thread launched the window's GPU work"
+            why = Note("absent.replay_no_thread")
     if m is not None and m.other_thread_gpu_pct > PARAMS["slice"]["max_other_thread_gpu_pct"]:
-        why = f"{m.other_thread_gpu_pct:.0f} % of the GPU time is launched by other threads"
+        why = Note("absent.replay_other_threads", {"pct": m.other_thread_gpu_pct})
         m = None
     if m is None:
         _absent(fs, why, ("critical_path_host_pct", "critical_path_gpu_pct", "replay_model_error_pct"))
@@ -147,7 +147,7 @@ def compute(ctx: Context) -> None:
         fs.put("critical_path_gpu_pct", 100.0 * base.gpu_ns / path, src)
         fs.put("critical_path_iter_ms", base.period / periods / 1e6, src)
     if err is None or abs(err) > PARAMS["slice"]["max_error_pct"]:
-        _absent(fs, f"the replay is {err:+.0f} % off the measured iterations" if err is not None else "nothing measured")
+        _absent(fs, Note("absent.replay_off", {"err": err}) if err is not None else Note("absent.replay_nothing_measured"))
         return
     gpu_name = (prof.meta.get("gpus") or [{}])[0].get("name") if getattr(prof, "meta", None) else None
     gains, replayed = _gains(m, base.period, gpu_name)

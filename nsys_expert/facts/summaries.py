@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..notes import Note
 from ..load.normalize import copy_kind_expr
 from . import api_oneoff
 from .base import SMALL_KERNEL_NS, Context, pct
@@ -145,8 +146,7 @@ def _gpu_work(fs, prof, whole: bool) -> None:
         return
     s = prof.tables.get("api_sum")
     if s is not None and s.height and int(s.filter(base_expr("name").is_in(sorted(GRAPH_LAUNCH_APIS)))["count"].sum()):
-        fs.absent.setdefault("gpu_work_ms", "CUDA graph launches: the summary reports leave the graphs' kernels out "
-                             "(--cuda-graph-trace=graph), so the GPU's work is unknown")
+        fs.absent.setdefault("gpu_work_ms", Note("absent.graph_summaries"))
         return
     src = " + ".join(tables)
     fs.put("gpu_work_ms_span", work / 1e6, src)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ..notes import Note
 from . import intervals
 from .names import LIBRARY_DOMAINS
 from .period import periodic_start
@@ -39,7 +40,7 @@ class Window:
     skipped: int = 0                 # iterations left out at the start (warm-up)
     span_start_ns: int | None = None
     span_end_ns: int | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list = field(default_factory=list)        # notes.Note: warnings about the window
     candidates: list = field(default_factory=list)   # (name, count, why) of the ranges not chosen as iterations
 
     @property
@@ -380,7 +381,7 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
         end = int(gpu["end_ns"].max())
         note = []
         if iters is not None:
-            note.append("only one NVTX iteration found; the window comes from the GPU trace")
+            note.append(Note("facts.one_iteration"))
         return Window(start, end, "trace", reason, None, 0, span_s, span_e, note)
     return Window(span_s, span_e, "whole",
                   "no GPU trace: the window is the whole profile and only summary facts are computed",

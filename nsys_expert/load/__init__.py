@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from ..errors import InputError
-from . import compressed, csv_reports, normalize, sanity, schema
+from ..notes import CODES, Note
+from . import compressed, consistency, csv_reports, normalize, sanity, schema
 from . import files as files_mod
 from .profile import Part, Profile  # the records the readers fill (profile.py)
 
@@ -34,42 +34,12 @@ class _Entry:
     kind: str
     report: str
     era: str | None
-    warnings: list[str] = field(default_factory=list)
-
-
-def _list_files(paths: list[str]) -> tuple[list[str], list[str]]:
-    """Files of the given folders (one level), plus the files of an ``ncu`` subfolder. Every entry
-    is checked first (``files.check_path``): a link loop, a dangling link, a FIFO or an unreadable
-    file is an InputError naming it, not a crash or a hang."""
-    files, skipped_dirs = [], []
-    for p in paths:
-        if stat.S_ISDIR(files_mod.check_path(p).st_mode):
-            for name in files_mod.list_folder(p):
-                full = os.path.join(p, name)
-                if name.startswith(".") and not os.path.isdir(full):
-                    continue
-                if os.path.isdir(full):
-                    if name.lower() in ("ncu", "nsight-compute", "ncu-rep", "ncu_csv"):
-                        files_mod.check_path(full)
-                        for f in files_mod.list_folder(full):
-                            if not f.startswith("."):
-                                sub = os.path.join(full, f)
-                                if not os.path.isdir(sub):
-                                    files_mod.check_path(sub)
-                                    files.append(sub)
-                    else:
-                        skipped_dirs.append(full)
-                else:
-                    files_mod.check_path(full)
-                    files.append(full)
-        else:
-            files.append(p)
-    return files, skipped_dirs
+    warnings: list = field(default_factory=list)     # notes.Note
 
 
 def load_paths(paths: list[str]) -> Profile:
     """Read every recognisable input under ``paths`` (files, or folders one level deep) as one run."""
-    files, skipped_dirs = _list_files(paths)
+    files, skipped_dirs = files_mod.list_files(paths)
     return load_files(files, skipped_dirs, paths)
 
 
@@ -77,7 +47,7 @@ def list_inputs(paths: list[str]) -> tuple[list[list[str]], list[str]]:
     """The files of each path (folders one level deep), and the subfolders that were not read."""
     per_path, skipped = [], []
     for p in paths:
-        files, dirs = _list_files([p])
+        files, dirs = files_mod.list_files([p])
         per_path.append(files)
         skipped += dirs
     return per_path, skipped
@@ -138,129 +108,172 @@ def _read_normalized(sn) -> tuple[csv_reports.Loaded, Exception | None]:
     return item, None
 
 
+@dataclass
+class _Reading:
+    """What one load has found so far: the listing's findings in, the tables and what was set aside out."""
+    logical: dict
+    stems: set
+    sniffs: dict
+    exports: dict
+    unread: dict
+    prefetched: dict
+    paths: list
+    prof: Profile
+    parsed: dict = field(default_factory=dict)
+    loaded: dict = field(default_factory=dict)
+    ignored: list = field(default_factory=list)
+    stray: list = field(default_factory=list)     # why text files found in a folder were not read
+
+
 def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof, skipped_dirs, paths, pid) -> Profile:
-    loaded: dict[str, _Entry] = {}
-    ignored: list[str] = []
-    stray: list[InputError] = []     # why text files found in a folder were not read
+    r = _Reading(logical, stems, sniffs, exports, unread, prefetched, paths, prof)
     # the CSV reports are parsed side by side (Polars releases the GIL); they are added in file order
     # and normalized where they were read (the API trace's normalizing ran after every read had ended: 0.3 s
     # at 20 M calls, now beside the GPU trace's read); an error is raised below, in file order
     with ThreadPoolExecutor(max_workers=4) as pool:
         parsed = {path: pool.submit(_read_normalized, sn) for path, sn in sniffs.items()
                   if sn.kind == "csv-report" and path not in unread}
-        parsed = {path: fut.result() for path, fut in parsed.items()}
+        r.parsed = {path: fut.result() for path, fut in parsed.items()}
     for path in files:
-        base = os.path.basename(path)
-        name = logical[path]
-        if name.endswith((".nsys-rep", ".qdrep")) and os.path.splitext(name)[0] in stems:
-            prof.warnings.append(f"{base}: its SQLite export is beside it and was read instead (no nsys run needed)")
-            continue
-        sn = sniffs[path]
-        if path in unread:   # the export beside it gives this table: said "not used", never parsed
-            _add(loaded, _Entry(unread[path], _UNREAD, path, "nsys-csv", sn.report, None), prof)
-        elif sn.kind == "csv-report" and parsed[path][0].sections:
-            # `nsys stats --format csv` printed to the console: several reports, each after its own
-            # Processing / title lines: read as console text, every section
-            part = _read_other(path, dataclasses.replace(sn, kind="text"))
-            if part is None:
-                raise InputError("this file holds several nsys stats sections but no table could be read",
-                                 path, csv_reports.EXPORT_HINT)
-            _add_part(loaded, part, prof)
-        elif sn.kind == "csv-report":
-            item, err = parsed[path]
-            if err is not None:
-                raise err
-            _add(loaded, _Entry(item.table, item.frame, path, "nsys-csv", item.report, item.era, item.warnings), prof)
-        elif sn.kind == "empty":
-            if sn.spec is None:
-                ignored.append(f"{base} (empty)")
-                continue
-            era = "2021-2022" if sn.report and sn.report != sn.spec.names[0] else "2023+"
-            _add(loaded, _Entry(sn.spec.table, normalize.empty_frame(sn.spec.table), path, "nsys-csv",
-                                sn.report or sn.spec.names[0], era), prof)
-        elif sn.kind == "binary" and sn.report:
-            raise InputError(f"this should be the {sn.report} report but it holds binary data, not CSV text", path,
-                             f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
-        elif sn.kind == "unknown-csv" and not name.endswith((".csv", ".tsv")):
-            # `nsys stats -f column -o prof` writes prof_<report>.txt: console text, not CSV
-            part = _read_other(path, dataclasses.replace(sn, kind="text"))
-            if part is None:
-                raise InputError(f"the file name says {sn.report} but no nsys stats table was found in it", path,
-                                 f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
-            _add_part(loaded, part, prof)
-        elif sn.kind == "unknown-csv":
-            raise InputError(f"the file name says {sn.report} but its header is not an nsys stats "
-                             f"{sn.report} header", path,
-                             f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
-        else:
-            try:
-                part = exports[path] if path in exports else \
-                    prefetched[path].result() if path in prefetched else _read_other(path, sn)
-            except InputError as e:
-                # a text file that is no profile (an ncu run's .log beside its CSVs), found in a folder
-                # of profiles: listed as not read, never fatal (issue 48, item 7); named itself: its error
-                if sn.kind != "text" or _named(path, paths):
-                    raise
-                ignored.append(f"{base} ({e.message})")
-                stray.append(e)
-                continue
-            if part is None:
-                ignored.append(base)
-                continue
-            _add_part(loaded, part, prof)
+        _read_one(path, r)
+    loaded = r.loaded
     _one_profiler(loaded, prof)
     if pid is not None:
         _keep_process(loaded, pid, prof)
     used = {e.path for e in loaded.values()}
-    said_empty = []      # why files with nsys sections gave no table (the error, when nothing else was read)
-    for path, (ws, had_tables) in prof.meta.pop("_part_warnings", {}).items():
-        if not had_tables:
-            said_empty += ws
-        if path in used or not had_tables:   # a file that gave nothing still says why
-            prof.warnings += ws
-    superseded = prof.meta.pop("_superseded", [])
-    if superseded:  # one line per winning source: which tables it gave, and what was left unused
-        by_keep: dict[str, tuple[list, list]] = {}
-        for table, keep, drop in superseded:
-            tables, drops = by_keep.setdefault(keep, ([], []))
-            tables.append(table)
-            drops.append(os.path.basename(drop))
-        for keep, (tables, drops) in by_keep.items():
-            unused = sorted(set(drops) - {os.path.basename(p) for p in used})
-            prof.warnings.append(
-                f"{', '.join(dict.fromkeys(tables))}: read from {os.path.basename(keep)}, the richest source"
-                + (f"; not used: {', '.join(unused)}" if unused else "")
-                + (f"; also present in {', '.join(sorted(set(drops) - set(unused)))}" if set(drops) - set(unused) else ""))
+    said_empty = _said_of_parts(prof, used)
+    _said_superseded(prof, used)
     for e in loaded.values():
         prof.tables[e.table] = e.frame
         prof.sources[e.table] = e.path
         prof.warnings += e.warnings
         prof.inputs.append({"path": e.path, "kind": e.kind, "report": e.report, "version": e.era,
                             "rows": e.frame.height, "table": e.table})
-    if not prof.tables and stray:   # nothing else was read: the first such file's own error
-        raise stray[0]
     if not prof.tables:
-        where = paths[0] if len(paths) == 1 else ", ".join(paths)
-        if said_empty:   # a file with nsys sections whose tables could not be read: say which and why
-            more = f" (and {len(said_empty) - 1} more)" if len(said_empty) > 1 else ""
-            raise InputError(f"no table could be read; {said_empty[0]}{more}", where, csv_reports.EXPORT_HINT)
-        if len(paths) == 1 and os.path.isfile(paths[0]):   # one file that is no profile: not the folder message
-            msg, hint = files_mod.not_a_profile(paths[0])
-            raise InputError(msg, where, hint)
-        raise InputError("no nsys stats report, SQLite export, Nsight Compute CSV or torch.profiler trace found "
-                         "(looked for CSV reports such as *_cuda_gpu_trace.csv, *_cuda_gpu_kern_sum.csv, "
-                         "*_cuda_api_sum.csv, and *.pt.trace.json)", where,
-                         csv_reports.EXPORT_HINT)
-    _check_consistency(prof)
-    if ignored:
-        prof.warnings.append("not read (not a report nsys-expert knows): " + ", ".join(ignored))
+        _nothing_read(r.stray, said_empty, paths)
+    consistency.check(prof)
+    if r.ignored:
+        prof.warnings.append(Note("load.not_read", {"files": tuple(r.ignored)}))
     if skipped_dirs:
-        prof.warnings.append("subfolders not read (pass one as its own PATH to diagnose it): "
-                             + ", ".join(os.path.basename(d) for d in skipped_dirs))
+        prof.warnings.append(Note("load.subfolders", {"dirs": tuple(os.path.basename(d) for d in skipped_dirs)}))
     sanity.long_names(prof.tables, prof.warnings)
-    prof.meta.update(_meta(prof))
+    prof.meta.update(consistency.meta(prof))
     prof.warnings = _grouped(prof.warnings)
     return prof
+
+
+def _read_one(path: str, r: _Reading) -> None:
+    """One file of the listing read (or set aside, said why) into ``r.loaded``."""
+    base = os.path.basename(path)
+    name = r.logical[path]
+    loaded, prof = r.loaded, r.prof
+    if name.endswith((".nsys-rep", ".qdrep")) and os.path.splitext(name)[0] in r.stems:
+        prof.warnings.append(Note("load.sqlite_beside", {"file": base}))
+        return
+    sn = r.sniffs[path]
+    if path in r.unread:   # the export beside it gives this table: said "not used", never parsed
+        _add(loaded, _Entry(r.unread[path], _UNREAD, path, "nsys-csv", sn.report, None), prof)
+    elif sn.kind == "csv-report" and r.parsed[path][0].sections:
+        # `nsys stats --format csv` printed to the console: several reports, each after its own
+        # Processing / title lines: read as console text, every section
+        part = _read_other(path, dataclasses.replace(sn, kind="text"))
+        if part is None:
+            raise InputError("this file holds several nsys stats sections but no table could be read",
+                             path, csv_reports.EXPORT_HINT)
+        _add_part(loaded, part, prof)
+    elif sn.kind == "csv-report":
+        item, err = r.parsed[path]
+        if err is not None:
+            raise err
+        _add(loaded, _Entry(item.table, item.frame, path, "nsys-csv", item.report, item.era, item.warnings), prof)
+    elif sn.kind == "empty":
+        if sn.spec is None:
+            r.ignored.append(Note("phrase.file_empty", {"file": base}))
+            return
+        era = "2021-2022" if sn.report and sn.report != sn.spec.names[0] else "2023+"
+        _add(loaded, _Entry(sn.spec.table, normalize.empty_frame(sn.spec.table), path, "nsys-csv",
+                            sn.report or sn.spec.names[0], era), prof)
+    elif sn.kind == "binary" and sn.report:
+        raise InputError(f"this should be the {sn.report} report but it holds binary data, not CSV text", path,
+                         f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
+    elif sn.kind == "unknown-csv" and not name.endswith((".csv", ".tsv")):
+        # `nsys stats -f column -o prof` writes prof_<report>.txt: console text, not CSV
+        part = _read_other(path, dataclasses.replace(sn, kind="text"))
+        if part is None:
+            raise InputError(f"the file name says {sn.report} but no nsys stats table was found in it", path,
+                             f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
+        _add_part(loaded, part, prof)
+    elif sn.kind == "unknown-csv":
+        raise InputError(f"the file name says {sn.report} but its header is not an nsys stats "
+                         f"{sn.report} header", path,
+                         f"re-export it: nsys stats --format csv -r {sn.report} -o prof report.nsys-rep")
+    else:
+        _read_export_or_text(path, sn, r)
+
+
+def _read_export_or_text(path: str, sn, r: _Reading) -> None:
+    try:
+        part = r.exports[path] if path in r.exports else \
+            r.prefetched[path].result() if path in r.prefetched else _read_other(path, sn)
+    except InputError as e:
+        # a text file that is no profile (an ncu run's .log beside its CSVs), found in a folder
+        # of profiles: listed as not read, never fatal (issue 48, item 7); named itself: its error
+        if sn.kind != "text" or _named(path, r.paths):
+            raise
+        r.ignored.append(Note("phrase.file_why", {"file": os.path.basename(path), "why": e.message}))
+        r.stray.append(e)
+        return
+    if part is None:
+        r.ignored.append(os.path.basename(path))
+        return
+    _add_part(r.loaded, part, r.prof)
+
+
+def _said_of_parts(prof: Profile, used: set) -> list:
+    """The parts' own warnings, said where one of their tables is used or where a file gave nothing
+    (it still says why); -> the warnings of the files with nsys sections that gave no table."""
+    said_empty = []
+    for path, (ws, had_tables) in prof.meta.pop("_part_warnings", {}).items():
+        if not had_tables:
+            said_empty += ws
+        if path in used or not had_tables:
+            prof.warnings += ws
+    return said_empty
+
+
+def _said_superseded(prof: Profile, used: set) -> None:
+    """One line per winning source: which tables it gave, and what was left unused."""
+    superseded = prof.meta.pop("_superseded", [])
+    by_keep: dict[str, tuple[list, list]] = {}
+    for table, keep, drop in superseded:
+        tables, drops = by_keep.setdefault(keep, ([], []))
+        tables.append(table)
+        drops.append(os.path.basename(drop))
+    for keep, (tables, drops) in by_keep.items():
+        unused = sorted(set(drops) - {os.path.basename(p) for p in used})
+        also = sorted(set(drops) - set(unused))
+        then = ((Note("phrase.not_used", {"files": tuple(unused)}),) if unused else ()) + \
+            ((Note("phrase.also_present", {"files": tuple(also)}),) if also else ())
+        prof.warnings.append(Note("load.richest_source", {"tables": tuple(dict.fromkeys(tables)),
+                                                          "file": os.path.basename(keep),
+                                                          **({"then": then} if then else {})}))
+
+
+def _nothing_read(stray: list, said_empty: list, paths: list) -> None:
+    """No table was read: the InputError that says why."""
+    if stray:   # nothing else was read: the first such file's own error
+        raise stray[0]
+    where = paths[0] if len(paths) == 1 else ", ".join(paths)
+    if said_empty:   # a file with nsys sections whose tables could not be read: say which and why
+        more = f" (and {len(said_empty) - 1} more)" if len(said_empty) > 1 else ""
+        raise InputError(f"no table could be read; {said_empty[0]}{more}", where, csv_reports.EXPORT_HINT)
+    if len(paths) == 1 and os.path.isfile(paths[0]):   # one file that is no profile: not the folder message
+        msg, hint = files_mod.not_a_profile(paths[0])
+        raise InputError(msg, where, hint)
+    raise InputError("no nsys stats report, SQLite export, Nsight Compute CSV or torch.profiler trace found "
+                     "(looked for CSV reports such as *_cuda_gpu_trace.csv, *_cuda_gpu_kern_sum.csv, "
+                     "*_cuda_api_sum.csv, and *.pt.trace.json)", where,
+                     csv_reports.EXPORT_HINT)
 
 
 def _named(path: str, paths: list[str]) -> bool:
@@ -268,24 +281,28 @@ def _named(path: str, paths: list[str]) -> bool:
     return os.path.abspath(path) in {os.path.abspath(p) for p in paths}
 
 
-def _grouped(warnings: list[str]) -> list[str]:
-    """'a.csv: X' and 'b.csv: X' (the same words about several files: a BOM, CR line ends, units) as one
-    line, 'a.csv, b.csv and 11 more: X', at the place of the first."""
-    by_text: dict[str, list[str]] = {}
+def _grouped(warnings: list) -> list:
+    """'a.csv: X' and 'b.csv: X' (the same note about several files: a BOM, CR line ends, units) as one,
+    'a.csv, b.csv and 11 more: X', at the place of the first."""
+    def key(w):
+        name = w.fields.get("file") if isinstance(w, Note) and CODES[w.code].en.startswith("{file}: ") else None
+        if isinstance(name, str) and name.endswith((".csv", ".tsv", ".txt", ".gz")) and " " not in name:
+            return w.code, str(w.with_fields(file=""))
+        return None
+    by_text: dict[tuple, list[str]] = {}
     for w in warnings:
-        name, sep, text = w.partition(": ")
-        if sep and name.endswith((".csv", ".tsv", ".txt", ".gz")) and " " not in name:
-            by_text.setdefault(text, []).append(name)
+        k = key(w)
+        if k is not None:
+            by_text.setdefault(k, []).append(w.fields["file"])
     out, said = [], set()
     for w in warnings:
-        name, sep, text = w.partition(": ")
-        names = by_text.get(text) if sep else None
+        k = key(w)
+        names = by_text.get(k) if k is not None else None
         if not names or len(names) < 2:
             out.append(w)
-        elif text not in said:
-            said.add(text)
-            more = f" and {len(names) - 2} more" if len(names) > 2 else ""
-            out.append(f"{', '.join(names[:2])}{more}: {text}")
+        elif k not in said:
+            said.add(k)
+            out.append(w.with_fields(file=tuple(names[:2]), **({"more_files": len(names) - 2} if len(names) > 2 else {})))
     return out
 
 
@@ -314,8 +331,8 @@ def _one_profiler(loaded: dict, prof: Profile) -> None:
                       for e in loaded.values()):
         for table in [t for t, e in loaded.items() if e.kind == "kineto"]:
             del loaded[table]
-        prof.warnings.append("not read (a torch.profiler trace beside nsys reports is another recording; pass it "
-                             "as its own PATH to diagnose it): " + ", ".join(sorted(os.path.basename(p) for p in traces)))
+        prof.warnings.append(Note("load.torch_beside_nsys",
+                                  {"files": tuple(sorted(os.path.basename(p) for p in traces))}))
 
 
 def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:
@@ -326,10 +343,9 @@ def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:
         if "pid" in e.frame.columns:
             e.frame = e.frame.filter(pl.col("pid") == pid)
         elif table in ("nvtx_trace",):
-            prof.warnings.append(f"{table} has no process column: the NVTX ranges of every process are kept")
+            prof.warnings.append(Note("load.nvtx_all_processes", {"table": table}))
         elif table == "gpu_metrics":   # samples belong to GPUs, not processes
-            prof.warnings.append("GPU metrics samples belong to GPUs, not processes: they are left out of the "
-                                 "per-process diagnosis (diagnose one process's export to use them)")
+            prof.warnings.append(Note("load.gpu_metrics_per_process"))
             del loaded[table]
         else:
             del loaded[table]
@@ -350,8 +366,8 @@ def _add_part(loaded: dict, part: Part, prof: Profile) -> None:
     for table, frame in part.tables.items():
         missing = normalize.check_required(table, frame, part.path)
         if missing:
-            prof.warnings.append(f"{os.path.basename(part.path)}: its {table} table has no '{missing}' column; "
-                                 f"left out")
+            prof.warnings.append(Note("load.missing_column", {"file": os.path.basename(part.path), "table": table,
+                                                              "column": missing}))
             continue
         frame, w = normalize.normalize(table, frame, part.path)
         _add(loaded, _Entry(table, frame, part.path, part.kind, part.report or table, part.version, w), prof)
@@ -363,8 +379,8 @@ def _add(loaded: dict, item: _Entry, prof: Profile) -> None:
         loaded[item.table] = item
         return
     if prev.frame.equals(item.frame):
-        prof.warnings.append(f"{os.path.basename(item.path)} is a copy of {os.path.basename(prev.path)} "
-                             f"(the same {item.table} rows); read once")
+        prof.warnings.append(Note("load.copy", {"file": os.path.basename(item.path),
+                                                "other": os.path.basename(prev.path), "table": item.table}))
         return
     if prev.frame.height == 0 and item.frame.height > 0:  # an empty placeholder loses to real rows
         loaded[item.table] = item
@@ -380,86 +396,6 @@ def _add(loaded: dict, item: _Entry, prof: Profile) -> None:
     raise InputError(f"two different {item.table} reports in one input: {os.path.basename(prev.path)} and "
                      f"{os.path.basename(item.path)}", os.path.dirname(item.path) or ".",
                      "diagnose one profile at a time: put each run's files in a folder of their own")
-
-
-def _check_consistency(prof: Profile) -> None:
-    """A trace that is empty while its summary counts work is broken or cut: do not trust it. Reports
-    that are all empty say so (an empty report set is no evidence of a healthy run)."""
-    if prof.tables and all(t.height == 0 for t in prof.tables.values()):
-        names = sorted({os.path.basename(p) for p in prof.sources.values()})
-        prof.warnings.append(f"every report read has no rows ({', '.join(names[:4])}"
-                             f"{f' and {len(names) - 4} more' if len(names) > 4 else ''}): no GPU work, CUDA API "
-                             f"call or NVTX range was recorded in them, so nothing can be judged; profile the "
-                             f"steady state of the program again (nsys profile --trace=cuda,nvtx,osrt)")
-    elif prof.tables.get("gpu_trace") is not None and prof.tables["gpu_trace"].height == 0 and not any(
-            prof.tables[t].height for t in ("kern_sum", "mem_time_sum", "gpu_sum") if t in prof.tables):
-        prof.warnings.append(f"{prof.source_name('gpu_trace')}: no rows of GPU work (no kernel, copy or memset was "
-                             f"recorded), so the GPU was not seen working at all: the GPU facts are not computed")
-    g = prof.tables.get("gpu_trace")
-    k = prof.tables.get("kern_sum")
-    if g is not None and g.height == 0 and k is not None and k.height > 0:
-        prof.warnings.append(f"{prof.source_name('gpu_trace')} has no rows while {prof.source_name('kern_sum')} "
-                             f"lists {int(k['count'].sum())} kernel launches: the GPU trace is ignored and the "
-                             f"timeline facts (GPU active %, idle gaps, window) are not computed")
-        del prof.tables["gpu_trace"]
-        del prof.sources["gpu_trace"]
-    g = prof.tables.get("gpu_trace")
-    k = prof.tables.get("kern_sum")
-    # (a summary made from the trace itself, as the SQLite loader makes it, is of the same run)
-    if g is not None and k is not None and g.height and k.height and prof.sources.get("kern_sum") != prof.sources.get("gpu_trace"):
-        other = sanity.summary_of_another_run(g, k)
-        if other:
-            prof.warnings.append(f"{prof.source_name('kern_sum')} does not match {prof.source_name('gpu_trace')} "
-                                 f"({other}): it looks like the summary of another run, so it was left out and the "
-                                 f"kernel facts come from the trace")
-            del prof.tables["kern_sum"]
-            del prof.sources["kern_sum"]
-    # (same-stream overlap is what the profiler recorded, Hopper's PDL, never damage: the trace is
-    # kept and facts/overlap.py measures the overlap for an info note)
-    a = prof.tables.get("api_trace")
-    s = prof.tables.get("api_sum")
-    if a is not None and a.height == 0 and s is not None and s.height > 0:
-        prof.warnings.append(f"{prof.source_name('api_trace')} has no rows while {prof.source_name('api_sum')} "
-                             f"counts {int(s['count'].sum())} API calls: the API trace is ignored")
-        del prof.tables["api_trace"]
-        del prof.sources["api_trace"]
-
-
-def _meta(prof: Profile) -> dict:
-    meta: dict = {}
-    g = prof.tables.get("gpu_trace")
-    if g is not None and g.height and "device_id" in g.columns:
-        meta["gpus"] = _gpus(g, prof.meta.get("gpus") or [])
-        sanity.gpu_claim(meta["gpus"], g, prof.warnings)
-    eras = sorted({i["version"] for i in prof.inputs})
-    meta["report_eras"] = eras
-    return meta
-
-
-def _gpus(g: pl.DataFrame, known: list[dict]) -> list[dict]:
-    """The GPUs the trace used, with their names: from the distinct ``device`` texts of a CSV trace
-    (``NVIDIA H200 (0)``), else from the export's GPU table (``known``); ``unknown`` when neither says."""
-    named = {int(k["id"]): k["name"] for k in known}
-    cc = {int(k["id"]): k["cc"] for k in known if k.get("cc")}      # compute capability, where the export says it
-
-    def gpu(i: int, name) -> dict:
-        return {"id": i, "name": name or "unknown", **({"cc": cc[i]} if i in cc else {})}
-
-    lo, hi = g.select(pl.col("device_id").min().alias("lo"), pl.col("device_id").max().alias("hi")).row(0)
-    if lo == hi:   # one GPU (the usual case): no hashing of a million rows
-        if "device" in g.columns:
-            first = g["device"].drop_nulls().head(1).to_list()
-            name = normalize.device_names(first)[first[0]] if first else None
-        else:
-            name = named.get(int(lo))
-        return [gpu(int(lo), name)]
-    if "device" in g.columns:
-        devs = g["device"].unique().drop_nulls().to_list()
-        ids, names = normalize.device_ids(devs), normalize.device_names(devs)
-        pairs = {(ids[d], names[d]) for d in devs} | ({(0, None)} if g["device"].null_count() else set())
-    else:
-        pairs = {(int(d), named.get(int(d))) for d in g["device_id"].drop_nulls().unique().to_list()}
-    return [gpu(i, n) for i, n in sorted(pairs, key=lambda p: (p[0], p[1] or ""))]
 
 
 __all__ = ["Profile", "Part", "load_paths", "load_files", "list_inputs", "schema"]

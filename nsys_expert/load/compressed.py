@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import zlib
 
+from .. import notes
 from ..errors import InputError
 from ..safe_open import open_regular
 
@@ -176,7 +177,7 @@ def renamed(part, temp: str, path: str):
         return part
     part.path = path
     tb, pb = os.path.basename(temp), os.path.basename(path)
-    part.warnings = [w.replace(temp, path).replace(tb + ":", pb + ":") for w in part.warnings]
+    part.warnings = [notes.renamed(notes.renamed(w, temp, path), tb, pb) for w in part.warnings]
     return part
 
 

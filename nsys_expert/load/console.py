@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ..notes import Note
 from . import compressed, console_eras, csv_reports, normalize, schema
 from .profile import Part
 from .console_scan import NULLS, Table, scan, split_lines, table_of
@@ -52,7 +53,7 @@ class _Run:
     sqlite: str | None = None
     eras: set[str] = field(default_factory=set)
     end: int = 0                   # last line of its last table
-    lost: list[str] = field(default_factory=list)
+    lost: list[Note] = field(default_factory=list)
 
 
 def console_max() -> int:
@@ -91,8 +92,9 @@ def read_console(path: str) -> Part | None:
                 run.end = line_no
             elif what == "lost":
                 report, why = arg
-                where = f"the {report} section (line {line_no})" if report else f"line {line_no}"
-                run.lost.append(f"{base}: nothing was read from {where}: {why}")
+                run.lost.append(Note("load.console_lost_section", {"file": base, "report": report, "line": line_no,
+                                                                   "why": why}) if report else
+                                Note("load.console_lost_line", {"file": base, "line": line_no, "why": why}))
             continue
         table, frame, era = _convert(ev, european, file_report)
         if table is None:
@@ -102,8 +104,7 @@ def read_console(path: str) -> Part | None:
             # nsys prints a summary row's name last: a row without one was cut inside its numbers
             n = frame["name"].null_count()
             frame = frame.filter(pl.col("name").is_not_null())
-            run.lost.append(f"{base}: {n} row(s) of the {table} table (line {ev.line + 1}) end before their name "
-                            f"(cut short inside the numbers?): left out")
+            run.lost.append(Note("load.console_cut_rows", {"file": base, "n": n, "table": table, "line": ev.line + 1}))
         if table in run.tables:
             run = _new_run(runs)
         run.tables[table] = (frame, ev)
@@ -125,7 +126,7 @@ def read_console(path: str) -> Part | None:
     return Part(kind="nsys-console", path=path, tables=frames, version=era, warnings=warnings)
 
 
-def _warnings(path: str, first: _Run, runs: list[_Run], unused: list[str]) -> list[str]:
+def _warnings(path: str, first: _Run, runs: list[_Run], unused: list[str]) -> list[Note]:
     base = os.path.basename(path)
     out = []
     if len(runs) > 1:
@@ -135,25 +136,23 @@ def _warnings(path: str, first: _Run, runs: list[_Run], unused: list[str]) -> li
         truncated += sum(int(frame[c].str.ends_with(_TRUNCATED).sum()) for c in _NAME_COLS
                          if c in frame.columns and frame[c].dtype == pl.String)
         if t is not None and t.skipped_lines:
-            out.append(f"{base}: {t.skipped_lines} line(s) inside the {table} table (line {t.line}; the first "
-                       f"at line {t.first_skipped}) are not table rows (application output?) and were skipped")
+            out.append(Note("load.console_skipped_lines", {"file": base, "n": t.skipped_lines, "table": table,
+                                                           "line": t.line, "first": t.first_skipped}))
     if truncated:
-        out.append(f"{base}: {truncated} name(s) were cut by nsys with '…' (column/table output keeps 100 "
-                   f"characters); they are kept as printed, so matching them with Nsight Compute kernel names "
-                   f"may miss (print with --format column:nolimit or export --format csv for full names)")
+        out.append(Note("load.console_truncated", {"file": base, "n": truncated, "k": 100}))
     if unused:
-        out.append(f"{base}: tables of reports nsys-expert does not use were skipped: "
-                   + ", ".join(sorted(set(unused))))
+        out.append(Note("load.console_unused", {"file": base, "tables": tuple(sorted(set(unused)))}))
     return out
 
 
-def split_advice(path: str, starts: list[int]) -> str:
+def split_advice(path: str, starts: list[int]) -> Note:
     """The several-runs warning: each run's lines, and a csplit command that writes one file per run
     (csplit splits before each line number given: run00 is lines 1 to starts[1] - 1, and so on)."""
     base = os.path.basename(path)
     n = len(starts)
-    bounds = [f"run {k + 1}: lines {a}-{starts[k + 1] - 1}" for k, a in enumerate(starts[:-1])]
-    bounds.append(f"run {n}: lines {starts[-1]}-end")
+    bounds = [Note("phrase.run_lines", {"n": k + 1, "lines": f"{a}-{starts[k + 1] - 1}"})
+              for k, a in enumerate(starts[:-1])]
+    bounds.append(Note("phrase.run_lines", {"n": n, "lines": f"{starts[-1]}-end"}))
     stem = re.sub(r"[^\w.-]", "_", os.path.splitext(compressed.logical_name(path))[0]) + "_run"
     cuts = " ".join(str(a) for a in starts[1:])
     src = shlex.quote(path)
@@ -163,11 +162,8 @@ def split_advice(path: str, starts: list[int]) -> str:
     else:
         cmd = f"csplit -s -f {stem} -b '%02d.txt' {src} {cuts}"
         one = f"sed -n '{starts[1]},{(starts[2] - 1) if n > 2 else '$'}p' {src} > {stem}01.txt"
-    return (f"{base} holds {n} runs of nsys output (separate sets of stats tables; {'; '.join(bounds)}): only "
-            f"run 1 was diagnosed. To diagnose each run, split the file into one file per run with: {cmd} "
-            f"(writes {stem}00.txt, run 1, to {stem}{n - 1:02d}.txt, run {n}, in the current folder; or one run, "
-            f"e.g. run 2: {one}), "
-            f"then diagnose each file on its own")
+    return Note("load.console_runs", {"file": base, "n": n, "bounds_clauses": tuple(bounds), "csplit": cmd,
+                                      "first": f"{stem}00.txt", "last": f"{stem}{n - 1:02d}.txt", "sed": one})
 
 
 def _new_run(runs: list[_Run]) -> _Run:

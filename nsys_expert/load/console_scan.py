@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ..notes import Note
 from . import console_eras, schema
 
 # ------------------------------------------------------------------------------ lines around tables
@@ -127,7 +128,7 @@ def scan(lines: list[str], numbers: list[int]):
     context: str | None = None          # the open section's report (None: no section, or its table was read)
     opened = 0                          # the line that opened it
     printed = False                     # ... and whether that line is as nsys prints it
-    why: str | None = None              # why a table-like block in it was not read
+    why: Note | None = None             # why a table-like block in it was not read
     size_factor: float | None = None
     empty_ok = False                    # a 2019.5 title: no table under it is an empty report
     i = 0
@@ -137,7 +138,7 @@ def scan(lines: list[str], numbers: list[int]):
         if context and empty_ok and why is None and table_of(context):
             return ("skipped", opened, table_of(context))
         if context and printed and table_of(context):
-            return ("lost", opened, (context, why or "no table follows its title"))
+            return ("lost", opened, (context, why or Note("phrase.console_no_table")))
         return None
 
     while i < n:
@@ -171,19 +172,18 @@ def scan(lines: list[str], numbers: list[int]):
             i += 1
             continue
         table, j = found
-        if isinstance(table, str):              # looks like a table, is not one nsys-expert can read
-            where = f"line {numbers[i]}: {table}"
+        if isinstance(table, Note):             # looks like a table, is not one nsys-expert can read
+            at = Note("phrase.console_table_at", {"line": numbers[i], "why": table})
             if context:
-                why = why or f"the table at {where}"
+                why = why or at
             else:
-                yield ("lost", numbers[i], (None, f"the table at {where}"))
+                yield ("lost", numbers[i], (None, at))
             i = j
             continue
         table.line, table.end = numbers[table.line], numbers[j - 1]
         table.first_skipped = numbers[table.first_skipped] if table.skipped_lines else 0
         if not table.rows and table.bad_lines:  # a header over lines that are none of its rows
-            reason = (f"the table at line {table.line}: none of the {table.bad_lines} line(s) under its header "
-                      f"is a row of it")
+            reason = Note("phrase.console_no_rows", {"line": table.line, "n": table.bad_lines})
             if context:
                 why = why or reason
             else:
@@ -203,12 +203,12 @@ def _header_matches(cells: list[str]) -> bool:
     return bool(schema.match_header([schema.split_header_cell(c)[0] for c in cells]))
 
 
-def _unknown_header(cells: list[str]) -> str | None:
+def _unknown_header(cells: list[str]) -> Note | None:
     """Why a dashed / bordered header is not read, when it is an nsys-looking one (else None)."""
     labels = {schema.split_header_cell(c)[0] for c in cells}
     if len(labels & _NSYS_LABELS) >= 3:
         shown = " | ".join(c for c in cells if c)[:120]
-        return f"its header ({shown}) is not the header of a report nsys-expert reads"
+        return Note("phrase.console_unknown_header", {"header": shown})
     return None
 
 

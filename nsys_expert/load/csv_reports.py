@@ -1,8 +1,6 @@
 """Read one `nsys stats` CSV (or TSV) report into a canonical Polars frame.
 
-The header is found by its content, not its line number: `nsys stats` writes NOTICE /
-Processing / title lines ahead of it when its output is redirected (input-formats.md 1.2).
-Values are read as text and cast per column, so a bad cell becomes a counted, reported null
+The header is found by its content, not its line number (``csv_sniff``). Values are read as text and cast per column, so a bad cell becomes a counted, reported null
 instead of an exception; units are converted with the factor from the header.
 """
 from __future__ import annotations
@@ -16,98 +14,17 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..errors import InputError
+from ..notes import Note
 from . import chunks, compressed, numbers, repair, schema
+from .csv_sniff import MAX_PREAMBLE_LINES, NCU_HEADER, SNIFF_BYTES, Sniff, has_rows, sniff  # noqa: F401 - csv_reports.sniff
 from .normalize import NARROW
 
-SNIFF_BYTES = 256 * 1024
 # time columns kept as integer ns (the others, averages and deviations, are floats)
 INT_NS = {"start_ns", "end_ns", "dur_ns", "total_ns", "min_ns", "max_ns", "dur_child_ns", "dur_nonchild_ns",
           "total_proj_ns", "total_range_ns"}
-MAX_PREAMBLE_LINES = 200
-NCU_HEADER = '"ID","Process ID"'     # how an Nsight Compute CSV table begins (details and raw pages)
 EXPORT_HINT = ("export the reports with: nsys stats --format csv --output prof "
                "--report cuda_gpu_trace,cuda_api_trace,cuda_gpu_kern_sum,cuda_api_sum,cuda_gpu_mem_time_sum,"
                "cuda_gpu_mem_size_sum,nvtx_sum,nvtx_pushpop_trace,osrt_sum report.nsys-rep")
-
-
-@dataclass
-class Sniff:
-    """What the first bytes of a file say about it."""
-    path: str
-    kind: str                      # "csv-report", "empty", "binary", "text", "sqlite", "unknown-csv"
-    report: str | None = None      # report name from the file name, if any
-    spec: schema.ReportSpec | None = None
-    header_line: int = 0
-    delimiter: str = ","
-    cells: list[str] = field(default_factory=list)
-    candidates: list[schema.ReportSpec] = field(default_factory=list)
-
-
-def sniff(path: str) -> Sniff:
-    fname = compressed.logical_name(path)      # 'x_cuda_api_sum.csv.gz' says what 'x_cuda_api_sum.csv' says
-    report = schema.report_name_from_filename(fname)
-    head = compressed.head(path, SNIFF_BYTES)
-    if head.startswith(b"SQLite format 3\x00"):
-        return Sniff(path, "sqlite", report)
-    if not head.strip():
-        return Sniff(path, "empty", report, spec=schema.SPEC_BY_NAME.get(report or ""))
-    if b"\x00" in head or _mostly_binary(head):
-        # a small report with junk after its rows: the clean lines before the junk are sniffed
-        head = repair.clean_prefix(head) if len(head) < SNIFF_BYTES else b""
-        if not head.strip() or _mostly_binary(head):
-            return Sniff(path, "binary", report)
-    text = head.decode("utf-8", errors="replace").removeprefix("\ufeff")   # a byte-order mark: load/repair.py
-    lines = text.splitlines()
-    if any(line.lstrip("\ufeff").startswith(NCU_HEADER) for line in lines[:MAX_PREAMBLE_LINES]):
-        # an Nsight Compute table (load/ncu.py): never an nsys report; its raw page's header has 9,000
-        # cells, which matching against every report's signature would split one by one
-        return Sniff(path, "text" if report is None else "unknown-csv", report)
-    if len(head) == SNIFF_BYTES and lines:
-        lines = lines[:-1]  # the last line of the sniffed block may be cut
-    for i, line in enumerate(lines[:MAX_PREAMBLE_LINES]):
-        for delim in (",", "\t"):
-            if delim not in line:
-                continue
-            try:
-                cells = next(csv.reader([line], delimiter=delim))
-            except (csv.Error, StopIteration):
-                continue
-            labels = [schema.split_header_cell(c)[0] for c in cells]
-            cands = schema.match_header(labels)
-            if cands:
-                spec = _choose(cands, report)
-                return Sniff(path, "csv-report", report, spec, i, delim, cells, cands)
-    return Sniff(path, "text" if report is None else "unknown-csv", report)
-
-
-def has_rows(sn: Sniff) -> bool:
-    """Whether a sniffed report has a line of data after its header (from the file's first bytes)."""
-    head = compressed.head(sn.path, SNIFF_BYTES)
-    lines = head.decode("utf-8", errors="replace").splitlines()[sn.header_line + 1:]
-    return any(line.strip(" \t\r" + sn.delimiter) for line in lines)
-
-
-def _mostly_binary(head: bytes) -> bool:
-    sample = head[:4096]
-    bad = sum(1 for b in sample if b < 9 or (13 < b < 32))
-    if bad > len(sample) * 0.05:
-        return True
-    try:
-        sample.decode("utf-8")
-        return False
-    except UnicodeDecodeError as e:
-        # a cut multi-byte character at the end of the sample is fine; junk in the middle is not
-        text = sample.decode("utf-8", errors="replace")
-        return text.count("\ufffd") > max(8, len(text) * 0.05) and e.start < len(sample) - 4
-
-
-def _choose(cands: list[schema.ReportSpec], report: str | None) -> schema.ReportSpec:
-    if len(cands) == 1:
-        return cands[0]
-    by_name = schema.SPEC_BY_NAME.get(report or "")
-    if by_name in cands:
-        return by_name
-    return cands[0]  # api_sum vs osrt_sum without a telling file name: decided from the rows later
 
 
 @dataclass
@@ -116,7 +33,7 @@ class Loaded:
     frame: pl.DataFrame | None
     path: str
     report: str              # report name (from the file name when known, else the table's first name)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Note] = field(default_factory=list)
     era: str = "2023+"       # "2023+" or "2021-2022" (old report names / GridXYZ / MBps / None) or "2020"
     sections: bool = False   # more than this one report follows (a console capture): read it as console text
 
@@ -209,15 +126,35 @@ def read_report(sn: Sniff) -> Loaded:
     ``sections`` says so, and the loader reads it as console text."""
     path, spec = sn.path, sn.spec
     assert spec is not None
-    warnings: list[str] = []
-    source: object = path
     gz = compressed.is_gzip(path)
     fixed, warnings = (None, []) if gz else repair.plan(path, compressed.head(path, SNIFF_BYTES), len(sn.cells),
                                                          sn.delimiter, sn.header_line)
+    source = _source(sn, gz, fixed, warnings)
+    if source is None:
+        return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
+    opts = dict(skip_lines=sn.header_line, has_header=True, separator=sn.delimiter, encoding="utf8-lossy",
+                quote_char='"', truncate_ragged_lines=True, null_values=["None"], raise_if_empty=False,
+                glob=False)   # the path is literal: 'exp[12]/' or 'run*/' never reads a sibling folder
+    plan = schema.column_plan(sn.cells)
+    warnings += numbers.check_units(sn.cells, path)    # µs / MiB read and said; an unknown unit is an error
+    frame = _fast_read(source, spec, plan, opts) if len(set(sn.cells)) == len(sn.cells) else None
+    if not gz and fixed is None and _sections(path, sn, frame):
+        return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
+    if frame is None:
+        frame = _careful_read(source, spec, opts, path, warnings)
+    era = _era(sn, sn.cells)
+    return Loaded(spec.table, frame, path, sn.report or spec.names[0], warnings, era)
+
+
+def _source(sn: Sniff, gz: bool, fixed: bytes | None, warnings: list):
+    """What the read parses: the path, or the bytes (decompressed, repaired, or without a last row that
+    was cut, said in ``warnings``); None when more reports follow the table (a console capture)."""
+    path = sn.path
+    source: object = path
     if gz or fixed is not None:   # decompressed or repaired in memory, never beside the input
         data = fixed if fixed is not None else compressed.read_all(path)
         if _more_after_blank(data, _line_offset(data, sn.header_line)):
-            return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
+            return None
         ends_with_newline = data[-1:] in (b"\n", b"\r", b"")
         source = io.BytesIO(data)
     else:
@@ -234,8 +171,7 @@ def read_report(sn: Sniff) -> Loaded:
             body = data.rstrip(b"\r\n")
             start = body.rfind(b"\n") + 1
             source = io.BytesIO(data[:start])
-            warnings.append(f"{os.path.basename(path)}: the file was cut at line {cut_at} (its last row is incomplete: "
-                            f"cut short, then ended with a newline?); that row was left out")
+            warnings.append(Note("load.csv_cut_row", {"file": os.path.basename(path), "line": cut_at}))
     if not ends_with_newline:
         if isinstance(source, io.BytesIO):
             data = source.getvalue()
@@ -244,52 +180,50 @@ def read_report(sn: Sniff) -> Loaded:
                 data = fh.read()
         cut = data.rfind(b"\n")
         source = io.BytesIO(data[: cut + 1] if cut >= 0 else data)
-        warnings.append(f"{os.path.basename(path)}: the file ends in the middle of a row (cut short?); "
-                        f"its last, incomplete row was left out")
-    opts = dict(skip_lines=sn.header_line, has_header=True, separator=sn.delimiter, encoding="utf8-lossy",
-                quote_char='"', truncate_ragged_lines=True, null_values=["None"], raise_if_empty=False,
-                glob=False)   # the path is literal: 'exp[12]/' or 'run*/' never reads a sibling folder
-    plan = schema.column_plan(sn.cells)
-    warnings += numbers.check_units(sn.cells, path)    # µs / MiB read and said; an unknown unit is an error
+        warnings.append(Note("load.csv_ends_mid_row", {"file": os.path.basename(path)}))
+    return source
+
+
+def _fast_read(source, spec, plan, opts: dict) -> pl.DataFrame | None:
+    """The typed read; None when any cell does not parse (the careful path reads it then)."""
+    keep = schema.KEEP.get(spec.table)
+    plan_fast = [p for p in plan if keep is None or p[1] in keep]
+    dtypes = {cell: _dtype(name, cls, factor) for cell, name, cls, factor in plan_fast}
+    # long, repeated texts: a dictionary code per row, not a string
+    for cell, name, _, _ in plan_fast:
+        if (spec.table, name) in CATEGORIES:
+            dtypes[cell] = pl.Categorical
+    # the big traces' ids read as 32-bit integers at once (what normalize narrows them to when every
+    # value fits: a pass and a copy of each column less, and no 64-bit column held while reading);
+    # a value past 32 bits fails that read, and the 64-bit read is made instead
+    narrow = {cell: pl.Int32 for cell, name, _, _ in plan_fast
+              if name in NARROW.get(spec.table, ()) and dtypes[cell] == pl.Int64}
     frame = None
-    if len(set(sn.cells)) == len(sn.cells):
-        # fast path: typed read; any cell that does not parse sends us to the careful path below
-        keep = schema.KEEP.get(spec.table)
-        plan_fast = [p for p in plan if keep is None or p[1] in keep]
-        dtypes = {cell: _dtype(name, cls, factor) for cell, name, cls, factor in plan_fast}
-        # long, repeated texts: a dictionary code per row, not a string
-        for cell, name, _, _ in plan_fast:
-            if (spec.table, name) in CATEGORIES:
-                dtypes[cell] = pl.Categorical
-        # the big traces' ids read as 32-bit integers at once (what normalize narrows them to when every
-        # value fits: a pass and a copy of each column less, and no 64-bit column held while reading);
-        # a value past 32 bits fails that read, and the 64-bit read is made instead
-        narrow = {cell: pl.Int32 for cell, name, _, _ in plan_fast
-                  if name in NARROW.get(spec.table, ()) and dtypes[cell] == pl.Int64}
-        for types in ([{**dtypes, **narrow}, dtypes] if narrow else [dtypes]):
-            frame = _typed(source, plan_fast, types, opts)
-            if frame is not None:
-                break
-    if not gz and fixed is None and _sections(path, sn, frame):
-        return Loaded(spec.table, None, path, sn.report or spec.names[0], sections=True)
-    if frame is None:
-        try:
-            raw = pl.read_csv(source, infer_schema=False, **opts)
-        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError, OSError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise InputError(f"cannot parse this {spec.table} CSV ({first[:120]})", path,
-                             "re-export it with nsys stats --format csv") from e
-        plan = schema.column_plan(list(raw.columns))
-        exprs = []
-        for cell, name, cls, factor in plan:
-            if cls == "str":
-                exprs.append(pl.col(cell).alias(name))
-            else:
-                exprs.append(_scale(numbers.parse(cell, _dtype(name, cls, factor)), name, cls, factor))
-        frame = raw.select(exprs)
-        warnings += numbers.notes(raw, plan, path) + _bad_cells(raw, frame, plan, path)
-    era = _era(sn, sn.cells)
-    return Loaded(spec.table, frame, path, sn.report or spec.names[0], warnings, era)
+    for types in ([{**dtypes, **narrow}, dtypes] if narrow else [dtypes]):
+        frame = _typed(source, plan_fast, types, opts)
+        if frame is not None:
+            break
+    return frame
+
+
+def _careful_read(source, spec, opts: dict, path: str, warnings: list) -> pl.DataFrame:
+    """Every cell read as text and cast column by column: a cell that does not parse is a counted null."""
+    try:
+        raw = pl.read_csv(source, infer_schema=False, **opts)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError, OSError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"cannot parse this {spec.table} CSV ({first[:120]})", path,
+                         "re-export it with nsys stats --format csv") from e
+    plan = schema.column_plan(list(raw.columns))
+    exprs = []
+    for cell, name, cls, factor in plan:
+        if cls == "str":
+            exprs.append(pl.col(cell).alias(name))
+        else:
+            exprs.append(_scale(numbers.parse(cell, _dtype(name, cls, factor)), name, cls, factor))
+    frame = raw.select(exprs)
+    warnings += numbers.notes(raw, plan, path) + _bad_cells(raw, frame, plan, path)
+    return frame
 
 
 def _typed(source, plan_fast, dtypes: dict, opts: dict) -> pl.DataFrame | None:
@@ -384,7 +318,7 @@ def _era(sn: Sniff, columns: list[str]) -> str:
     return "2023+"
 
 
-def _bad_cells(raw: pl.DataFrame, frame: pl.DataFrame, plan, path: str) -> list[str]:
+def _bad_cells(raw: pl.DataFrame, frame: pl.DataFrame, plan, path: str) -> list[Note]:
     """Count cells that had text but did not parse as the number their column holds."""
     out = []
     checks = []
@@ -399,6 +333,5 @@ def _bad_cells(raw: pl.DataFrame, frame: pl.DataFrame, plan, path: str) -> list[
     for name in had.columns:
         bad = int((had[name] & frame[name].is_null()).sum())
         if bad:
-            out.append(f"{os.path.basename(path)}: {bad} value(s) in column '{name}' are not numbers; "
-                       f"those cells were read as missing")
+            out.append(Note("load.bad_cells", {"file": os.path.basename(path), "n": bad, "column": name}))
     return out

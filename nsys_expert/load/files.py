@@ -102,3 +102,33 @@ def not_a_profile(path: str) -> tuple[str, str]:
     return (f"is {file_kind(path)}, not a profile nsys-expert reads",
             "give a folder of nsys stats CSVs, an nsys export .sqlite, a .nsys-rep, a torch.profiler trace "
             "(.pt.trace.json) or a log with nsys stats tables; nsys-expert command stats prints the commands")
+
+
+def list_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    """Files of the given folders (one level), plus the files of an ``ncu`` subfolder. Every entry
+    is checked first (``files.check_path``): a link loop, a dangling link, a FIFO or an unreadable
+    file is an InputError naming it, not a crash or a hang."""
+    files, skipped_dirs = [], []
+    for p in paths:
+        if stat.S_ISDIR(check_path(p).st_mode):
+            for name in list_folder(p):
+                full = os.path.join(p, name)
+                if name.startswith(".") and not os.path.isdir(full):
+                    continue
+                if os.path.isdir(full):
+                    if name.lower() in ("ncu", "nsight-compute", "ncu-rep", "ncu_csv"):
+                        check_path(full)
+                        for f in list_folder(full):
+                            if not f.startswith("."):
+                                sub = os.path.join(full, f)
+                                if not os.path.isdir(sub):
+                                    check_path(sub)
+                                    files.append(sub)
+                    else:
+                        skipped_dirs.append(full)
+                else:
+                    check_path(full)
+                    files.append(full)
+        else:
+            files.append(p)
+    return files, skipped_dirs

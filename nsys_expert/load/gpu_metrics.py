@@ -29,6 +29,8 @@ import sqlite3
 
 import polars as pl
 
+from ..notes import Note
+
 SAMPLES = "GPU_METRICS"
 NAMES = "TARGET_INFO_GPU_METRICS"
 
@@ -112,7 +114,7 @@ def read(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], path: str, f
     f = (frame(con, sql, raw_schema) if frame is not None
          else pl.DataFrame(con.execute(sql).fetchall(), schema=raw_schema, orient="row"))
     if f.height == 0:
-        return None, {}, [f"{base}: the GPU_METRICS table holds no samples of the known metrics"]
+        return None, {}, [Note("load.gpu_metrics_none", {"file": base})]
     key_of = {m: k_ for k_, (m, _n) in found.items()}
     warnings = []
     if len(types) == len(gpus):
@@ -120,8 +122,7 @@ def read(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], path: str, f
     else:
         dev_of = {t: i for i, t in enumerate(types)}
         if gpus:
-            warnings.append(f"{base}: {len(types)} GPU metrics sources for {len(gpus)} GPUs: the metrics are "
-                            f"numbered by source, not by CUDA device id")
+            warnings.append(Note("load.gpu_metrics_sources", {"file": base, "sources": len(types), "gpus": len(gpus)}))
     f = f.select(pl.col("type").replace_strict(dev_of, default=None, return_dtype=pl.Int64).alias("device_id"),
                  pl.col("mid").replace_strict(key_of, return_dtype=pl.String).alias("metric"),
                  (pl.lit(origin) + pl.col("b") * width).round(0).cast(pl.Int64).alias("s"),

@@ -30,6 +30,7 @@ from collections import Counter
 
 import polars as pl
 
+from ..notes import Note
 from ..errors import InputError
 from . import compressed, kineto_decode
 from . import kineto_values as kv
@@ -184,8 +185,7 @@ def read_kineto(path: str):
         part.tables["api_trace"] = a
         part.tables["api_sum"] = _summary(a, "dur_ns")
     else:
-        part.warnings.append(f"{base}: no cuda_runtime events in this trace (profiled without the CPU activity?): "
-                             f"launches and synchronizations are not seen")
+        part.warnings.append(Note("load.kineto_no_runtime", {"file": base}))
     cpu = c.frame("cpu", CPU)
     if cpu.height:
         part.tables["cpu_trace"] = cpu.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns")).sort(

@@ -16,6 +16,8 @@ from collections import Counter
 
 import polars as pl
 
+from ..notes import CODES, Note
+
 LIMIT_NS = 1 << 62
 _I64 = (-(1 << 63), (1 << 63) - 1)
 ERRORS = (TypeError, ValueError, OverflowError, UnicodeEncodeError, pl.exceptions.PolarsError)
@@ -26,10 +28,10 @@ def time_ns(us, dropped: Counter, what: str) -> int | None:
     try:
         x = float(us) * 1000.0
     except (TypeError, ValueError, OverflowError):
-        dropped[(what, "a time that is not a number")] += 1
+        dropped[(what, "kineto.time_not_number", "")] += 1
         return None
     if not math.isfinite(x) or abs(x) >= LIMIT_NS:
-        dropped[(what, "a time that is infinite, NaN or past 2**62 ns")] += 1
+        dropped[(what, "kineto.time_out_of_range", "")] += 1
         return None
     return int(round(x))
 
@@ -40,9 +42,9 @@ def _int(v, col: str, dropped: Counter):
     if isinstance(v, int) and not isinstance(v, bool):
         if _I64[0] <= v <= _I64[1]:
             return v
-        dropped[(col, "a number past the 64-bit integer range")] += 1
+        dropped[(col, "kineto.past_int64", "")] += 1
         return None
-    dropped[(col, f"a value that is not an integer ({type(v).__name__})")] += 1
+    dropped[(col, "kineto.not_integer", type(v).__name__)] += 1
     return None
 
 
@@ -56,9 +58,9 @@ def _float(v, col: str, dropped: Counter):
             x = math.inf
         if math.isfinite(x):
             return x
-        dropped[(col, "a number that is infinite or NaN")] += 1
+        dropped[(col, "kineto.not_finite", "")] += 1
         return None
-    dropped[(col, f"a value that is not a number ({type(v).__name__})")] += 1
+    dropped[(col, "kineto.not_number", type(v).__name__)] += 1
     return None
 
 
@@ -69,7 +71,7 @@ def _str(v, col: str, dropped: Counter):
     try:
         s.encode("utf-8")
     except UnicodeEncodeError:
-        dropped[(col, "a lone UTF-16 surrogate (shown as '?')")] += 1
+        dropped[(col, "kineto.surrogate", "")] += 1
         s = s.encode("utf-8", "replace").decode("utf-8")
     return s
 
@@ -90,7 +92,7 @@ def frame(cols: dict, schema: dict, dropped: Counter) -> pl.DataFrame:
     for k in (k for k, t in schema.items() if t == pl.Float64):   # 1e400 reads as inf, and polars takes it
         bad = int((~df[k].is_finite()).sum())
         if bad:
-            dropped[(k, "a number that is infinite or NaN")] += bad
+            dropped[(k, "kineto.not_finite", "")] += bad
             df = df.with_columns(pl.when(pl.col(k).is_finite()).then(pl.col(k)).alias(k))
     return df
 
@@ -109,24 +111,28 @@ def dedupe(g: pl.DataFrame, a: pl.DataFrame, dropped: Counter) -> tuple[pl.DataF
     ids = a["corr_id"]
     if ids.len() and ids.drop_nulls().n_unique() < ids.len() - ids.null_count():
         keep = ids.is_null() | ~ids.is_duplicated() | ids.is_first_distinct()
-        dropped[("runtime calls", "a correlation id another call has (the first call kept)")] += int((~keep).sum())
+        dropped[("runtime_calls", "kineto.corr_id_twice", "")] += int((~keep).sum())
         a = a.filter(keep)
     if g.height and g.n_unique() < g.height:
         kept = g.unique(keep="first", maintain_order=True)
-        dropped[("GPU events", "an exact copy of another event")] += g.height - kept.height
+        dropped[("gpu_events", "kineto.exact_copy", "")] += g.height - kept.height
         g = kept
     return g, a
 
 
-_WORDS = {"corr_id": "correlation ids", "device_id": "device ids", "stream": "stream ids", "pid": "process ids",
-          "tid": "thread ids", "bytes": "byte counts", "name": "names", "src_kind": "copy kinds", "dst_kind": "copy kinds"}
+# what was dropped, in words (notes/codes.py): events, or a column's values
+_WORDS = {"src_kind": "copy_kind", "dst_kind": "copy_kind"}
 
 
-def notes(base: str, dropped: Counter) -> list[str]:
-    """One warning per kind of value dropped: how many, what, why, and what became of it."""
+def notes(base: str, dropped: Counter) -> list[Note]:
+    """One warning per kind of value dropped: how many, what, why, and what became of it. ``dropped``
+    counts (what: an event kind or a column, why: a ``kineto.*`` code, the type name it speaks of)."""
     out = []
-    for (what, why), n in sorted(dropped.items()):
-        done = ("left out" if what in ("events", "runtime calls", "GPU events")
-                else "kept with '?' in its place" if "surrogate" in why else "read as unknown")
-        out.append(f"{base}: {n:,} {_WORDS.get(what, what)} with {why}: {done}")
+    for (what, why, type_name), n in sorted(dropped.items()):
+        done = ("kineto.left_out" if what in ("events", "runtime_calls", "gpu_events")
+                else "kineto.kept_as_question" if why == "kineto.surrogate" else "kineto.read_as_unknown")
+        word = "kineto." + _WORDS.get(what, what)
+        out.append(Note("load.kineto_dropped", {
+            "file": base, "n": n, "what": Note(word) if word in CODES else what,
+            "why": Note(why, {"type": type_name} if type_name else {}), "done": Note(done)}))
     return out

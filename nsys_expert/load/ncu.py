@@ -39,6 +39,7 @@ import re
 
 import polars as pl
 
+from ..notes import Note
 from ..errors import InputError
 from . import compressed
 from .profile import Part
@@ -196,9 +197,8 @@ def read_ncu(path: str) -> Part:
     start = next((i for i, ln in enumerate(lines) if _is_header(ln)), None)
     if start is None:
         if _is_text_page(lines[:2000]):
-            return Part("ncu-text", path, warnings=[
-                f"{os.path.basename(path)} is the text form of an Nsight Compute report, which nsys-expert does "
-                f"not read ({NCU_HINT})"])
+            return Part("ncu-text", path, warnings=[Note("load.ncu_text_form", {
+                "file": os.path.basename(path), "hint": Note("phrase.ncu_export_hint")})])
         raise _failure(path, lines)
     # from the header on, ncu's own messages (==PROF== ...) and blank lines are not part of the table
     body = [ln for ln in lines[start:] if ln.strip() and not ln.startswith("==")]
@@ -213,19 +213,17 @@ def read_ncu(path: str) -> Part:
         at = len(lines) - next(i for i, ln in enumerate(reversed(lines)) if ln.strip())
         launch = rows[-1][0].strip() if rows[-1] else "?"
         rows = rows[:-1]
-        warnings.append(f"{os.path.basename(path)}: the file was cut at line {at} (its last row is incomplete); that "
-                        f"row was left out, and the metrics of launch {launch} after it are missing")
+        warnings.append(Note("load.ncu_cut", {"file": os.path.basename(path), "line": at, "launch": launch}))
     skipped = sum(1 for ln in lines[:start] if ln.strip() and not ln.startswith("=="))
     if skipped:
-        warnings.append(f"{os.path.basename(path)}: {skipped} line(s) of other output (the application's own "
-                        f"stdout) before the ncu table were skipped")
+        warnings.append(Note("load.ncu_other_output", {"file": os.path.basename(path), "n": skipped}))
     if "Metric Name" in header:
         part = _read_details(path, header, rows[1:], warnings)
     else:
         part = _read_raw(path, header, rows[1:], warnings)
     errors = [ln.strip() for ln in lines if ln.startswith("==ERROR==")]
     if errors:
-        part.warnings.append(f"{os.path.basename(path)}: ncu reported an error: {errors[0][:200]}")
+        part.warnings.append(Note("load.ncu_error", {"file": os.path.basename(path), "error": errors[0][:200]}))
     return part
 
 
@@ -305,7 +303,7 @@ def _read_details(path: str, header: list[str], rows: list[list[str]], warnings:
         metrics.append({**ident, "section": section, "metric": cell(row, "metric").strip(), "unit": unit,
                         "value": value, "text": raw.strip()})
     if bad:
-        warnings.append(f"{base}: {bad} row(s) that are not ncu data were skipped")
+        warnings.append(Note("load.ncu_not_data", {"file": base, "n": bad}))
     if not metrics and not rules:
         raise InputError("this ncu details CSV has a header but no data rows", path,
                          "profile again: was any kernel matched by --kernel-name / --launch-skip?")
@@ -331,7 +329,7 @@ def _read_raw(path: str, header: list[str], rows: list[list[str]], warnings: lis
         units, rows = rows[0], rows[1:]
     data = [r for r in rows if r and _ROW_ID.fullmatch(r[0] or "")]
     if len(data) < len(rows):
-        warnings.append(f"{os.path.basename(path)}: {len(rows) - len(data)} row(s) that are not ncu data were skipped")
+        warnings.append(Note("load.ncu_not_data", {"file": os.path.basename(path), "n": len(rows) - len(data)}))
     if not data:
         raise InputError("this ncu raw CSV has a header but no launches", path,
                          "profile again: was any kernel matched by --kernel-name / --launch-skip?")

@@ -14,6 +14,7 @@ import re
 
 import polars as pl
 
+from ..notes import Note
 from . import sanity, schema
 
 _COPY_KINDS = {
@@ -114,122 +115,153 @@ def _narrow(frame: pl.DataFrame, cols: tuple[str, ...]) -> pl.DataFrame:
     return frame.with_columns(casts) if casts else frame
 
 
-def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame, list[str]]:
-    warnings: list[str] = []
+def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame, list[Note]]:
+    """``frame`` as every later step reads it (rows no time can be true of left out, codes for the
+    repeated texts, the derived columns), and the warnings that say what was left out."""
+    warnings: list[Note] = []
     base = os.path.basename(path)
     distinct = None   # the distinct names, when a step below has found them
     if table in ("gpu_trace", "api_trace"):
-        bad = frame.filter(pl.col("start_ns").is_null() | pl.col("dur_ns").is_null() | (pl.col("dur_ns") < 0))
-        if bad.height:
-            ex = bad.row(0, named=True)
-            example = f" (e.g. start {ex['start_ns']}, duration {ex['dur_ns']})"
-            if bad.height * 2 > frame.height:   # most rows impossible: the table, not a few rows, is broken
-                warnings.append(f"{base}: {bad.height} of {frame.height} rows have a missing or negative start or "
-                                f"duration{example}: most of the table cannot be true, so none of it is used; "
-                                f"export the report again from the .nsys-rep")
-                frame = frame.head(0)
-            else:
-                warnings.append(f"{base}: {bad.height} of {frame.height} rows have a missing or negative start or "
-                                f"duration and were left out, row by row{example}")
-            frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("dur_ns").is_not_null()
-                                 & (pl.col("dur_ns") >= 0))
-        long = frame.filter(sanity.too_long(frame))
-        if long.height:   # before end = start + duration, which would overflow
-            warnings.append(f"{base}: {long.height} row(s) last longer than a day (the longest "
-                            f"{int(long['dur_ns'].max()) / 3.15576e16:.3g} years): impossible for one operation "
-                            f"(a damaged time stamp?); left out")
-            frame = frame.filter(~sanity.too_long(frame))
-        if "end_ns" not in frame.columns or bad.height:   # the SQLite export gives the end itself
-            frame = frame.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
-        if frame["name"].null_count():
-            frame = frame.with_columns(pl.col("name").fill_null(""))
+        frame = _timed_rows(frame, base, warnings)
     if table == "gpu_trace":
-        # kernel names are long and few: keep them categorical, classify each distinct one once
-        if frame.schema["name"] != pl.Categorical:
-            frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
-        if frame.schema.get("kind") != OP_KINDS:   # (the SQLite loader knows it from the table each row came from)
-            kinds = frame.select(pl.col("name").unique()).with_columns(gpu_op_kind_expr().cast(OP_KINDS).alias("kind"))
-            distinct = kinds["name"]
-            # every name is a kernel's but a few ([CUDA memcpy ...], [CUDA memset], [CUDA graph]): those few are
-            # looked for, and the rest is a constant (a per-row mapping of ten million names cost 0.15 s)
-            kind = pl.lit("kernel", OP_KINDS)
-            for k in ("memcpy", "memset", "graph"):
-                names = [n for n, v in kinds.iter_rows() if v == k]
-                if names:
-                    kind = pl.when(pl.col("name").is_in(names)).then(pl.lit(k, OP_KINDS)).otherwise(kind)
-            frame = frame.with_columns(kind.alias("kind"))
-        # derived columns are computed on the few copy rows / distinct devices and scattered back:
-        # joining or concatenating a million rows of long kernel names costs more than the trace read
-        idx = frame.select(pl.arg_where(pl.col("kind") == "memcpy")).to_series()
-        # (codes, not texts: a text column costs 16 bytes a row even where it is empty, as on every kernel's row)
-        ck = pl.repeat(None, frame.height, dtype=pl.Categorical, eager=True).alias("copy_kind")
-        if idx.len():
-            ck = ck.scatter(idx, frame[idx].select(copy_kind_expr().cast(pl.Categorical)).to_series())
-        frame = frame.with_columns(ck)
-        # the device id per row; the GPU names stay with the few distinct devices (load's meta "gpus"):
-        # a name column per row cost 0.12 s and 40-160 MB per million operations
-        if "device_id" in frame.columns:  # a loader that knows the device ids (SQLite) gives them directly
-            pass
-        elif "device" in frame.columns:
-            ids = device_ids(frame["device"].unique().drop_nulls().to_list())
-            if len(ids) == 1 and not frame["device"].null_count():   # one GPU: a constant
-                frame = frame.with_columns(pl.lit(next(iter(ids.values())), pl.Int64).alias("device_id"))
-            else:
-                frame = frame.with_columns(pl.col("device").replace_strict(ids, default=0, return_dtype=pl.Int64)
-                                             .alias("device_id"))
-        else:
-            frame = frame.with_columns(pl.lit(0, pl.Int64).alias("device_id"))
-        if not frame["start_ns"].is_sorted():
-            frame = frame.sort("start_ns", maintain_order=True)
-        for col in ("corr_id", "stream", "bytes"):
-            if col not in frame.columns:
-                frame = frame.with_columns(pl.lit(None, pl.Int64 if col != "bytes" else pl.Float64).alias(col))
-        for col in ("src_kind", "dst_kind"):   # codes, as copy_kind (every loader's frame alike)
-            if col not in frame.columns:
-                frame = frame.with_columns(pl.lit(None, pl.Categorical).alias(col))
-            elif frame.schema[col] != pl.Categorical:
-                frame = frame.with_columns(pl.col(col).cast(pl.Categorical))
+        frame, distinct = _gpu_trace(frame)
     if table == "api_trace":
-        if frame.schema["name"] != pl.Categorical:   # millions of calls, a few hundred names: a code per row
-            frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
-        if "base_name" not in frame.columns:   # (the SQLite loader gives it)
-            frame = frame.with_columns(_base_name(frame).alias("base_name"))
-        for col in ("corr_id", "tid", "pid"):
-            if col not in frame.columns:
-                frame = frame.with_columns(pl.lit(None, pl.Int64).alias(col))
+        frame = _api_trace(frame)
     if table == "nvtx_trace":
-        bad = frame.filter(pl.col("start_ns").is_null() | pl.col("end_ns").is_null()
-                           | (pl.col("end_ns") < pl.col("start_ns")))
-        if bad.height:
-            warnings.append(f"{base}: {bad.height} NVTX ranges without a valid start/end were left out")
-            frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null()
-                                 & (pl.col("end_ns") >= pl.col("start_ns")))
-        frame = frame.with_columns(pl.col("name").fill_null("").str.replace(r"^:", "").alias("name"))
-        for col in ("tid", "level"):
-            if col not in frame.columns:
-                frame = frame.with_columns(pl.lit(None, pl.Int64).alias(col))
+        frame = _nvtx_trace(frame, base, warnings)
     if table in ("nvtx_sum", "nvtx_pushpop_sum", "nvtx_gpu_proj_sum"):
         frame = frame.with_columns(pl.col("name").fill_null("").str.replace(r"^:", "").alias("name"))
     if table in ("api_sum",):
         frame = frame.with_columns(_base_name(frame).alias("base_name"))
     if table in ("kern_sum", "api_sum", "osrt_sum", "gpu_sum", "mem_time_sum", "nvtx_sum", "nvtx_pushpop_sum"):
-        good = pl.col("total_ns").is_not_null() & (pl.col("total_ns") >= 0)
-        if "count" in frame.columns:    # a row cut inside its numbers has a time but no count
-            good = good & pl.col("count").is_not_null() & (pl.col("count") >= 0)
-        bad = frame.filter(~good)
-        if bad.height:
-            warnings.append(f"{base}: {bad.height} rows without a valid total time or count were left out")
-            frame = frame.filter(good)
+        frame = _summary_rows(frame, base, warnings)
     if table in NARROW:
         frame = _narrow(frame, NARROW[table])
     if "name" in frame.columns and frame.height:
-        names = (frame["name"].unique() if distinct is None else distinct).drop_nulls().cast(pl.String)
-        lost = names.filter(names.str.contains("\ufffd", literal=True))
-        if lost.len():   # bytes that were not UTF-8 (or a re-encoded file): the names are not what nsys wrote
-            warnings.append(f"{base}: {lost.len()} name(s) hold U+FFFD replacement characters (e.g. "
-                            f"'{lost[0][:60]}'): characters were lost before nsys-expert read the file (not UTF-8, "
-                            f"or re-encoded); those names are shown as read and may not match other reports")
+        _lost_characters(frame, distinct, base, warnings)
     return frame, warnings
+
+
+def _timed_rows(frame: pl.DataFrame, base: str, warnings: list) -> pl.DataFrame:
+    """A trace without the rows whose start or duration cannot be true (all of it when most are), and
+    with its end column."""
+    bad = frame.filter(pl.col("start_ns").is_null() | pl.col("dur_ns").is_null() | (pl.col("dur_ns") < 0))
+    if bad.height:
+        ex = bad.row(0, named=True)
+        example = {"file": base, "bad": bad.height, "rows": frame.height, "start": ex["start_ns"], "dur": ex["dur_ns"]}
+        if bad.height * 2 > frame.height:   # most rows impossible: the table, not a few rows, is broken
+            warnings.append(Note("load.most_rows_bad", example))
+            frame = frame.head(0)
+        else:
+            warnings.append(Note("load.rows_bad", example))
+        frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("dur_ns").is_not_null()
+                             & (pl.col("dur_ns") >= 0))
+    long = frame.filter(sanity.too_long(frame))
+    if long.height:   # before end = start + duration, which would overflow
+        warnings.append(Note("load.rows_too_long", {"file": base, "n": long.height,
+                                                    "years": int(long["dur_ns"].max()) / 3.15576e16}))
+        frame = frame.filter(~sanity.too_long(frame))
+    if "end_ns" not in frame.columns or bad.height:   # the SQLite export gives the end itself
+        frame = frame.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"))
+    if frame["name"].null_count():
+        frame = frame.with_columns(pl.col("name").fill_null(""))
+    return frame
+
+
+def _gpu_trace(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series | None]:
+    """The GPU trace with its kind, copy kind and device id columns; and its distinct names, when
+    classifying them found them."""
+    distinct = None
+    # kernel names are long and few: keep them categorical, classify each distinct one once
+    if frame.schema["name"] != pl.Categorical:
+        frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
+    if frame.schema.get("kind") != OP_KINDS:   # (the SQLite loader knows it from the table each row came from)
+        kinds = frame.select(pl.col("name").unique()).with_columns(gpu_op_kind_expr().cast(OP_KINDS).alias("kind"))
+        distinct = kinds["name"]
+        # every name is a kernel's but a few ([CUDA memcpy ...], [CUDA memset], [CUDA graph]): those few are
+        # looked for, and the rest is a constant (a per-row mapping of ten million names cost 0.15 s)
+        kind = pl.lit("kernel", OP_KINDS)
+        for k in ("memcpy", "memset", "graph"):
+            names = [n for n, v in kinds.iter_rows() if v == k]
+            if names:
+                kind = pl.when(pl.col("name").is_in(names)).then(pl.lit(k, OP_KINDS)).otherwise(kind)
+        frame = frame.with_columns(kind.alias("kind"))
+    # derived columns are computed on the few copy rows / distinct devices and scattered back:
+    # joining or concatenating a million rows of long kernel names costs more than the trace read
+    idx = frame.select(pl.arg_where(pl.col("kind") == "memcpy")).to_series()
+    # (codes, not texts: a text column costs 16 bytes a row even where it is empty, as on every kernel's row)
+    ck = pl.repeat(None, frame.height, dtype=pl.Categorical, eager=True).alias("copy_kind")
+    if idx.len():
+        ck = ck.scatter(idx, frame[idx].select(copy_kind_expr().cast(pl.Categorical)).to_series())
+    frame = _device_ids(frame.with_columns(ck))
+    if not frame["start_ns"].is_sorted():
+        frame = frame.sort("start_ns", maintain_order=True)
+    for col in ("corr_id", "stream", "bytes"):
+        if col not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, pl.Int64 if col != "bytes" else pl.Float64).alias(col))
+    for col in ("src_kind", "dst_kind"):   # codes, as copy_kind (every loader's frame alike)
+        if col not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, pl.Categorical).alias(col))
+        elif frame.schema[col] != pl.Categorical:
+            frame = frame.with_columns(pl.col(col).cast(pl.Categorical))
+    return frame, distinct
+
+
+def _device_ids(frame: pl.DataFrame) -> pl.DataFrame:
+    """The device id per row; the GPU names stay with the few distinct devices (load's meta "gpus"):
+    a name column per row cost 0.12 s and 40-160 MB per million operations."""
+    if "device_id" in frame.columns:  # a loader that knows the device ids (SQLite) gives them directly
+        return frame
+    if "device" in frame.columns:
+        ids = device_ids(frame["device"].unique().drop_nulls().to_list())
+        if len(ids) == 1 and not frame["device"].null_count():   # one GPU: a constant
+            return frame.with_columns(pl.lit(next(iter(ids.values())), pl.Int64).alias("device_id"))
+        return frame.with_columns(pl.col("device").replace_strict(ids, default=0, return_dtype=pl.Int64)
+                                  .alias("device_id"))
+    return frame.with_columns(pl.lit(0, pl.Int64).alias("device_id"))
+
+
+def _api_trace(frame: pl.DataFrame) -> pl.DataFrame:
+    if frame.schema["name"] != pl.Categorical:   # millions of calls, a few hundred names: a code per row
+        frame = frame.with_columns(pl.col("name").cast(pl.Categorical))
+    if "base_name" not in frame.columns:   # (the SQLite loader gives it)
+        frame = frame.with_columns(_base_name(frame).alias("base_name"))
+    for col in ("corr_id", "tid", "pid"):
+        if col not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, pl.Int64).alias(col))
+    return frame
+
+
+def _nvtx_trace(frame: pl.DataFrame, base: str, warnings: list) -> pl.DataFrame:
+    bad = frame.filter(pl.col("start_ns").is_null() | pl.col("end_ns").is_null()
+                       | (pl.col("end_ns") < pl.col("start_ns")))
+    if bad.height:
+        warnings.append(Note("load.nvtx_bad", {"file": base, "n": bad.height}))
+        frame = frame.filter(pl.col("start_ns").is_not_null() & pl.col("end_ns").is_not_null()
+                             & (pl.col("end_ns") >= pl.col("start_ns")))
+    frame = frame.with_columns(pl.col("name").fill_null("").str.replace(r"^:", "").alias("name"))
+    for col in ("tid", "level"):
+        if col not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, pl.Int64).alias(col))
+    return frame
+
+
+def _summary_rows(frame: pl.DataFrame, base: str, warnings: list) -> pl.DataFrame:
+    good = pl.col("total_ns").is_not_null() & (pl.col("total_ns") >= 0)
+    if "count" in frame.columns:    # a row cut inside its numbers has a time but no count
+        good = good & pl.col("count").is_not_null() & (pl.col("count") >= 0)
+    bad = frame.filter(~good)
+    if bad.height:
+        warnings.append(Note("load.summary_bad", {"file": base, "n": bad.height}))
+        frame = frame.filter(good)
+    return frame
+
+
+def _lost_characters(frame: pl.DataFrame, distinct, base: str, warnings: list) -> None:
+    names = (frame["name"].unique() if distinct is None else distinct).drop_nulls().cast(pl.String)
+    lost = names.filter(names.str.contains("\ufffd", literal=True))
+    if lost.len():   # bytes that were not UTF-8 (or a re-encoded file): the names are not what nsys wrote
+        warnings.append(Note("load.replacement_chars", {"file": base, "n": lost.len(), "example": lost[0][:60]}))
 
 
 def looks_like_api_names(frame: pl.DataFrame) -> bool:

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 
+from ..notes import renamed
 from ..cache import content_id
 from ..errors import InputError
 from .profile import Part
@@ -84,7 +85,7 @@ def _one_line(text: str) -> str:
 
 def _as_report(part: Part, path: str) -> Part:
     """The frames come from the export; the input the user gave (and the report lists) is the report."""
-    part.warnings = [w.replace(os.path.basename(part.path), os.path.basename(path)) for w in part.warnings]
+    part.warnings = [renamed(w, os.path.basename(part.path), os.path.basename(path)) for w in part.warnings]
     part.path = path
     part.report = None
     return part

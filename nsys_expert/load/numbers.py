@@ -13,6 +13,7 @@ import os
 import polars as pl
 
 from ..errors import InputError
+from ..notes import Note
 from . import schema
 
 THOUSANDS = r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$"
@@ -37,7 +38,7 @@ def parse(cell: str, dtype) -> pl.Expr:
     return s.cast(dtype, strict=False)
 
 
-def notes(raw: pl.DataFrame, plan, path: str) -> list[str]:
+def notes(raw: pl.DataFrame, plan, path: str) -> list[Note]:
     """One warning per column that held thousands separators or scientific notation."""
     base = os.path.basename(path)
     out = []
@@ -49,17 +50,14 @@ def notes(raw: pl.DataFrame, plan, path: str) -> list[str]:
         n_sci = int(s.str.contains(SCIENTIFIC).sum() or 0)
         if n_sep:
             ex = s.filter(s.str.contains(THOUSANDS)).head(1).item()
-            out.append(f"{base}: {n_sep} value(s) in column '{cell}' are written with thousands separators "
-                       f"(e.g. {ex}); read as the numbers they mean (nsys writes plain numbers: was the file "
-                       f"re-saved by another program?)")
+            out.append(Note("load.thousands", {"file": base, "n": n_sep, "column": cell, "example": ex}))
         if n_sci:
             ex = s.filter(s.str.contains(SCIENTIFIC)).head(1).item()
-            out.append(f"{base}: {n_sci} value(s) in column '{cell}' are in scientific notation (e.g. {ex}); "
-                       f"read as numbers, to the precision written (nsys writes plain numbers)")
+            out.append(Note("load.scientific", {"file": base, "n": n_sci, "column": cell, "example": ex}))
     return out
 
 
-def check_units(cells: list[str], path: str) -> list[str]:
+def check_units(cells: list[str], path: str) -> list[Note]:
     """One warning naming the columns in units nsys does not write in CSV reports but whose meaning is
     unambiguous (µs, us, ms, s, KiB, MiB, ...: converted); an InputError for a unit no one can convert in
     a time or size column."""
@@ -82,14 +80,17 @@ def check_units(cells: list[str], path: str) -> list[str]:
     if not odd:
         return []
     units = sorted({u for _, u in odd})
-    how = ", ".join(f"{u} as {'1000 ns' if u in EXTRA_TIME else _factor(u)}" for u in units)
-    cols = ", ".join(f"'{c}'" for c, _ in odd[:3]) + (f" and {len(odd) - 3} more" if len(odd) > 3 else "")
-    return [f"{os.path.basename(path)}: column(s) {cols} are not in nsys's default units (ns, MB: "
-            f"exported with --timeunit, or re-saved by another program?): read as written ({how})"]
+    how = tuple(Note("phrase.unit_as", {"unit": u, "factor": Note("phrase.unit_1000_ns") if u in EXTRA_TIME
+                                        else _factor(u)}) for u in units)
+    cols = tuple(f"'{c}'" for c, _ in odd[:3])
+    if len(odd) > 3:
+        return [Note("load.units_more", {"file": os.path.basename(path), "columns": cols, "others": len(odd) - 3,
+                                         "how": how})]
+    return [Note("load.units", {"file": os.path.basename(path), "columns": cols, "how": how})]
 
 
-def _factor(unit: str) -> str:
+def _factor(unit: str) -> Note:
     if unit in schema.TIME_UNITS:
-        return f"{schema.TIME_UNITS[unit]:g} ns"
+        return Note("phrase.unit_ns", {"f": schema.TIME_UNITS[unit]})
     f = schema.SIZE_UNITS[unit]
-    return "powers of 1024 bytes" if unit in EXTRA_SIZE else f"{f:g} bytes"
+    return Note("phrase.unit_1024") if unit in EXTRA_SIZE else Note("phrase.unit_bytes", {"f": f})

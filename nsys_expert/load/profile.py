@@ -15,7 +15,7 @@ class Profile:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)      # table -> file it came from
     inputs: list[dict] = field(default_factory=list)           # JSON contract "inputs"
-    warnings: list[str] = field(default_factory=list)
+    warnings: list = field(default_factory=list)     # notes.Note: what load has to say
     meta: dict = field(default_factory=dict)                   # nsys version, GPU names, ...
 
     def has(self, table: str) -> bool:
@@ -38,5 +38,5 @@ class Part:
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     version: str | None = None
     report: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list = field(default_factory=list)     # notes.Note: what load has to say
     meta: dict = field(default_factory=dict)

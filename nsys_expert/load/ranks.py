@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ..notes import Note
 from ..errors import InputError
 from . import compressed, kineto, schema
 
@@ -116,8 +117,8 @@ def discover(folder_files: list[list[str]]) -> tuple[list[RankInput], list[str]]
             # the copy's run (its timeline and the reports beside it) is the same run again: set aside, not
             # given to every rank as files of no rank are (each rank would then hold two GPU timelines)
             copies = sorted(os.path.basename(f) for f in groups.pop(key))
-            notes.append(f"{os.path.basename(timeline[key])} is a copy of {os.path.basename(timeline[seen[d]])}: "
-                         f"one rank, read once; not read: {', '.join(copies)}")
+            notes.append(Note("load.rank_copy", {"file": os.path.basename(timeline[key]),
+                                                 "other": os.path.basename(timeline[seen[d]]), "files": tuple(copies)}))
             del timeline[key]
         else:
             seen[d] = key

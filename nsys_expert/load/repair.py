@@ -15,6 +15,8 @@ from __future__ import annotations
 import csv
 import os
 
+from ..notes import Note
+
 BOM = b"\xef\xbb\xbf"
 TAIL_BYTES = 64 * 1024
 # bytes that never occur in nsys's CSV text (tab, LF and CR do)
@@ -117,20 +119,17 @@ def plan(path: str, head: bytes, ncols: int, delim: str, header_line: int) -> tu
         data = fh.read(end)
     warnings = []
     if nuls:
-        warnings.append(f"{base}: ends in {nuls:,} NUL bytes (space reserved and never written, or a crash); "
-                        f"read without them")
+        warnings.append(Note("load.nul_bytes", {"file": base, "n": nuls}))
     if bom:
         data = data[len(BOM):]
-        warnings.append(f"{base}: begins with a UTF-8 byte-order mark (nsys writes none: re-saved by another "
-                        f"program?); read without it")
+        warnings.append(Note("load.bom", {"file": base}))
     if cr_only:
         data = data.replace(b"\r", b"\n")
-        warnings.append(f"{base}: its lines end in CR only (old Mac style; nsys writes LF); read as line ends")
+        warnings.append(Note("load.cr_only", {"file": base}))
     if junk is not None:
         at = len(data) - (len(tail) - first - junk)
         line = data[:at].count(b"\n") + 1
-        warnings.append(f"{base}: line {line} onward ({len(data) - at} bytes) is not CSV text (data appended after "
-                        f"the last row?); the {max(0, line - 2 - header_line)} row(s) before it were read, the rest "
-                        f"left out")
+        warnings.append(Note("load.junk_after", {"file": base, "line": line, "n": len(data) - at,
+                                                 "rows": max(0, line - 2 - header_line)}))
         data = data[:at]
     return data, warnings

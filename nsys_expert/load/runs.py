@@ -21,6 +21,7 @@ import os
 
 import polars as pl
 
+from ..notes import Note
 from ..errors import InputError
 
 MIN_MIX_OVERLAP = 0.30
@@ -97,8 +98,7 @@ def relate(labels: list[str], fps: list[dict], where: list[str]) -> tuple[list[i
         key = (fp.get("count"), tuple(fp.get("names", ())))
         dup = next((j for j in alike.get(key, []) if same_run(fps[j], fp)), None)
         if dup is not None:
-            notes.append(f"{where[i]} is the same run as {where[dup]} (the same {fp['count']} kernels at the same "
-                         f"times, exported twice, e.g. with another --timeunit): read once, from {where[dup]}")
+            notes.append(Note("load.same_run", {"file": where[i], "other": where[dup], "n": fp["count"]}))
             continue
         alike.setdefault(key, []).append(i)
         keep.append(i)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..notes import Note
+
 MAX_OP_NS = 86_400 * 10**9          # one day
 # overlaps shorter than this are clock rounding, not counted
 OVERLAP_SLACK_NS = 1_000
@@ -102,8 +104,7 @@ def summary_of_another_run(gpu: pl.DataFrame, kern_sum: pl.DataFrame) -> str | N
     common = len(tn & sn) / len(tn | sn)
     n_sum = int(kern_sum["count"].sum() or 0)
     if common < 0.5 and n_sum != n_k:
-        return (f"{common * 100:.0f}% of the kernel names in common, {n_sum} kernels in the summary against "
-                f"{n_k} in the trace")
+        return Note("phrase.other_run_why", {"common": common * 100, "summary": n_sum, "trace": n_k})
     return None
 
 
@@ -128,9 +129,8 @@ def gpu_claim(gpus: list[dict], g: pl.DataFrame, warnings: list[str]) -> None:
         except (TypeError, ValueError):
             continue
         if cc < built:
-            warnings.append(f"the trace says GPU {x['id']} is {x.get('name')} (compute capability {x['cc']}), but its "
-                            f"kernels are built for sm_{built}, which that GPU cannot run: the GPU's name and "
-                            f"capability are left out (no advice rests on them)")
+            warnings.append(Note("load.gpu_claim", {"id": x["id"], "name": x.get("name"), "cc": x["cc"],
+                                                    "built": built}))
             x["name"] = "unknown"
             x.pop("cc", None)
 
@@ -161,6 +161,5 @@ def long_names(tables: dict, warnings: list[str]) -> None:
         n = int((lengths > NAME_MAX).sum())
         tables[key] = df.with_columns(pl.when(text.str.len_bytes() > NAME_MAX).then(cut).otherwise(text)
                                       .cast(col.dtype).alias("name"))
-        warnings.append(f"{key}: {n:,} name(s) longer than {NAME_MAX >> 10} KiB (the longest {longest:,} bytes; the "
-                        f"longest real kernel names are a few KiB) kept as their first {NAME_KEPT:,} characters and "
-                        f"a hash")
+        warnings.append(Note("load.long_names", {"table": key, "n": n, "kib": NAME_MAX >> 10, "longest": longest,
+                                                 "kept": NAME_KEPT}))

@@ -28,6 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import polars as pl
 
+from ..notes import Note
 from ..errors import InputError
 from . import chunks, gpu_metrics, normalize
 from .profile import Part
@@ -87,16 +88,14 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
 
     missing = [t for t in (KERNEL, MEMCPY, RUNTIME, NVTX, OSRT) if t not in cols]   # memsets are incidental
     if missing:
-        part.warnings.append(
-            f"{base}: no " + ", ".join(f"{t} ({MEANING[t]})" for t in missing) + " table in this export; nsys writes "
-            "a table only when it recorded something of its kind, so none of those are counted")
+        part.warnings.append(Note("load.sqlite_missing_tables", {"file": base, "tables": tuple(
+            Note("phrase.table_of", {"table": t, "meaning": Note(MEANING[t])}) for t in missing)}))
     gpus = _gpu_names(con, cols)
     if gpus:
         cc = gpu_capabilities(con, cols)
         part.meta["gpus"] = [{"id": k, "name": v, **({"cc": cc[k]} if k in cc else {})} for k, v in sorted(gpus.items())]
     else:
-        part.warnings.append(f"{base}: no TARGET_INFO_GPU table in this export (recent nsys versions may leave it "
-                             f"out): GPUs are known by device id only")
+        part.warnings.append(Note("load.no_gpu_table", {"file": base}))
 
     big = _Big(con, _big_jobs(cols))   # the big reads start now, side by side
     # the *_sum tables (per-name medians of millions of rows) are made on a thread of their own while this
@@ -124,14 +123,10 @@ def _traces(con: sqlite3.Connection, cols: dict, gpus: dict, big: "_Big", part: 
         unnamed = gpu["name"].null_count()
         if unnamed:   # a kernel whose StringIds entry is NULL or missing: kept, named so, and said
             gpu = gpu.with_columns(pl.col("name").cast(pl.String).fill_null(UNNAMED).cast(pl.Categorical))
-            part.warnings.append(f"{base}: {unnamed:,} kernels have no name (their StringIds entry is NULL or "
-                                 f"missing): counted as '{UNNAMED}'; advice that reads kernel names cannot see them")
+            part.warnings.append(Note("load.unnamed_kernels", {"file": base, "n": unnamed, "name": UNNAMED}))
         part.tables["gpu_trace"] = gpu
         if n_graph:
-            part.warnings.append(
-                f"{base}: {n_graph} CUDA graph executions (profiled with --cuda-graph-trace=graph) count as GPU busy "
-                f"time as a whole; the kernels inside them are not itemized (re-profile with "
-                f"--cuda-graph-trace=node to see them)")
+            part.warnings.append(Note("load.graphs_whole", {"file": base, "n": n_graph}))
         ops = gpu.select("name", "dur_ns", "bytes", "kind")   # the summaries' columns: filters copy these alone
         kernels = ops.filter(pl.col("kind") == "kernel") if (ops["kind"] != "kernel").any() else ops
         part.tables["kern_sum"] = sums.submit(_summary, kernels, "dur_ns")

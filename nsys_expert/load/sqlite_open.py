@@ -21,6 +21,7 @@ import sqlite3
 import tempfile
 import time
 
+from ..notes import Note
 from ..errors import InputError
 
 LIMIT_S = float(os.environ.get("NSX_SQLITE_LIMIT_S", "600"))
@@ -145,14 +146,11 @@ def check(con: sqlite3.Connection, cols: dict[str, set[str]], path: str) -> list
     views = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'view'")
              if r[0] in REQUIRED_COLUMNS or r[0] == "StringIds"]
     if views:
-        warnings.append(f"{base}: {', '.join(views)} is a view, not a table as nsys writes it: not read "
-                        f"(its events are missing from this report)")
+        warnings.append(Note("load.sqlite_views", {"file": base, "views": tuple(views)}))
     events = [t for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS",
                           "OSRT_API") if t in cols]
     if events and "StringIds" not in cols:
-        warnings.append(f"{base}: no StringIds table, so kernel, API and range names are unknown: findings that "
-                        f"depend on names (kernel classes, sync and launch calls, NVTX iterations) cannot be "
-                        f"trusted; export the report again with nsys export --type sqlite")
+        warnings.append(Note("load.no_string_ids", {"file": base}))
     return warnings
 
 

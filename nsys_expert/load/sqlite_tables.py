@@ -37,8 +37,8 @@ OSRT_WAITS = {"poll", "ppoll", "epoll_wait", "epoll_pwait", "select", "pselect",
               "waitpid", "wait4", "msgrcv", "fread"}
 OSRT_SLEEPS = {"clock_nanosleep", "nanosleep", "usleep", "sleep"}
 # what a missing table means, for the warning
-MEANING = {KERNEL: "kernels", MEMCPY: "memory copies", RUNTIME: "CUDA API calls", NVTX: "NVTX ranges",
-           OSRT: "OS runtime calls"}
+MEANING = {KERNEL: "phrase.kernels", MEMCPY: "phrase.memory_copies", RUNTIME: "phrase.cuda_api_calls",
+           NVTX: "phrase.nvtx_ranges", OSRT: "phrase.os_runtime_calls"}   # what each holds: notes/codes.py
 
 # the domain-create rows' process id, in SQL (the big tables' ids are taken apart in Polars: sqlite_read)
 PID_SQL = "(({col} >> 24) & 16777215)"   # for the few domain-create rows only

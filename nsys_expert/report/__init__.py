@@ -24,6 +24,7 @@ from . import shaping, verdict
 from .findings import (evidence_json, finding_json, phase_json, rank_findings, recoverable_json,  # noqa: F401 - report.*
                        support_json, too_little_work_json)
 from .findings import ordered as _ordered
+from .said import _groups, _single_stepped, group_not_evaluated, split_warnings  # noqa: F401 - report.split_warnings
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
 from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
 
@@ -243,46 +244,18 @@ def _gbps(v) -> str:
     return _fmt(v, 2)
 
 
-def group_not_evaluated(items: list[dict], doc: dict | None = None) -> list[tuple[list[str], str]]:
-    """Rules that miss the same inputs are listed together (one line per distinct reason, each need
-    said once). On a single-GPU run (``doc`` without ranks) the cross-rank rules are left out: they
-    cannot apply, and listing them on every report is noise (the JSON keeps them)."""
-    single = doc is not None and not doc.get("ranks")
-    # the kernel rules that only lack Nsight Compute data are said once, in the Next steps that name
-    # them with the ncu command (issue 48, item 14: the same ten rules in every report)
-    stepped = {r for st in (doc or {}).get("next_steps") or [] for r in st.get("rules", [])}
-    groups: dict[str, list[str]] = {}
-    for n in items:
-        if single and f"needs {registry.INPUTS['ranks']}" in n["missing"]:
-            continue
-        if n["rule"] in stepped and n["missing"] and all("Nsight Compute" in m for m in n["missing"]):
-            continue
-        groups.setdefault("; ".join(dict.fromkeys(n["missing"])), []).append(n["rule"])
-    return [(rules, missing) for missing, rules in groups.items()]
-
-
-# warnings that say where the numbers came from, not what to believe about them: folded into one
-# collapsed line (which source won, files not read, tables nsys writes only when it recorded some)
-_NOTE_MARKS = ("the richest source", "not read (not a report", "nsys writes a table only when it recorded")
-
-
-def split_warnings(warnings: list[str]) -> tuple[list[str], list[str]]:
-    """(warnings that change what the reader should believe, notes about the inputs)."""
-    notes = [w for w in warnings if any(m in w for m in _NOTE_MARKS)]
-    return [w for w in warnings if w not in notes], notes
-
-
 def localized(doc: dict, lang: str) -> dict:
     """The run-time sentences of a report in ``lang`` (``i18n``: the message catalog), for both
     renderers: the window (its reason), the not-evaluated groups, the warnings (split into those
     that matter and the notes on the inputs) and the next steps."""
-    from .i18n import translate
+    from .i18n import say
 
     def tr(s):
-        return translate(s, lang)
+        return say(s, lang)
 
-    groups = [(rules, tr(missing) if "; " not in missing else "; ".join(tr(m) for m in missing.split("; ")))
-              for rules, missing in group_not_evaluated(doc.get("not_evaluated", []), doc)]
+    single, stepped = _single_stepped(doc)
+    groups = [(rules, "; ".join(tr(m) for m in missing))
+              for rules, missing in _groups(doc.get("not_evaluated", []), single, stepped)]
     important, notes = split_warnings(doc.get("warnings", []))
     return {"w": dict(doc["window"], reason=tr(doc["window"].get("reason"))),
             "not_evaluated_groups": groups, "warnings": ([tr(x) for x in important], [tr(x) for x in notes]),
@@ -341,7 +314,7 @@ _FACTS_WORDS = {"en": ("Facts", "| Fact | Value | Unit | Source |", "Absent (rul
 def render_facts(doc: dict, lang: str = "en") -> str:
     """``--show-facts``: every fact of the run with unit and source, for rule authors; why each absent
     fact is absent in ``lang`` (the message catalog, as the not-evaluated lines)."""
-    from .i18n import translate
+    from .i18n import say
 
     title, head, absent_title, colon = _FACTS_WORDS.get(lang, _FACTS_WORDS["en"])
     lines = ["", f"## {title}", "", head, "|---|---:|---|---|"]
@@ -352,5 +325,5 @@ def render_facts(doc: dict, lang: str = "en") -> str:
     absent = doc.get("facts_absent", {})
     if absent:
         lines += ["", absent_title, ""]
-        lines += [f"- `{k}`{colon}{translate(v, lang)}" for k, v in absent.items()]
+        lines += [f"- `{k}`{colon}{say(v, lang)}" for k, v in absent.items()]
     return "\n".join(lines) + "\n"

@@ -1,6 +1,11 @@
 """The words the program writes at run time (the window's reason, why a rule was not evaluated,
 warnings, next steps), in the report's language, from a gettext message catalog.
 
+The warnings and the reasons a fact is absent are ``notes.Note`` records (a code, its fields): :func:`say`
+puts one into words, the code's English template (``notes/codes.py``) or its translation (the catalog
+entry whose message id is that template), each field in the same language. The sentences below are the
+rest (the window's reason, the next steps) and plain texts made outside the notes.
+
 The catalog is ``nsys_expert/locale/<lang>/LC_MESSAGES/nsys_expert.po`` (edited by hand, Babel's PO
 format); the compiled ``.mo`` beside it is built from it by ``python -m nsys_expert.report.i18n``
 (Babel) and shipped, so a fresh clone needs no build step (``tests/test_i18n.py`` fails when the two
@@ -20,9 +25,12 @@ import gettext
 import os
 import re
 
+from .. import notes
+
 DOMAIN = "nsys_expert"
 LOCALE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale")
 _FIELD = re.compile(r"\\\{(\w+)\\\}")
+_SPEC = re.compile(r"\{\w+:[^{}]*\}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,12 +46,30 @@ def _catalog(lang: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
         if not isinstance(msgid, str) or not msgid or not msgstr:
             continue
         if "{" in msgid:
-            rx = _FIELD.sub(lambda m: f"(?P<{m.group(1)}>.+?)", re.escape(msgid))
+            if _SPEC.search(msgid) or msgid in _loose():   # said from their notes only (notes/codes.py)
+                continue
+            seen: set[str] = set()
+
+            def group(m, seen=seen):    # a field said twice matches the same text twice
+                name = m.group(1)
+                if name in seen:
+                    return f"(?P={name})"
+                seen.add(name)
+                return f"(?P<{name}>.+?)"
+            rx = _FIELD.sub(group, re.escape(msgid))
             patterns.append((re.compile(f"^{rx}$", re.S), msgstr))
         else:
             exact[msgid] = msgstr
     patterns.sort(key=lambda p: -len(p[0].pattern))   # the most specific first
     return exact, patterns
+
+
+@functools.lru_cache(maxsize=None)
+def _loose() -> frozenset[str]:
+    """The notes' phrases that begin with a field ("{table} ({meaning})", "'{metric}' in '{unit}'"): as a
+    pattern over a plain text they would match nearly any text with a bracket in it."""
+    return frozenset(t for c in notes.CODES.values() if c.kind == "phrase"
+                     for t in (c.en, c.plain, c.torch) if t and t.lstrip("'").startswith("{"))
 
 
 def _one(text: str, lang: str) -> str | None:
@@ -81,6 +107,8 @@ def _fill(template: str, values: dict[str, str]) -> str:
     field (``需要 {inputs_or}``: right before a report name) is dropped where the field's own text
     starts (or ends) with a Chinese character (``需要主要 kernel 的…``, not ``需要 主要 kernel 的…``)."""
     for k, v in values.items():
+        if not isinstance(v, str):      # a number (a note's field, formatted by its template)
+            continue
         if v[:1] and re.match(f"[{_CJK}]", v[0]):
             template = re.sub(f"(?<=[{_CJK}]) \\{{{k}\\}}", "{" + k + "}", template)
         if v[-1:] and re.match(f"[{_CJK}]", v[-1]):
@@ -100,19 +128,57 @@ def _field(name: str, value: str, lang: str) -> str:
         items = [translate(v, lang) for v in value.split(" or ")]
         if lang != "zh":
             return joins["or"].join(items)
-        out = items[0]         # 或 takes a space only beside a Latin word: 报告或带时间戳的…, 区间或 cuda_…
-        for item in items[1:]:
-            left = "" if re.match(f"[{_CJK}]", out[-1:] or "x") else " "
-            right = "" if re.match(f"[{_CJK}]", item[:1] or "x") else " "
-            out += f"{left}或{right}{item}"
-        return out
+        return _either_zh(items)
     if name.endswith("_list"):
         return joins["list"].join(translate(v, lang) for v in re.split(r"(?<=\)), (?=')", value))
     return translate(value, lang) if " " in value else value
 
 
+@functools.lru_cache(maxsize=None)
+def _templates(lang: str) -> dict[str, str]:
+    """Every message id of ``lang``'s catalog -> its translation (a note's English template -> its own)."""
+    try:
+        t = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang])
+    except OSError:
+        return {}
+    return {k: v for k, v in t._catalog.items() if isinstance(k, str) and k and v}   # noqa: SLF001
+
+
+_LANGUAGES = {"zh": dict(items="，", either=" 或 ", both=" 和 ", clauses="；", and_more="{names} 等另外 {more} 个文件",
+                         join_either=lambda items: _either_zh(items), fill=lambda t, v: _fill(t, v))}
+
+
+@functools.lru_cache(maxsize=None)
+def language(lang: str | None) -> notes.Language:
+    """How ``lang`` says the notes: its templates from the message catalog, its joining words."""
+    if not lang or lang == "en":
+        return notes.ENGLISH
+    return notes.Language(template=_templates(lang).get, **_LANGUAGES.get(lang, {}))
+
+
+def say(x, lang: str | None) -> str:
+    """A note (``notes.Note``) in ``lang``: its code's template in that language, its fields filled in
+    that language; a plain text (made outside the notes: the pipeline's, the CLI's) as ``translate`` says it."""
+    if isinstance(x, notes.Note):
+        return notes.render(x, language(lang))
+    return translate(x, lang)
+
+
+def _either_zh(items: list[str]) -> str:
+    """Alternatives in Chinese: 或 takes a space only beside a Latin word (报告或带时间戳的…, 区间或 cuda_…)."""
+    out = items[0] if items else ""
+    for item in items[1:]:
+        left = "" if re.match(f"[{_CJK}]", out[-1:] or "x") else " "
+        right = "" if re.match(f"[{_CJK}]", item[:1] or "x") else " "
+        out += f"{left}或{right}{item}"
+    return out
+
+
 def translate(text, lang: str | None) -> str:
-    """``text`` in ``lang`` (as it is for English, or where the catalog has no entry)."""
+    """``text`` in ``lang`` (as it is for English, or where the catalog has no entry); a note as :func:`say`
+    says it."""
+    if isinstance(text, notes.Note):
+        return notes.render(text, language(lang))
     if not lang or lang == "en" or not isinstance(text, str) or not text:
         return text
     whole = _one(text, lang)
@@ -124,8 +190,13 @@ def translate(text, lang: str | None) -> str:
     return "；".join(_one(p, lang) or p for p in parts)
 
 
-def untranslated(text: str, lang: str) -> list[str]:
-    """The clauses of ``text`` the catalog does not translate (for the completeness test)."""
+def untranslated(text, lang: str) -> list[str]:
+    """The clauses of ``text`` the catalog does not translate (for the completeness test); of a note, the
+    English templates (its own, its fields' notes') the catalog has no translation of."""
+    if isinstance(text, notes.Note):
+        have = _templates(lang)
+        return [t for t in dict.fromkeys(notes.template(notes.CODES[n.code], n.words) for n in notes.parts(text))
+                if t not in have]
     if _one(text, lang) is not None:
         return []
     return [p for p in text.split("; ") if _one(p, lang) is None]

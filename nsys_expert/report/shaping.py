@@ -39,11 +39,11 @@ def actionable(findings: list[dict]) -> list[dict]:
         and f["estimated_gain_pct"] < MIN_KERNEL_ADVICE_GAIN_PCT)]
 
 
-def twin_read(warning: str, inputs: list[dict]) -> bool:
+def twin_read(warning, inputs: list[dict]) -> bool:
     """A warning that X.txt is the text form of an ncu report while X.csv (or X_details.csv ...) was read."""
-    name, sep, rest = warning.partition(" is the text form of an Nsight Compute report")
-    if not sep:
+    if getattr(warning, "code", None) != "load.ncu_text_form":
         return False
+    name = str(warning.fields["file"])
     stem = os.path.splitext(name)[0]
     return any(os.path.basename(str(i.get("path", ""))).startswith(stem) and
                str(i.get("path", "")).endswith((".csv", ".csv.gz")) for i in inputs)
