@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 from . import scheduler
 from .errors import InputError
+from .notes import Note
 from .load import ranks as rank_inputs
 from .units import RankResult, rank_unit
 
@@ -58,7 +59,7 @@ def per_process(prof: load.Profile, run: rank_inputs.RankInput, notes: list[str]
     if len(pids) < 2:
         return [run], notes
     return ([rank_inputs.RankInput(f"pid {p}", run.files, pid=p) for p in pids],
-            notes + [f"{len(pids)} processes ran GPU work in one export: each is diagnosed as a rank"])
+            notes + [Note("pipeline.processes_as_ranks", {"n": len(pids)})])
 
 
 def gather(ranks: list[rank_inputs.RankInput], notes: list[str], skipped: list[str], opts: facts.Options,
@@ -76,10 +77,9 @@ def gather(ranks: list[rank_inputs.RankInput], notes: list[str], skipped: list[s
         notes = notes + said
         if len(keep) < len(results):
             results, indices = ([xs[j] for j in keep] for xs in (results, indices))
-    left_out = [] if not skipped else ["subfolders not read (pass one as its own PATH to diagnose it): "
-                                       + ", ".join(os.path.basename(d) for d in skipped)]
-    left_out += [f"[{f['rank']}] not diagnosed: {f['error']}; the job is diagnosed from the other "
-                 f"{len(results)} of {len(ranks)} ranks" for f in failed]
+    left_out = [] if not skipped else [Note("load.subfolders", {"dirs": tuple(os.path.basename(d) for d in skipped)})]
+    left_out += [Note("pipeline.rank_failed", {"rank": f["rank"], "error": f["error"], "n": len(results),
+                                               "total": len(ranks)}) for f in failed]
     if separate and len(results) == 1:   # one run after all: its report, saying what was read once and what was not
         r = ranks[indices[0]]
         one = rank_unit(r.label, r.files, r.pid, opts)   # its tables were dropped when it arrived

@@ -161,7 +161,8 @@ def test_the_job_report_merges_the_ranks_warnings():
     rs = engine.RuleSet.build(engine.load_packs([]), [], [], [], "en")
     ev = engine.evaluate(rs, j.fs, j.representative.tables | {"ranks"}, ranks=[(r.label, r.fs, r.tables) for r in j.ranks])
     doc = build_job(j, ev, "en")
-    base = [w for w in doc["warnings"] if "says this" in w or w in ("a note on the inputs", "[rank9] not diagnosed: gone")]
+    said = [str(w) for w in doc["warnings"]]          # Notes and the plain strings set here, as the JSON says them
+    base = [w for w in said if "says this" in w or w in ("a note on the inputs", "[rank9] not diagnosed: gone")]
     assert base == ["every rank says this", "a note on the inputs", "[rank1] only rank1 says this",
                     "[rank9] not diagnosed: gone"]
     assert doc["ranks_failed"] == [{"rank": "rank9", "error": "gone"}]
@@ -181,7 +182,7 @@ def test_one_run_read_twice_is_one_run_with_a_note(tmp_path):
     alone = diagnose(a)
     assert "ranks" not in d and "representative_rank" not in d
     assert d["facts"] == alone["facts"] and d["findings"] == alone["findings"]
-    assert "is the same run as" in d["warnings"][-1] and "read once" in d["warnings"][-1]
+    assert "is the same run as" in str(d["warnings"][-1]) and "read once" in str(d["warnings"][-1])
 
 
 def test_one_run_read_twice_beside_a_broken_rank_says_the_broken_one(tmp_path):
@@ -196,5 +197,6 @@ def test_one_run_read_twice_beside_a_broken_rank_says_the_broken_one(tmp_path):
     (c / "rank0_cuda_gpu_trace.csv").write_text("not,an,nsys,report\n1,2,3,4\n")
     d = diagnose(a, b, c, jobs=1)
     assert "ranks" not in d
-    assert any("is the same run as" in w for w in d["warnings"])
-    assert d["warnings"][-1].startswith("[c/rank0] not diagnosed: ") and d["warnings"][-1].endswith("from the other 1 of 3 ranks")
+    assert any("is the same run as" in str(w) for w in d["warnings"])
+    last = str(d["warnings"][-1])
+    assert last.startswith("[c/rank0] not diagnosed: ") and last.endswith("from the other 1 of 3 ranks")

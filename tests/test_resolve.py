@@ -132,7 +132,7 @@ def test_advice_conditions(tmp_path):
 def test_too_little_work(tmp_path):
     ev = _run(tmp_path, [_rule("big", subject="idle", estimate={"expr": "70"})], {**RUN, "gpu_active_pct": 0.5})
     assert (ev.too_little_work.gpu_busy_ms, ev.too_little_work.min_gpu_busy_ms) == (0.5, 1.0)
-    assert ev.findings[0]["severity"] == "low" and "too little to judge" in ev.notes[0]
+    assert ev.findings[0]["severity"] == "low" and "too little to judge" in str(ev.notes[0])
 
 
 @pytest.mark.parametrize("rules,msg", [

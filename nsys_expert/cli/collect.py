@@ -14,6 +14,7 @@ import click
 
 from .. import config, scenarios as sc
 from ..errors import InputError
+from ..notes import Note
 from .options import Choice, command, config_option, emit, output_option, resolve_settings
 
 
@@ -111,14 +112,13 @@ def _profile(nsys: str, profile: list[str], scenario: str, opts: sc.Options, rep
             hint = "did the app call cudaProfilerStart()?"
         raise InputError(f"nsys profile {_ended(rc)} and wrote no report: {_trim(tail)}", log_path, hint)
     if rc != 0:
-        return [f"nsys profile exited with {rc} (usually the application's own exit code); "
-                f"the report was written and is used"]
+        return [Note("collect.profile_exit", {"rc": rc})]
     return []
 
 
 def _export(nsys: str, exports: list[list[str]], rep: str, sqlite: str, csv_dir: str, log) -> list[str]:
     """``nsys export`` (the SQLite) and ``nsys stats`` (the CSVs), logged; -> warnings."""
-    warnings: list[str] = []
+    warnings: list = []
     os.makedirs(csv_dir, exist_ok=True)
     for argv in exports:
         log.write("$ " + sc.Command(tuple(argv)).line() + "\n")
@@ -130,7 +130,7 @@ def _export(nsys: str, exports: list[list[str]], rep: str, sqlite: str, csv_dir:
             if not csvs:
                 raise InputError(f"nsys stats {_ended(rc)} and wrote no CSV: {_trim(tail)}", sqlite)
             if rc != 0:
-                warnings.append(f"nsys stats exited with {rc}: {_trim(tail, 2)}")
+                warnings.append(Note("collect.stats_exit", {"rc": rc, "tail": _trim(tail, 2)}))
     return warnings
 
 

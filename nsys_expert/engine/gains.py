@@ -16,6 +16,7 @@ from __future__ import annotations
 from . import critical
 import dataclasses
 
+from ..notes import Note
 from .model import Finding, Recoverable, SubjectGain, TooLittleWork
 from .rules import SEVERITIES, Rule
 
@@ -132,7 +133,7 @@ def gain_basis(f: Finding, rule: Rule, run: dict, share_pct: float) -> None:
         f.gain_basis = "estimated"
 
 
-def guard(findings: list[Finding], rules: dict[str, Rule], run: dict) -> tuple[TooLittleWork, str] | None:
+def guard(findings: list[Finding], rules: dict[str, Rule], run: dict) -> tuple[TooLittleWork, Note] | None:
     """Too little GPU work in the window to judge: every finding capped at low; (``too_little_work``, the
     note that says so), or None when there is enough work (or no way to tell)."""
     limit = next((r.pack_params["min_gpu_busy_ms"] for r in rules.values() if "min_gpu_busy_ms" in r.pack_params), None)
@@ -140,10 +141,12 @@ def guard(findings: list[Finding], rules: dict[str, Rule], run: dict) -> tuple[T
         return None
     active, window = run.get("gpu_active_pct"), run.get("window_ms")
     if isinstance(active, (int, float)) and isinstance(window, (int, float)):
-        busy_ms, where = active * window / 100.0, f"in the {window:.3g} ms window"
+        busy_ms = active * window / 100.0
+        note = ("engine.too_little_work", {"work": busy_ms, "window": window, "limit": limit})
     elif isinstance(run.get("gpu_work_ms"), (int, float)):
         # no trace: the summaries' GPU work (kernels + copies + memsets) of the whole profile, which is the window
-        busy_ms, where = float(run["gpu_work_ms"]), "in the whole profile (kernels and copies in the summary reports)"
+        busy_ms = float(run["gpu_work_ms"])
+        note = ("engine.too_little_work_summaries", {"work": busy_ms, "limit": limit})
     else:
         return None
     if busy_ms >= limit:
@@ -151,9 +154,7 @@ def guard(findings: list[Finding], rules: dict[str, Rule], run: dict) -> tuple[T
     for f in findings:
         if SEVERITIES.index(f.severity) > SEVERITIES.index("low"):
             f.severity = "low"
-    return (TooLittleWork(round(busy_ms, 4), limit),
-            f"only {busy_ms:.3g} ms of GPU work {where} (less than {limit:g} ms): too "
-            "little to judge the run; findings are capped at low severity; profile more steps")
+    return TooLittleWork(round(busy_ms, 4), limit), Note(*note)
 
 
 def recoverable(findings: list[Finding], run: dict, kernels: dict, rules: dict[str, Rule] | None = None,

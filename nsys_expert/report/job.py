@@ -9,6 +9,7 @@ from typing import Protocol
 
 from ..facts import FactSet
 from ..load import Profile
+from ..notes import Note
 
 
 class Rank(Protocol):
@@ -57,5 +58,6 @@ def warnings(job: Job) -> list[str]:
     per_rank = [r.prof.warnings + r.fs.warnings for r in job.ranks]
     common = set.intersection(*(set(w) for w in per_rank)) if per_rank else set()
     return ([w for w in dict.fromkeys(x for ws in per_rank for x in ws) if w in common] + job.notes
-            + [f"[{r.label}] {w}" for r, ws in zip(job.ranks, per_rank) for w in ws if w not in common]
+            + [Note("pipeline.rank_note", {"rank": r.label, "note": w}) for r, ws in zip(job.ranks, per_rank)
+               for w in ws if w not in common]
             + job.left_out)
