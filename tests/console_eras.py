@@ -1,5 +1,5 @@
 """Golden console fixtures of the older `nsys` eras, rendered from the numbers of real shared cases
-(`python tests/console_eras.py` rewrites them; tests/test_console_eras.py checks they are up to date).
+(`python tests/console_eras.py` rewrites them; tests/load/test_console_eras.py checks they are up to date).
 
 Public third-party logs show each era's layout, but they are not ours to copy. So each fixture holds
 the real numbers of one of our own H200 cases (the `*_sum.csv` reports in `fixtures/<case>/input`, and
@@ -243,7 +243,7 @@ def render_2021(case: str) -> str:
 def render_2020_1(case: str) -> str:
     """The first 2020 layout (CSCfi/csc-user-guide docs/computing/nsys.md, a `.qdrep` run without the
     2019.5 importer lines): the 2019.5 titles and tables, each title directly over its header, a blank
-    line before each 'Generating ...' line. Not a fixture: tests/test_console_eras.py reads it as a
+    line before each 'Generating ...' line. Not a fixture: tests/load/test_console_eras.py reads it as a
     variant of the 2020 fixture (same case, same tables)."""
     w = [7, 14, 10, 14, 14, 14, 61]
     body = {

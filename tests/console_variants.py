@@ -1,4 +1,4 @@
-"""Console-text variants of real `nsys stats` output, for tests/test_console_variants.py (and for
+"""Console-text variants of real `nsys stats` output, for tests/load/test_console_variants.py (and for
 measuring the loader before / after a change: `python tests/console_variants.py OUTDIR` writes them).
 
 Every variant starts from real text and says how it was derived. The real texts:
@@ -88,7 +88,7 @@ def csv_log(csvs: list[tuple[str, pathlib.Path]], sq: str, reports_dir: str) -> 
 
 def old_headers(text: str) -> str:
     """2020-2021 column headers: 'Time(%)', 'Average', 'Minimum', 'Maximum' (same widths, so the
-    dashes still fit), as in tests/test_console.py::test_old_section_titles."""
+    dashes still fit), as in tests/load/test_console.py::test_old_section_titles."""
     return text.replace("Time (%)", " Time(%)").replace("Avg (ns)", " Average").replace("Min (ns)", " Minimum") \
         .replace("Max (ns)", " Maximum")
 

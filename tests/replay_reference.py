@@ -1,5 +1,5 @@
 """The event-by-event replay as it was before issue 47 (nsys_expert/facts/depmodel.py at 23736fc): the
-reference that tests/test_replay_columns.py checks the column-wise model and run against. Test code only."""
+reference that tests/facts/test_replay_columns.py checks the column-wise model and run against. Test code only."""
 from __future__ import annotations
 
 import bisect

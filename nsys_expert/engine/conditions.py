@@ -11,7 +11,7 @@ plus}`` right-hand sides work as in ``when``. Two leaves only these conditions h
 - ``{input: NAME}``: the run's input holds that table (``ncu``, ``api_trace``, ... as facts/registry.INPUTS);
 - ``{condition: NAME}``: a named condition of the pack (pack.yaml ``conditions:``).
 
-tests/test_conditions.py checks, rule by rule over the golden fixtures, that this evaluator and the
+tests/engine/test_conditions.py checks, rule by rule over the golden fixtures, that this evaluator and the
 compiled durable rules agree on every rule's ``when``.
 """
 from __future__ import annotations
@@ -92,7 +92,7 @@ def compiled(cond, params: dict | None = None, inputs=frozenset(), named: dict |
     ``inputs`` and ``named`` must not change while it is used (they do not within one evaluation).
     Conditions compiled with one ``shared`` dict share their named conditions, and a named condition
     tested again on the same facts (the same mapping, unchanged in between: the advice items of one
-    finding) gives its last answer. tests/test_conditions.py checks it against ``holds``."""
+    finding) gives its last answer. tests/engine/test_conditions.py checks it against ``holds``."""
     if cond is None:
         return _true
     return _Compiler(params or {}, inputs, named or {}, {} if shared is None else shared).node(parse(cond), negate)

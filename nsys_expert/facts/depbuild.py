@@ -2,7 +2,7 @@
 calls, the host items they make (nested calls and merged query calls joined to their item, host work
 between calls as ``W`` items), the blocking marks, the calibration of latencies and gaps, and when each
 measured iteration was done. The event-by-event code it replaced is tests/replay_reference.py; the two
-are checked against each other on real fixtures (tests/test_replay_columns.py)."""
+are checked against each other on real fixtures (tests/facts/test_replay_columns.py)."""
 from __future__ import annotations
 
 import polars as pl

@@ -3,7 +3,7 @@ operations, Python's loop over the items costs less than the column-wise run's f
 of Polars calls per run, a dozen runs per diagnosis). The same run as ``depsim`` (docs/gains.md):
 host items one after the other, each operation when its call began plus the launch latency and its
 stream is free (plus the stream gap), a blocking item until the work it waits on is done; the critical
-path walked back from the end. tests/test_replay_columns.py checks both against the reference."""
+path walked back from the end. tests/facts/test_replay_columns.py checks both against the reference."""
 from __future__ import annotations
 
 import polars as pl

@@ -17,7 +17,7 @@ iteration); here the same run is computed in columns:
   operations queued back to back), not item by item.
 
 The same arithmetic as the event-by-event run, in another order: the results agree to the last
-rounding of a sum (tests/test_replay_columns.py checks them against the event-by-event reference).
+rounding of a sum (tests/facts/test_replay_columns.py checks them against the event-by-event reference).
 """
 from __future__ import annotations
 

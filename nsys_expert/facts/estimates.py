@@ -50,37 +50,10 @@ def compute(ctx: Context) -> None:
     api = t.get("api_sum")
     api = api if api is not None and api.height else None
     ks = t.get("kern_sum")
-    ms = t.get("mem_time_sum")
-    gs = t.get("gpu_sum")
-    kern_ns = float(ks["total_ns"].sum()) if ks is not None and ks.height else None
-    copy_ns = memset_ns = None
-    if ms is not None:
-        copy_ns = float(ms.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
-        memset_ns = float(ms["total_ns"].sum()) - copy_ns
-    if gs is not None and gs.height and (kern_ns is None or copy_ns is None):
-        kern_ns = float(gs.filter(pl.col("category").str.contains("(?i)kernel"))["total_ns"].sum()) if kern_ns is None else kern_ns
-        if copy_ns is None:
-            mem = gs.filter(~pl.col("category").str.contains("(?i)kernel"))
-            copy_ns = float(mem.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
-            memset_ns = float(mem["total_ns"].sum()) - copy_ns
+    kern_ns, copy_ns, memset_ns = _gpu_work_ns(t)
     gpu_tabs = [x for x in ("kern_sum", "mem_time_sum", "gpu_sum") if x in t]
 
-    counts = {}
-    if api is not None:
-        steady = api_oneoff.steady(api, prof)   # times without one-off (start-up) calls, counts of all calls
-
-        def calls(names):
-            sel = steady.filter(base_expr("name").is_in(sorted(names)))
-            return int(sel["count"].sum()), float(sel["total_ns"].sum())
-        counts = {"sync": calls(SYNC_APIS | SYNC_MEM_APIS), "launch": calls(KERNEL_LAUNCH_APIS),
-                  "alloc": calls(ALLOC_APIS), "graph": calls(GRAPH_LAUNCH_APIS)}
-        n_sync, _ = counts["sync"]
-        n_launch, _ = counts["launch"]
-        if n_sync:
-            put("launches_per_sync", n_launch / n_sync, "api_sum")
-        put("sync_calls", n_sync, "api_sum")
-        put("alloc_calls", counts["alloc"][0], "api_sum")
-        put("alloc_api_ms", counts["alloc"][1] / 1e6, "api_sum")
+    counts = _api_counts(api, prof, put) if api is not None else {}
     graphs = counts.get("graph", (0, 0))[0]
     if graphs and "gpu_trace" not in t:
         fs.absent.update({k: Note("absent.graph_summaries_per_iter", {"n": graphs})
@@ -123,6 +96,44 @@ def compute(ctx: Context) -> None:
                          ("alloc_api_share_est_pct", counts["alloc"][1])):
             _share(fs, put, fact, ns, total_iter, table, "api_sum")
     _data_ranges(ctx, name, total_iter, put)
+
+
+def _gpu_work_ns(t: dict) -> tuple[float | None, float | None, float | None]:
+    """(kernel, copy, memset) ns of the whole profile from the summaries: cuda_gpu_kern_sum and
+    cuda_gpu_mem_time_sum, else cuda_gpu_sum."""
+    ks, ms, gs = t.get("kern_sum"), t.get("mem_time_sum"), t.get("gpu_sum")
+    kern_ns = float(ks["total_ns"].sum()) if ks is not None and ks.height else None
+    copy_ns = memset_ns = None
+    if ms is not None:
+        copy_ns = float(ms.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
+        memset_ns = float(ms["total_ns"].sum()) - copy_ns
+    if gs is not None and gs.height and (kern_ns is None or copy_ns is None):
+        kern_ns = float(gs.filter(pl.col("category").str.contains("(?i)kernel"))["total_ns"].sum()) if kern_ns is None else kern_ns
+        if copy_ns is None:
+            mem = gs.filter(~pl.col("category").str.contains("(?i)kernel"))
+            copy_ns = float(mem.filter(pl.col("name").str.contains("(?i)memcpy"))["total_ns"].sum())
+            memset_ns = float(mem["total_ns"].sum()) - copy_ns
+    return kern_ns, copy_ns, memset_ns
+
+
+def _api_counts(api: pl.DataFrame, prof, put) -> dict:
+    """Calls and ns per kind (sync, launch, alloc, graph) in cuda_api_sum, without one-off start-up calls'
+    times; puts the whole-profile call facts."""
+    steady = api_oneoff.steady(api, prof)   # times without one-off (start-up) calls, counts of all calls
+
+    def calls(names):
+        sel = steady.filter(base_expr("name").is_in(sorted(names)))
+        return int(sel["count"].sum()), float(sel["total_ns"].sum())
+    counts = {"sync": calls(SYNC_APIS | SYNC_MEM_APIS), "launch": calls(KERNEL_LAUNCH_APIS),
+              "alloc": calls(ALLOC_APIS), "graph": calls(GRAPH_LAUNCH_APIS)}
+    n_sync, _ = counts["sync"]
+    n_launch, _ = counts["launch"]
+    if n_sync:
+        put("launches_per_sync", n_launch / n_sync, "api_sum")
+    put("sync_calls", n_sync, "api_sum")
+    put("alloc_calls", counts["alloc"][0], "api_sum")
+    put("alloc_api_ms", counts["alloc"][1] / 1e6, "api_sum")
+    return counts
 
 
 def _share(fs, put, fact: str, ns: float, total_iter: float, *tables) -> None:

@@ -149,6 +149,18 @@ def attach(fs, prof: Profile) -> None:
     fs.tables["ncu_kernels"] = table
     wrong = sources.pop("_wrong_units")
     _sources(fs, prof, sources)
+    _wrong_units(fs, wrong)
+    if nsys and unmatched:
+        fs.warnings.append(Note("facts.ncu_unmatched", {"n": len(unmatched),
+                                                         "kernels": tuple(short(n) for n in unmatched)}))
+    elif not nsys:
+        fs.warnings.append(Note("facts.ncu_without_nsys"))
+    _absent_in_ncu(fs)
+
+
+def _wrong_units(fs, wrong) -> None:
+    """Metrics ncu printed in a unit the loader does not convert: their facts are absent (where no kernel
+    has them), and a warning names the first three."""
     have = set().union(*(set(k) for k in fs.kernels)) if fs.kernels else set()
     for fact, metric, unit in wrong.unique("fact", maintain_order=True).iter_rows():
         if fact not in have:
@@ -157,12 +169,6 @@ def attach(fs, prof: Profile) -> None:
         metrics = tuple(Note("phrase.metric_in_unit", {"metric": m, "unit": u}) for _, m, u in wrong.head(3).iter_rows())
         fs.warnings.append(Note("facts.ncu_units_more", {"metrics": metrics, "more": wrong.height - 3})
                            if wrong.height > 3 else Note("facts.ncu_units", {"metrics": metrics}))
-    if nsys and unmatched:
-        fs.warnings.append(Note("facts.ncu_unmatched", {"n": len(unmatched),
-                                                         "kernels": tuple(short(n) for n in unmatched)}))
-    elif not nsys:
-        fs.warnings.append(Note("facts.ncu_without_nsys"))
-    _absent_in_ncu(fs)
 
 
 def short(name: str, width: int = 60) -> str:

@@ -9,7 +9,7 @@ Each fact group declares the facts it puts beside its code, in a module-level ``
 ``declare.fact`` entries (name, unit, doc, the inputs that can supply it, scope); this module collects
 the lists of the modules in ``DECLARING_GROUPS`` (``_collect``), so a new fact is one line in its group.
 A fact two groups put (the trace's value and the summaries' estimate of it) is declared by one of them.
-``tests/test_fact_declarations.py`` fails on a fact a group puts that no group declared.
+``tests/facts/test_fact_declarations.py`` fails on a fact a group puts that no group declared.
 """
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def register(scope: str, fact: Fact) -> None:
 # A fact's doc in Chinese (or another language) lives in the gettext catalog
 # ``nsys_expert/locale/<lang>/LC_MESSAGES/facts.po``: one entry per fact, its msgctxt the fact's name
 # and its msgid the English doc above, so an English doc that changes loses its stale translation (and
-# falls back to English) until the catalog is updated; ``tests/test_i18n.py`` lists the facts without
+# falls back to English) until the catalog is updated; ``tests/report/test_i18n.py`` lists the facts without
 # one. Edit the .po, then ``python -m nsys_expert.report.i18n`` compiles the shipped .mo.
 FACTS_DOMAIN = "facts"
 

@@ -124,7 +124,10 @@ def _section_name(line: str) -> tuple[str, float | None] | None:
 
 # ------------------------------------------------------------------------------ scanning
 def scan(lines: list[str], numbers: list[int]):
-    """Yield Table objects and marker tuples (kind, line number, argument) in file order."""
+    """Yield Table objects and marker tuples (kind, line number, argument) in file order.
+
+    Past ~60 lines on purpose: one state machine over the lines (the open section, the line that opened
+    it, why a table-like block in it was not read), whose state every branch reads and sets."""
     context: str | None = None          # the open section's report (None: no section, or its table was read)
     opened = 0                          # the line that opened it
     printed = False                     # ... and whether that line is as nsys prints it

@@ -1,7 +1,7 @@
 """The catalog of notes: each code's kind and English template (Python's ``str.format`` fields, format
 specs allowed: ``{n:,}``). To add one: a line here, and its translation in
 ``nsys_expert/locale/zh/LC_MESSAGES/nsys_expert.po`` (message id: the English template), then
-``python -m nsys_expert.report.i18n``; ``tests/test_notes.py`` fails until both are there.
+``python -m nsys_expert.report.i18n``; ``tests/report/test_notes_catalog.py`` fails until both are there.
 
 Kinds: ``warning`` changes what the reader should believe (damaged or partial input, facts not computed);
 ``input`` is a note about the inputs (which source won, files not read, tables nsys writes only when it

@@ -8,7 +8,7 @@ rest (the window's reason, the next steps) and plain texts made outside the note
 
 The catalog is ``nsys_expert/locale/<lang>/LC_MESSAGES/nsys_expert.po`` (edited by hand, Babel's PO
 format); the compiled ``.mo`` beside it is built from it by ``python -m nsys_expert.report.i18n``
-(Babel) and shipped, so a fresh clone needs no build step (``tests/test_i18n.py`` fails when the two
+(Babel) and shipped, so a fresh clone needs no build step (``tests/report/test_i18n.py`` fails when the two
 differ, and when a Chinese report of any fixture keeps an English sentence).
 
 These texts are built by the layers below the report with numbers and names in them, so a message

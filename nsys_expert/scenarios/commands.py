@@ -1,7 +1,7 @@
 r"""The one command builder: every nsys / ncu command nsys-expert prints is made here.
 
 A :class:`Command` is argv plus layout (one option group per printed line, an optional ``> file``);
-``line()`` quotes each word so that ``shlex.split(line)`` gives the argv back (tests/test_commands.py
+``line()`` quotes each word so that ``shlex.split(line)`` gives the argv back (tests/cli/test_commands.py
 checks that for every command of every golden report). The primitives below build the commands the
 playbook and the diagnosis need:
 

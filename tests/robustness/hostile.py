@@ -76,7 +76,7 @@ CASES: list[Case] = [
     Case("cut-inside-quoted-name", 6, damaged._cut_inside_quote, "report", "cut"),
     Case("negative-durations", 6, damaged._negative_durations, "report", "negative"),
     Case("negative-durations-sqlite", 6, damaged._negative_sqlite, "report", "negative"),
-    Case("overlap-one-stream", 6, build.fixture(damaged.dmg_overlap), "report", None),   # kept: PDL overlap is data (tests/test_overlap.py)
+    Case("overlap-one-stream", 6, build.fixture(damaged.dmg_overlap), "report", None),   # kept: PDL overlap is data (tests/facts/test_overlap.py)
     Case("292-year-kernel", 6, build.fixture(damaged.dmg_292_years), "report", "longer than a day"),
     Case("292-year-kernel-sqlite", 6, damaged._292_years_sqlite, "report", "longer than"),
     Case("ncu-details-cut", 6, damaged._ncu_cut, "report", "sync_bound_details.csv: the file was cut at line"),

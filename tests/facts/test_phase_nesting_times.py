@@ -10,7 +10,7 @@ import pytest
 from nsys_expert import facts, load
 from nsys_expert.facts import phases
 
-CUPY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "cupy_nsys2020_sqlite", "input")
+CUPY = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures", "cupy_nsys2020_sqlite", "input")
 
 
 def _phases(monkeypatch=None, cap=None):

@@ -510,7 +510,7 @@ def test_next_steps_on_a_real_diagnosis():
 
 
 # ------------------------------------------------------------------ option names vs the real tools
-HELP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tool_help")
+HELP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "tool_help")
 
 
 def _help(name):

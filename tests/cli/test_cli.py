@@ -94,7 +94,7 @@ def test_regression_gate_says_on_stderr_what_got_worse():
 def test_o_means_the_output_file_in_every_subcommand(tmp_path, args):
     import pathlib
 
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     args = [str(root / a) if a.startswith("examples/") else a for a in args]
     printed = CliRunner().invoke(main, args)
     out = tmp_path / "out.txt"
@@ -143,7 +143,7 @@ def test_check_rules_lists_every_failure_and_exits_1(tmp_path):
     import shutil
 
     pack = tmp_path / "pack"
-    shutil.copytree(pathlib.Path(__file__).resolve().parents[1] / "examples" / "team-pack", pack)
+    shutil.copytree(pathlib.Path(__file__).resolve().parents[2] / "examples" / "team-pack", pack)
     cases = sorted(pack.rglob("*.cases.yaml"))
     for c in cases:   # every case expects the opposite of what it expected
         c.write_text(c.read_text().replace("expect: fire", "expect: XX").replace("expect: quiet", "expect: fire")

@@ -8,7 +8,7 @@ import pytest
 
 from nsys_expert import config, pipeline, report
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "fixtures")
 SHARED = os.path.join(ROOT, "..", "shared", "cases", "kineto")
 

@@ -16,7 +16,7 @@ from nsys_expert.facts import intervals, timeline
 from nsys_expert.facts.names import VERSION_SUFFIX
 from nsys_expert.load import normalize
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "fixtures")
 KINDS = ("src_kind", "dst_kind", "copy_kind")
 

@@ -1,7 +1,7 @@
 """Property-based tests (hypothesis) over the interval algebra, the loaders + facts, and rule packs.
 
 Case counts (max_examples) add up to more than 10,000 generated cases per run; `pytest -q
-tests/test_properties.py` prints them in its summary (see `test_case_budget`).
+tests/facts/test_properties.py` prints them in its summary (see `test_case_budget`).
 """
 from __future__ import annotations
 
@@ -318,7 +318,7 @@ def test_a_cut_trace_never_invents_a_row(ops, where, newline):
         assert any("cut" in str(w) or "middle of a row" in str(w) for w in warnings), (partial, warnings)
 
 
-CONSOLE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "sync_bound_console", "input", "stats_column.txt")
+CONSOLE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sync_bound_console", "input", "stats_column.txt")
 
 
 @FAST(BUDGET["console_cut"])
