@@ -301,14 +301,20 @@ def block_stack(steps=30, fixed=False):
     model = nn.Sequential(*[SwiGLUBlock(2048, 5632) for _ in range(8)]).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     x = torch.randn(8, 1024, 2048, device=dev)
-    if fixed:
+    _train(model, opt, x, _mse, steps, fixed)
+
+
+def _train(model, opt, x, loss, steps, compiled):
+    """``steps`` NVTX steps of ``train_step``; ``compiled``: ``torch.compile(model)`` first, compiled by two
+    steps outside the NVTX steps."""
+    if compiled:
         model = torch.compile(model)
         for _ in range(2):
-            train_step(model, opt, x, _mse)
+            train_step(model, opt, x, loss)
         torch.cuda.synchronize()
     for _ in range(steps):
         step_begin()
-        train_step(model, opt, x, _mse)
+        train_step(model, opt, x, loss)
         step_end()
     torch.cuda.synchronize()
 
@@ -418,16 +424,7 @@ def _conv_train(arch, batch, steps, channels_last, compiled):
 
     def loss(m, b):
         return F.cross_entropy(m(b), y)
-    if compiled:
-        model = torch.compile(model)
-        for _ in range(2):
-            train_step(model, opt, x, loss)
-        torch.cuda.synchronize()
-    for _ in range(steps):
-        step_begin()
-        train_step(model, opt, x, loss)
-        step_end()
-    torch.cuda.synchronize()
+    _train(model, opt, x, loss, steps, compiled)
 
 
 def resnet_compile(steps=25, fixed=False):

@@ -22,14 +22,7 @@ def check(prof: Profile) -> None:
     elif prof.tables.get("gpu_trace") is not None and prof.tables["gpu_trace"].height == 0 and not any(
             prof.tables[t].height for t in ("kern_sum", "mem_time_sum", "gpu_sum") if t in prof.tables):
         prof.warnings.append(Note("load.no_gpu_work", {"file": prof.source_name("gpu_trace")}))
-    g = prof.tables.get("gpu_trace")
-    k = prof.tables.get("kern_sum")
-    if g is not None and g.height == 0 and k is not None and k.height > 0:
-        prof.warnings.append(Note("load.empty_trace", {"file": prof.source_name("gpu_trace"),
-                                                       "summary": prof.source_name("kern_sum"),
-                                                       "n": int(k["count"].sum())}))
-        del prof.tables["gpu_trace"]
-        del prof.sources["gpu_trace"]
+    _drop_empty_trace(prof, "gpu_trace", "kern_sum", "load.empty_trace")
     g = prof.tables.get("gpu_trace")
     k = prof.tables.get("kern_sum")
     # (a summary made from the trace itself, as the SQLite loader makes it, is of the same run)
@@ -42,14 +35,18 @@ def check(prof: Profile) -> None:
             del prof.sources["kern_sum"]
     # (same-stream overlap is what the profiler recorded, Hopper's PDL, never damage: the trace is
     # kept and facts/overlap.py measures the overlap for an info note)
-    a = prof.tables.get("api_trace")
-    s = prof.tables.get("api_sum")
-    if a is not None and a.height == 0 and s is not None and s.height > 0:
-        prof.warnings.append(Note("load.empty_api_trace", {"file": prof.source_name("api_trace"),
-                                                           "summary": prof.source_name("api_sum"),
-                                                           "n": int(s["count"].sum())}))
-        del prof.tables["api_trace"]
-        del prof.sources["api_trace"]
+    _drop_empty_trace(prof, "api_trace", "api_sum", "load.empty_api_trace")
+
+
+def _drop_empty_trace(prof: Profile, trace: str, summary: str, code: str) -> None:
+    """A trace with no rows beside a summary that counts some is dropped, and a warning says so (the
+    summary's tier stands in for it)."""
+    t, s = prof.tables.get(trace), prof.tables.get(summary)
+    if t is not None and t.height == 0 and s is not None and s.height > 0:
+        prof.warnings.append(Note(code, {"file": prof.source_name(trace), "summary": prof.source_name(summary),
+                                         "n": int(s["count"].sum())}))
+        del prof.tables[trace]
+        del prof.sources[trace]
 
 
 def meta(prof: Profile) -> dict:

@@ -60,7 +60,7 @@ def _resolved(findings, rules, run, kernels, alive_cls, monkeypatch):
     monkeypatch.setattr(resolve, "_Alive", alive_cls)
     res = resolve.resolve(copy.deepcopy(findings), rules, run, kernels, {"gpu_trace", "ncu"})
     little = res.too_little_work and dataclasses.asdict(res.too_little_work)
-    return json.dumps([[dataclasses.asdict(f) for f in res.findings], dataclasses.asdict(res.recoverable), res.notes, little],
+    return json.dumps([[dataclasses.asdict(f) for f in res.findings], dataclasses.asdict(res.recoverable), [str(n) for n in res.notes], little],
                       sort_keys=True)
 
 
