@@ -151,7 +151,7 @@ def test_one_table_of_operators():
     from nsys_expert.engine.condition import Leaf as L
     from nsys_expert.engine.operators import ALL_OPS, OPS, PY_OPS
 
-    doc = (pathlib.Path(__file__).parents[1] / "docs" / "writing-a-rule-pack.md").read_text()
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "writing-a-rule-pack.md").read_text()
     table = doc[doc.index("## Operators"):]
     table = table[:table.index("\n## ")]
     for name, op in OPS.items():
