@@ -105,6 +105,7 @@ def fold(text: str, width: int = 80) -> str:
 
 
 def variants() -> list[Variant]:
+    """Every console form the tests read. Past ~60 lines on purpose: a table of cases, one block each."""
     v: list[Variant] = []
     csv_cap, tsv_cap, table_cap, col_cap = (capture(n) for n in ("csv_stdout.txt", "tsv_stdout.txt", "table.txt",
                                                                  "column.txt"))

@@ -2,6 +2,9 @@
 
 Case counts (max_examples) add up to more than 10,000 generated cases per run; `pytest -q
 tests/facts/test_properties.py` prints them in its summary (see `test_case_budget`).
+
+Past ~400 lines on purpose: the property tests share one example budget (``BUDGET``, checked by
+``test_case_budget``), which a split would have to share across modules.
 """
 from __future__ import annotations
 

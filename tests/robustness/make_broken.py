@@ -15,6 +15,7 @@ import sqlite3
 
 
 def make(case: str, out: str) -> list[str]:
+    """The broken copies of one real case. Past ~60 lines on purpose: one damage after another, each a few lines."""
     rng = random.Random(7)
     csvs = sorted(glob.glob(os.path.join(case, "*.csv")))
     trace = [c for c in csvs if c.endswith("_cuda_gpu_trace.csv")][0]
