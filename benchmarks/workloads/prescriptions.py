@@ -42,9 +42,13 @@ resnet_compile / resnet_compile_fixed: ResNet-50 in channels_last (``resnet_layo
     also ``torch.compile(model)``, compiled before the first measured step.
 effnet_compile / effnet_compile_fixed: EfficientNet-B0 in channels_last (``effnet_layout_fixed``'s code);
     fixed: also ``torch.compile(model)``.
+hand_attention / hand_attention_fixed: 8 pre-norm transformer blocks (dim 1024, 16 heads, 4 x 2048 tokens, bf16)
+    whose attention is written by hand (scores, causal mask, softmax, dropout, weighted sum); fixed:
+    ``F.scaled_dot_product_attention`` (flash attention).
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -442,8 +446,43 @@ def effnet_compile(steps=25, fixed=False):
     _conv_train("efficientnet_b0", 128, steps, True, fixed)
 
 
+# -- attention written by hand -------------------------------------------------------------------------
+class HandAttnBlock(nn.Module):
+    """A pre-norm transformer block whose attention is written out (scores, causal mask, softmax, dropout,
+    weighted sum), as many models still do; ``sdpa``: ``F.scaled_dot_product_attention`` instead."""
+
+    def __init__(self, d, heads, sdpa):
+        super().__init__()
+        self.heads, self.sdpa = heads, sdpa
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        if self.sdpa:
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.1)
+        else:
+            s = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.heads)
+            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+            s = s.masked_fill(mask, float("-inf"))
+            a = F.dropout(F.softmax(s, dim=-1), p=0.1) @ v
+        x = x + self.out(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.norm2(x))
+
+
+def hand_attention(steps=20, fixed=False):
+    """8 blocks, dim 1024, 16 heads, 4 x 2048 tokens, bf16 autocast, fused AdamW; the attention by hand;
+    fixed: ``F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.1)`` (flash attention)."""
+    model = nn.Sequential(*[HandAttnBlock(1024, 16, fixed) for _ in range(8)]).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
+    x = torch.randn(4, 2048, 1024, device=dev)
+    _train(model, opt, x, _mse, steps, False)
+
+
 BASE = [optimizer, resnet_layout, d2h_metric, checkpoint, loader_between, hf_llama, block_stack, infer_graph,
-        resnet_compile, effnet_layout, effnet_compile]
+        resnet_compile, effnet_layout, effnet_compile, hand_attention]
 SINGLE = [checkpoint_rare, infer_nonvtx, decode_generate, llama_autograd, multistream]
 WORKLOADS = {**{f.__name__: (f, False) for f in BASE}, **{f"{f.__name__}_fixed": (f, True) for f in BASE},
              **{f.__name__: (f, False) for f in SINGLE}}

@@ -5,7 +5,8 @@ import polars as pl
 
 from . import timeline
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, in_window, of_kinds, pct
-from .names import CONV_KERNEL, LAYOUT_KERNEL, NCHW_KERNEL, NHWC_KERNEL, fused_kernel_expr, kernel_class_expr, simt_gemm_expr
+from .names import (CONV_KERNEL, FUSED_ATTENTION_KERNEL, FUSED_KERNEL, LOG_SOFTMAX_KERNEL, SOFTMAX_KERNEL,
+                    LAYOUT_KERNEL, NCHW_KERNEL, NHWC_KERNEL, fused_kernel_expr, kernel_class_expr, simt_gemm_expr)
 from .declare import fact
 
 
@@ -35,6 +36,34 @@ def compute(ctx: Context) -> None:
                                   pl.col("dur_ns").median().alias("med_ns"), pl.col("dur_ns").mean().alias("avg_ns"))
              .sort(["total_ns", "name"], descending=[True, False]))   # ties by name: one order
     kernel_table(fs, per, src)
+    _attention_by_hand(fs, k, src)
+
+
+MIN_SOFTMAX_SHARE_PCT = 3.0
+
+
+def _attention_by_hand(fs: FactSet, k: pl.DataFrame, src: str | None) -> None:
+    """The elementwise chain over the scores of an attention written by hand (scale, mask, softmax,
+    dropout, the dtype copies around them, forward and backward): the elementwise kernel launches at
+    least a quarter as long as the median softmax launch (they all walk the batch x heads x T x T scores,
+    tens of times larger than the rest of the model's activations). 0 when no softmax runs outside a
+    fused attention kernel, when the softmax kernels are under 3 % of the kernel time (a classifier's or a
+    loss's softmax over the logits), or when the run has fused attention kernels (its attention is not by
+    hand)."""
+    name = pl.col("name").cast(pl.String)
+    total = float(k["dur_ns"].sum()) or 1.0
+    soft = k.filter(name.str.contains(SOFTMAX_KERNEL) & ~name.str.contains(LOG_SOFTMAX_KERNEL)
+                    & ~name.str.contains(FUSED_KERNEL) & ~name.str.contains(FUSED_ATTENTION_KERNEL))
+    fused = k.filter(name.str.contains(FUSED_ATTENTION_KERNEL)).height
+    # an attention's softmax walks the largest tensors of the model: 14 % of the kernel time in the measured
+    # pair; a classifier's or a loss's softmax over the logits is well under 1 %
+    if soft.height == 0 or fused or float(soft["dur_ns"].sum()) < MIN_SOFTMAX_SHARE_PCT / 100 * total:
+        fs.put("attention_by_hand_share_of_kernel_pct", 0.0, src)
+        return
+    floor = 0.25 * float(soft["dur_ns"].median())
+    chain = with_kernel_classes(k.filter(pl.col("dur_ns") >= floor))
+    chain = chain.filter((pl.col("kernel_class") == "elementwise") | pl.col("name").cast(pl.String).str.contains(SOFTMAX_KERNEL))
+    fs.put("attention_by_hand_share_of_kernel_pct", float(chain["dur_ns"].sum()) / total * 100, src)
 
 
 def kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str = "") -> None:
@@ -80,6 +109,7 @@ def compute_per_iteration(ctx: Context) -> None:
 # the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
 # table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
 FACTS = [
+    fact("attention_by_hand_share_of_kernel_pct", "%", "share of kernel time in the elementwise chain over an attention's scores written by hand (scale, mask, softmax, dropout, their dtype copies, forward and backward): elementwise launches at least a quarter as long as the median softmax launch; 0 without a softmax outside fused attention kernels, when those softmax kernels are under 3 % of the kernel time, or with fused attention kernels in the run"),
     fact("kernel_count", "", "kernels in the window (whole profile when there is no trace)", ("gpu_trace", "kern_sum")),
     fact("kernel_median_us", "us", "median kernel duration", ("gpu_trace", "kern_sum")),
     fact("kernel_small_share_pct", "%", "share of kernels shorter than 10 us (by count)", ("gpu_trace", "kern_sum")),

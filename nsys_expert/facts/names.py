@@ -96,6 +96,11 @@ ELEMENTWISE_KERNEL = (r"(?i)elementwise|vectorized|unrolled|reduce_kernel|reduct
 # layout conversions around convolutions (cuDNN converts NCHW tensors for its NHWC tensor-core kernels and
 # back): nchwToNhwcKernel, nhwcToNchwKernel, cudnn::...::nchw2nhwc..., the generic layout-transform kernels
 LAYOUT_KERNEL = r"(?i)nchw_?to_?nhwc|nhwc_?to_?nchw|nchw2nhwc|nhwc2nchw|nchw_?to_?nchwc|layout_?transform|convert_?layout|transpose_?nchw|transpose_?nhwc"
+# a softmax kernel of an attention written by hand (PyTorch's softmax_warp_* / cunn_SoftMax*), not the
+# log-softmax of a loss; fused attention kernels (flash, memory-efficient, cuDNN's SDPA) hold their own softmax
+SOFTMAX_KERNEL = r"(?i)softmax"
+LOG_SOFTMAX_KERNEL = r"(?i)log_?softmax"
+FUSED_ATTENTION_KERNEL = r"(?i)flash|fmha|sdpa|efficient_attention|attention_kernel|mha_"
 # convolution kernels (cuDNN's and PyTorch's own), by name: a conv net
 CONV_KERNEL = r"(?i)conv(olution|olve|_|[123]d)|dgrad|wgrad|fprop|implicit_gemm|implicit_convolve|winograd|nhwckrsc|nchwkrsc|depthwise"
 # kernels of the NCHW layout that have a channels_last counterpart: PyTorch's NCHW batch norm, depthwise

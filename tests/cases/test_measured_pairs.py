@@ -103,7 +103,8 @@ def test_summary_gains_are_ranges_that_hold_the_measured_gain(case, rule, measur
 CODE_PAIRS = {"optimizer": "optimizer-unfused", "d2h_metric": "step-readback", "checkpoint": "checkpoint-pauses",
               "loader_between": "loader-between-steps", "resnet_layout": "layout-conversion",
               "infer_graph": "launch-bound", "block_stack": "eager-compile", "hf_llama": "eager-compile",
-              "effnet_layout": "layout-conversion", "resnet_compile": "eager-compile"}
+              "effnet_layout": "layout-conversion", "resnet_compile": "eager-compile",
+              "hand_attention": "attention-by-hand"}
 
 
 def _measured_step(case):
