@@ -45,6 +45,8 @@ effnet_compile / effnet_compile_fixed: EfficientNet-B0 in channels_last (``effne
 hand_attention / hand_attention_fixed: 8 pre-norm transformer blocks (dim 1024, 16 heads, 4 x 2048 tokens, bf16)
     whose attention is written by hand (scores, causal mask, softmax, dropout, weighted sum); fixed:
     ``F.scaled_dot_product_attention`` (flash attention).
+loss_item / loss_item_fixed: 8 SwiGLU blocks (dim 1024, 2 x 512 tokens) whose loss is read with ``.item()`` every
+    step; fixed: the losses summed on the GPU and read every 20 steps.
 """
 from __future__ import annotations
 
@@ -481,8 +483,31 @@ def hand_attention(steps=20, fixed=False):
     _train(model, opt, x, _mse, steps, False)
 
 
+# -- the loss read every step for logging --------------------------------------------------------------
+def loss_item(steps=60, fixed=False):
+    """8 RMSNorm + SwiGLU blocks (dim 1024, 2 x 512 tokens, bf16, fused AdamW) whose loss is read with
+    ``loss.item()`` after every step for a log line (a sync: the GPU's queue drains each step); fixed: the
+    losses summed on the GPU and read once every 20 steps."""
+    model = nn.Sequential(*[SwiGLUBlock(1024, 2816) for _ in range(8)]).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
+    x = torch.randn(2, 512, 1024, device=dev)
+    total, logged = torch.zeros((), device=dev), []
+    for i in range(steps):
+        step_begin()
+        loss = train_step(model, opt, x, _mse)
+        if fixed:
+            total += loss.detach()
+            if (i + 1) % 20 == 0:
+                logged.append(total.item() / 20)
+                total.zero_()
+        else:
+            logged.append(loss.item())
+        step_end()
+    torch.cuda.synchronize()
+
+
 BASE = [optimizer, resnet_layout, d2h_metric, checkpoint, loader_between, hf_llama, block_stack, infer_graph,
-        resnet_compile, effnet_layout, effnet_compile, hand_attention]
+        resnet_compile, effnet_layout, effnet_compile, hand_attention, loss_item]
 SINGLE = [checkpoint_rare, infer_nonvtx, decode_generate, llama_autograd, multistream]
 WORKLOADS = {**{f.__name__: (f, False) for f in BASE}, **{f"{f.__name__}_fixed": (f, True) for f in BASE},
              **{f.__name__: (f, False) for f in SINGLE}}
