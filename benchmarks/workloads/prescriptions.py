@@ -105,11 +105,7 @@ def optimizer(steps=30, fixed=False):
     kw = {"fused": True} if fixed else {"foreach": False}
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, **kw)
     x = torch.randn(512, 768, device=dev)
-    for _ in range(steps):
-        step_begin()
-        train_step(model, opt, x, _mse)
-        step_end()
-    torch.cuda.synchronize()
+    _train(model, opt, x, _mse, steps, False)
 
 
 # -- channels_last ----------------------------------------------------------------------------------
@@ -122,11 +118,7 @@ def resnet_layout(steps=25, fixed=False):
         model = model.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    for _ in range(steps):
-        step_begin()
-        train_step(model, opt, x, lambda m, b: F.cross_entropy(m(b), y))
-        step_end()
-    torch.cuda.synchronize()
+    _train(model, opt, x, lambda m, b: F.cross_entropy(m(b), y), steps, False)
 
 
 # -- a per-step device-to-host copy for host-side metrics -------------------------------------------
@@ -267,16 +259,7 @@ def hf_llama(steps=25, fixed=False):
 
     def loss_fn(m, b):
         return m(input_ids=b, labels=b).loss
-    if fixed:
-        model = torch.compile(model)
-        for _ in range(2):                    # compiled (and warm) before the first step
-            train_step(model, opt, ids, loss_fn)
-        torch.cuda.synchronize()
-    for _ in range(steps):
-        step_begin()
-        train_step(model, opt, ids, loss_fn)
-        step_end()
-    torch.cuda.synchronize()
+    _train(model, opt, ids, loss_fn, steps, fixed)   # fixed: compiled (and warm) before the first step
 
 
 def llama_autograd(steps=12, fixed=False):
