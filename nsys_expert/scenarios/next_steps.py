@@ -125,13 +125,9 @@ class _Asked:
     facts: dict
 
 
-def _unpack(c: _Asked):
-    return c.needs, c.held, c.exported, c.era, c.base, c.stem, c.app, c.inputs, c.facts
-
-
 def _export_steps(c: _Asked) -> list[dict]:
     """Reports to export from the same profile, or a profile that records them."""
-    needs, held, exported, era, base, stem, app, inputs, facts = _unpack(c)  # noqa: F841 - each step reads some
+    needs, held, exported, era, base, stem, app = c.needs, c.held, c.exported, c.era, c.base, c.stem, c.app
     steps: list[dict] = []
 
     tables = [n for n in _REPORT_OF if n in needs]   # one order whatever rules lack them
@@ -156,7 +152,7 @@ def _export_steps(c: _Asked) -> list[dict]:
 
 def _nvtx_steps(c: _Asked) -> list[dict]:
     """NVTX step ranges, when the input marks no repeated step."""
-    needs, held, exported, era, base, stem, app, inputs, facts = _unpack(c)  # noqa: F841 - each step reads some
+    needs, exported, stem, app, inputs, facts = c.needs, c.exported, c.stem, c.app, c.inputs, c.facts
     steps: list[dict] = []
     # NVTX ranges the input already holds (a summary or the trace) are never asked for again: with a step
     # among them (an iteration, or the step range the phases found) there is nothing to mark
@@ -179,7 +175,7 @@ def _nvtx_steps(c: _Asked) -> list[dict]:
 
 def _osrt_steps(c: _Asked) -> list[dict]:
     """The OS runtime summary and the per-thread OS runtime trace."""
-    needs, held, exported, era, base, stem, app, inputs, facts = _unpack(c)  # noqa: F841 - each step reads some
+    needs, held, exported, base, stem, app, facts = c.needs, c.held, c.exported, c.base, c.stem, c.app, c.facts
     steps: list[dict] = []
     if "osrt_sum" in needs and not exported:
         steps.append({"need": "OS runtime trace", "rules": needs["osrt_sum"],
@@ -205,7 +201,7 @@ def _osrt_steps(c: _Asked) -> list[dict]:
 
 def _tool_steps(c: _Asked, ncu_hint: str | None) -> list[dict]:
     """CUDA graph kernels in the trace, Nsight Compute's metrics and its raw page."""
-    needs, held, exported, era, base, stem, app, inputs, facts = _unpack(c)  # noqa: F841 - each step reads some
+    needs, stem, app, inputs = c.needs, c.stem, c.app, c.inputs
     steps: list[dict] = []
     if "graph-node" in needs:
         steps.append({"need": "CUDA graph kernels in the GPU trace", "rules": needs["graph-node"],
