@@ -161,6 +161,24 @@ class IdlePhase(_Reads):
 
 
 @dataclass(slots=True)
+class Location(_Reads):
+    """Where in the user's program a finding's cause sits (issue 55): the innermost frame of the user's
+    code (outside the Python installation, site-packages and the tool chain) above the calls, operators
+    or kernels the finding counts, with the share of the finding's time (or calls) it accounts for.
+    ``operator`` is the library call or autograd operator under it (``aten::item``, ``cudaMemcpyAsync``),
+    ``chain`` the user frames above it (outermost first, ``file:line in function``), ``source`` the input
+    the stacks came from (``sqlite:CUDA_CALLCHAINS``, ``kineto:python_function``, ``nvtx:autograd``).
+    The JSON contract's ``findings[].locations[]``."""
+    file: str
+    line: int | None
+    function: str
+    operator: str | None
+    share_pct: float
+    chain: list[str] = field(default_factory=list)
+    source: str | None = None
+
+
+@dataclass(slots=True)
 class Finding:
     """What a rule's firing says about a run (issue 49, item 1): made by the engine (``evaluate``),
     completed by ``resolve`` (the fields after ``references``), turned into the JSON contract's dict by
@@ -193,6 +211,7 @@ class Finding:
     estimated_gain_range_pct: list | None = None
     gain_capped_by: str | None = None
     phase: IdlePhase | None = None     # a finding about the idle time: the step's phase that holds most of it
+    locations: list[Location] = field(default_factory=list)   # where in the user's code (issue 55), largest share first
 
     # the mapping view, C-level (a Python method took 3x a dict's time)
     __getitem__ = object.__getattribute__
