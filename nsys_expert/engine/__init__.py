@@ -195,7 +195,8 @@ def _findings(rs: RuleSet, g: _Group, names: dict, fired: list[tuple[str, int]])
     order, hits, branch = _collate(by_id, names, fired)
     texts = _Texts(rs, fs)
     ev.findings = [texts.finding(by_id[rid], at, hits[(rid, at)], branch[(rid, at)]) for rid, at in order]
-    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, g.tables, rs.params, rs.lang, fs.work.replay)
+    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, g.tables, rs.params, rs.lang, fs.work.replay,
+                          where=fs.where)
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
     if g.advice:
         texts.advise(ev.findings, g.tables)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..facts.where import Location  # noqa: F401 - findings[].locations (issue 55): made by the facts
 from . import condition
 from .operators import ALL_OPS, NUMERIC_OPS, STRING_OPS  # noqa: F401 - the operators a pack may write, by kind
 
@@ -47,6 +48,7 @@ class Rule:
     advice_when: list = field(default_factory=list)  # one condition (parsed, or None) per advice item
     pack_params: dict = field(default_factory=dict)  # the pack's params (severity by gain, minimum work)
     pack_conditions: dict = field(default_factory=dict)   # name -> parsed condition
+    locate: str | None = None                         # the points whose places in the user's code the finding lists (facts/where_points.py)
 
     def __post_init__(self):
         """Every condition parsed into condition.py's nodes, once (a rule made from its YAML, from the
@@ -158,24 +160,6 @@ class IdlePhase(_Reads):
     phase: str | None
     names: str | None
     share_pct: float
-
-
-@dataclass(slots=True)
-class Location(_Reads):
-    """Where in the user's program a finding's cause sits (issue 55): the innermost frame of the user's
-    code (outside the Python installation, site-packages and the tool chain) above the calls, operators
-    or kernels the finding counts, with the share of the finding's time (or calls) it accounts for.
-    ``operator`` is the library call or autograd operator under it (``aten::item``, ``cudaMemcpyAsync``),
-    ``chain`` the user frames above it (outermost first, ``file:line in function``), ``source`` the input
-    the stacks came from (``sqlite:CUDA_CALLCHAINS``, ``kineto:python_function``, ``nvtx:autograd``).
-    The JSON contract's ``findings[].locations[]``."""
-    file: str
-    line: int | None
-    function: str
-    operator: str | None
-    share_pct: float
-    chain: list[str] = field(default_factory=list)
-    source: str | None = None
 
 
 @dataclass(slots=True)

@@ -230,7 +230,7 @@ class _Folding:
 
 
 def resolve(findings: list[Finding], rules: dict[str, Rule], run: dict, kernels: dict, inputs: set[str],
-            params_of=None, lang: str = "en", replay=None) -> Resolution:
+            params_of=None, lang: str = "en", replay=None, where: dict | None = None) -> Resolution:
     """``findings``: the engine's (``model.Finding``), completed in place: subject, cause, supporting,
     rule_severity, subject_share_pct, the gain's basis, range and cap, the idle time's phase.
     ``params_of``: rule id -> its parameter values (``RuleSet.params``; a rule it lacks has its
@@ -251,6 +251,7 @@ def resolve(findings: list[Finding], rules: dict[str, Rule], run: dict, kernels:
         res.too_little_work, note = guarded
         res.notes.append(note)
     place_idle(res.findings, run)                      # 6. where the idle time is
+    place_code(res.findings, rules, where or {})       # 7. where in the user's code
     return res
 
 
@@ -261,6 +262,19 @@ def idle_phase(run: dict) -> IdlePhase | None:
     if not isinstance(share_pct, (int, float)) or share_pct < PHASE_MIN_SHARE_PCT:
         return None
     return IdlePhase(run.get("idle_top_phase"), run.get("idle_top_phase_names"), round(float(share_pct), 1))
+
+
+def place_code(findings: list[Finding], rules: dict[str, Rule], where: dict) -> None:
+    """A finding whose rule names the points it is about (``locate``) lists their places in the user's
+    code (facts/locations.py), largest share first; a folded finding's points count when its cause has
+    none of its own."""
+    for f in findings:
+        sel = rules[f.rule].locate
+        if sel is None:
+            sel = next((rules[s.rule].locate for s in f.supporting if s.rule in rules and rules[s.rule].locate), None)
+        w = where.get(sel) if sel else None
+        if w is not None and w.locations:
+            f.locations = list(w.locations)
 
 
 def place_idle(findings: list[Finding], run: dict) -> None:

@@ -238,7 +238,7 @@ def _rule(data: dict, path: str, pack: str) -> Rule:
         advice=advice, advice_when=advice_when, params=data.get("params", {}) or {},
         subject=data.get("subject", "kernel" if scope == "kernel" else "run"), cause=data.get("cause", data["id"]),
         supersedes=_relations(data.get("supersedes")), refutes=_relations(data.get("refutes")), refines=data.get("refines"),
-        actionable=data.get("actionable", True), lends_severity=data.get("lends_severity", True), combine=data.get("combine"),
+        actionable=data.get("actionable", True), locate=data.get("locate"), lends_severity=data.get("lends_severity", True), combine=data.get("combine"),
         requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
         evidence=list(data.get("evidence", [])), estimate=data.get("estimate"),
         references=list(data.get("references", [])), why=_text(data.get("why")) or None, pack=pack, path=path)

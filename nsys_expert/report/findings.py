@@ -41,7 +41,8 @@ def finding_json(f: Finding, rank: int) -> dict:
             "pack": f.pack, "references": f.references,
             "subject": f.subject, "subject_share_pct": f.subject_share_pct,
             "cause": f.cause, "supporting": [support_json(s) for s in f.supporting],
-            **({"phase": phase_json(f.phase)} if f.phase is not None else {})}
+            **({"phase": phase_json(f.phase)} if f.phase is not None else {}),
+            **({"locations": [location_json(x) for x in f.locations]} if f.locations else {})}
 
 
 def evidence_json(e: Evidence) -> dict:
@@ -54,6 +55,12 @@ def support_json(s: Support) -> dict:
     return {"rule": s.rule, "relation": s.relation, "because": s.because, "title": s.title, "message": s.message,
             "scope": s.scope, "estimated_gain_pct": s.estimated_gain_pct,
             "evidence": [evidence_json(e) for e in s.evidence]}
+
+
+def location_json(x) -> dict:
+    """``findings[].locations[]``: a place in the user's code (facts/where.py's ``Location``)."""
+    return {"file": x.file, "line": x.line, "function": x.function, "operator": x.operator,
+            "share_pct": x.share_pct, "chain": list(x.chain), "source": x.source}
 
 
 def phase_json(p: IdlePhase) -> dict:

@@ -25,8 +25,9 @@ WORDS = {
            "main_idle": "main idle cause", "active": "GPU active", "of_window": "of the window",
            "not_evaluated": "rule(s) not evaluated", "warnings": "warning(s)", "notes": "note(s) on the inputs",
            "more": "Full report: add --format md (or html -o report.html); --lang zh for Chinese.",
-           "iter": "median iteration", "critical": "critical path: host"},
+           "iter": "median iteration", "critical": "critical path: host", "where_code": "where", "where_in": "in"},
     "zh": {"working": "正在诊断", "loading": "读取输入", "facts": "计算指标", "rules": "评估规则",
+           "where_code": "代码位置", "where_in": "函数",
            "charts": "计算图表数据", "ranks": "个 rank", "failed": "失败", "findings": "发现的问题", "gain": "预期收益",
            "window": "窗口", "whole": "整个采集", "main_idle": "主要空闲原因", "active": "GPU 活跃",
            "of_window": "（占窗口）", "not_evaluated": "条规则未评估", "warnings": "条警告", "notes": "条关于输入的说明",
@@ -248,6 +249,10 @@ def _findings_table(console, doc: dict, say: _Words, max_findings: int) -> None:
         tab.add_row(str(x["rank"]), Text(sev(x["severity"]).upper() if say.lang == "en" else sev(x["severity"]),
                                          style=SEVERITY_STYLES.get(x["severity"], "")),
                     visible(x["title"]), gain)
+        if x.get("locations"):
+            loc = x["locations"][0]
+            tab.add_row("", "", Text(f"{W['where_code']}{say.colon}{visible(loc['file'])}:{loc['line']} "
+                                     f"{W['where_in']} {visible(loc['function'])} ({loc['share_pct']:.0f} %)", style="dim"), "")
     console.print(Text(f"{W['findings']}{say.colon.strip()}", style="bold"))
     console.print(tab)
     if len(doc["findings"]) > max_findings:
