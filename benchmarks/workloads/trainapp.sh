@@ -60,4 +60,5 @@ wait
 for W in "$@"; do head -3 $R/$W/step_time.txt 2>/dev/null | sed "s/^/$W: /"; done
 nsys --version > $R/versions.txt; nvidia-smi >> $R/versions.txt; python3 -c "import torch, sys; print('torch', torch.__version__, sys.version)" >> $R/versions.txt
 du -sh $R/*
+[ -n "$NOPACK" ] && exit 0
 cd ${RES:-/tmp/res} && tar cf /tmp/res_$MODE.tar $MODE && split -b 15M -d /tmp/res_$MODE.tar $OUT/res_$MODE.tar.part && ls -la $OUT
