@@ -26,10 +26,10 @@ __all__ = ["evaluate", "Evaluation", "Finding", "load_packs", "Rule", "Pack", "R
 @dataclass
 class Evaluation:
     findings: list[Finding] = field(default_factory=list)   # engine/model.py; the report makes their JSON
-    not_evaluated: list[dict] = field(default_factory=list)
+    not_evaluated: list[missing_mod.NotEvaluated] = field(default_factory=list)
     evaluated: list[str] = field(default_factory=list)
     recoverable: Recoverable | None = None                   # gains.recoverable: what the findings win back together
-    notes: list[str] = field(default_factory=list)      # what the resolution says about the run (too little work)
+    notes: list = field(default_factory=list)           # of Note: what the resolution says about the run (too little work)
     too_little_work: TooLittleWork | None = None
     not_collected: list[str] = field(default_factory=list)   # opt-in rules whose input was not collected
     ranks: list[tuple[str, Evaluation]] | None = None        # a multi-rank job: each rank's own (evaluate)
@@ -144,12 +144,11 @@ def _sort_rules(rules, g: _Group) -> None:
             ev.not_collected.append(r.id)
             continue
         if missing or missing_inputs:
-            ev.not_evaluated.append({
-                "rule": r.id, "category": r.category, "scope": r.scope,
-                "max_severity": max([r.severity] + [e["severity"] for e in r.escalate], key=SEVERITIES.index),
-                "missing": [missing_mod.needs(i, fs) for i in missing_inputs]
-                + missing_mod.reasons(missing, fs, r.scope, tables),
-                "facts": sorted(missing), **({"refines": r.refines} if r.refines else {})})
+            ev.not_evaluated.append(missing_mod.NotEvaluated(
+                r.id, r.category, r.scope,
+                max([r.severity] + [e["severity"] for e in r.escalate], key=SEVERITIES.index),
+                [missing_mod.needs(i, fs) for i in missing_inputs] + missing_mod.reasons(missing, fs, r.scope, tables),
+                sorted(missing), r.refines or None))
             continue
         g.runnable.append(r)
     ev.evaluated = [r.id for r in g.runnable]

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from ..engine.model import Evidence, Finding, IdlePhase, PathCap, Recoverable, SubjectGain, Support, TooLittleWork
 from ..engine.rules import SEVERITIES
-from . import verdict
+
+# the categories of the system-level (whole-run) rules: a verdict of "no bottleneck" needs them all
+SYSTEM_CATEGORIES = ("launch-bound", "sync-bound", "memcpy-bound", "compute-bound", "memory-bound",
+                     "data-io-bound", "host-bound", "comm-bound", "gpu-idle")
 
 
 def _rank_key(f: Finding):
     gain = f.estimated_gain_pct
     return (-(round(gain, 1) if gain is not None else -1.0), -SEVERITIES.index(f.severity),
-            f.category not in verdict.SYSTEM_CATEGORIES, f.rule, str(f.scope.get("kernel") or ""))
+            f.category not in SYSTEM_CATEGORIES, f.rule, str(f.scope.get("kernel") or ""))
 
 
 def rank_findings(findings: list[Finding]) -> list[Finding]:

@@ -210,12 +210,13 @@ _VENDOR = {"amd": (("CUDA API", "HIP API"), ("CUDA kernels", "GPU kernels"), ("C
                    ("cudaMalloc / cudaFree", "hipMalloc / hipFree"))}
 
 
-def labels(lang: str, doc: dict | None = None, table: dict | None = None) -> dict:
+def labels(lang: str, facts: dict | None = None, table: dict | None = None) -> dict:
     """The labels of ``lang`` (``table``: another table of labels by language, e.g. the HTML page's),
-    in the words of the run's GPU maker: a ROCm run's report says HIP API, not CUDA API."""
+    in the words of the run's GPU maker (``facts``: the run's facts): a ROCm run's report says HIP API,
+    not CUDA API."""
     table = LABELS if table is None else table
     words = table.get(lang, table["en"])
-    swaps = _VENDOR.get(((doc or {}).get("facts") or {}).get("gpu_vendor"))
+    swaps = _VENDOR.get((facts or {}).get("gpu_vendor"))
     if not swaps:
         return words
     def swap(v):
