@@ -33,6 +33,7 @@ class Evaluation:
     too_little_work: TooLittleWork | None = None
     not_collected: list[str] = field(default_factory=list)   # opt-in rules whose input was not collected
     ranks: list[tuple[str, Evaluation]] | None = None        # a multi-rank job: each rank's own (evaluate)
+    categories: dict = field(default_factory=dict)           # the packs' categories (RuleSet.categories)
 
 
 def _missing(cond, have: set[str]) -> set[str]:
@@ -102,6 +103,8 @@ def evaluate(rs: RuleSet, fs: FactSet, tables: set[str], ranks: list[tuple[str, 
     try:
         groups = [_Group(fs, tables, True)] + [_Group(rfs, rt, False, label) for label, rfs, rt in ranks or ()]
         _evaluate(rs, groups)
+        for g in groups:
+            g.ev.categories = dict(rs.categories)
         ev = groups[0].ev
         if ranks is not None:
             ev.ranks = [(g.label, g.ev) for g in groups[1:]]
@@ -194,7 +197,8 @@ def _findings(rs: RuleSet, g: _Group, names: dict, fired: list[tuple[str, int]])
     order, hits, branch = _collate(by_id, names, fired)
     texts = _Texts(rs, fs)
     ev.findings = [texts.finding(by_id[rid], at, hits[(rid, at)], branch[(rid, at)]) for rid, at in order]
-    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, g.tables, rs.params, rs.lang, fs.work.replay)
+    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, g.tables, rs.params, rs.lang, fs.work.replay,
+                          rs.categories)
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
     if g.advice:
         texts.advise(ev.findings, g.tables)

@@ -28,7 +28,7 @@ from .findings import (evidence_json, finding_json, phase_json, rank_findings, r
                        support_json, too_little_work_json)
 from .said import _groups, _single_stepped, group_not_evaluated, split_warnings  # noqa: F401 - report.split_warnings
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
-from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
+from .labels import LABELS, SEVERITY_ZH, labels, with_categories  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
 
 
 def clean_value(v):
@@ -54,10 +54,11 @@ def _decided(findings: list[Ranked], facts: dict, inputs: list, tables: dict, ev
     rules under ``not_evaluated`` lacked, then the host-sampling step when the host is the limiter."""
     steps = _next_steps(not_evaluated, facts, inputs, tables)
     typed = [x.finding for x in findings]
-    lim = verdict.limiter(typed, facts)
+    lim = verdict.limiter(typed, facts, evaluation.categories)
     if lim:
         steps.append(verdict.HOST_SAMPLING_STEP)
-    out = verdict.decide(typed, evaluation.not_evaluated, facts, steps, window, tables.get("phases"))
+    out = verdict.decide(typed, evaluation.not_evaluated, facts, steps, window, tables.get("phases"),
+                         evaluation.categories)
     if evaluation.too_little_work is not None:     # engine/gains.py's minimum-work guard: no finding decides
         out = verdict.undecided(out, "too_little_work")
     if recorded != "some":   # nothing to judge: that is the verdict, not a warning
@@ -77,7 +78,7 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
     ``evaluation.ranks``, a row each (``job.build_job`` makes a job's diagnosis with them). ``settings``: what
     was asked beyond the defaults (``NO_SETTINGS``'s keys). ``notes``: said of the inputs, after the warnings
     (one run read twice)."""
-    findings = ranked(evaluation.findings)
+    findings = ranked(evaluation.findings, evaluation.categories)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
     facts = {k: _clean(v) for k, v in sorted(fs.run.items())}
     recorded = shaping.recorded(prof)
@@ -107,14 +108,15 @@ def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
         verdict=v,
         lang=lang,
         recorded=recorded,
-        job=job)
+        job=job,
+        categories=evaluation.categories)
 
 
 def _rank_row(label: str, prof: Profile, fs: FactSet, evaluation) -> RankRow:
     """A rank's row of a multi-rank report: its own facts (the cross-rank ones with them), window,
     verdict and findings (their titles: the job's findings above carry the words and advice). Its verdict
     is decided without the window's steady share and without next steps of its own."""
-    findings = ranked(evaluation.findings)
+    findings = ranked(evaluation.findings, evaluation.categories)
     facts = {k: _clean(v) for k, v in sorted(fs.run.items())}
     tables = {k: v for k, v in fs.tables.items() if not k.startswith("_")}
     v, _steps = _decided(findings, facts, prof.inputs, tables, evaluation, [], None)
@@ -295,7 +297,7 @@ def _unnest(text: str) -> str:
 
 def render_markdown(d: Diagnosis, lang: str = "en") -> str:
     """The Markdown report of ``d`` in ``lang`` (``templates/report.md.j2``)."""
-    L = labels(lang, d.facts)
+    L = with_categories(labels(lang, d.facts), d.categories, lang)
     units = {n: (registry.lookup("run", n).unit if registry.lookup("run", n) else "") for n in d.facts}
     tpl = _env().get_template("report.md.j2")
     sev = severity_word(lang)

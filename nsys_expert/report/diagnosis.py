@@ -85,11 +85,11 @@ class Ranked:
         return getattr(self.finding, name)
 
 
-def ranked(findings: list[Finding]) -> list[Ranked]:
+def ranked(findings: list[Finding], categories: dict | None = None) -> list[Ranked]:
     """The findings in the report's order (``findings.rank_findings``), each with its rank."""
     from .findings import rank_findings
 
-    return [Ranked(i + 1, f) for i, f in enumerate(rank_findings(findings))]
+    return [Ranked(i + 1, f) for i, f in enumerate(rank_findings(findings, categories))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +136,7 @@ class Diagnosis:
     recorded: str = "some"
     tool: dict = field(default_factory=dict)
     job: JobInfo | None = None
+    categories: dict = field(default_factory=dict)   # the packs' categories (engine.model.Category), by name
 
     @property
     def ranks(self) -> list[RankRow] | None:

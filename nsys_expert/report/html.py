@@ -28,7 +28,7 @@ from . import _gbps as report_gbps
 from .shaping import actionable as report_actionable
 from .shaping import memkind as report_memkind
 from . import gpu_metrics as gm_report
-from .labels import HTML_LABELS  # noqa: F401 - html.HTML_LABELS
+from .labels import HTML_LABELS, with_categories  # noqa: F401 - html.HTML_LABELS
 from .svg import _chart, _el, _ink, _legend, _n, _nice_step, _text_w, _tick_label, _ticks, _time_axis  # noqa: F401
 
 # ------------------------------------------------------------------------------------------ colours
@@ -384,7 +384,7 @@ def render_html(d, ser: dict | None = None, lang: str = "en", zoom: dict | None 
     """The page of ``d`` (a ``Diagnosis``). ``ser`` (and ``zoom``) from ``pipeline.diagnose_with_series``;
     without them the timeline is left out and the iteration chart comes from the report's iteration table."""
     lang = lang or "en"
-    L, H = labels(lang, d.facts), labels(lang, d.facts, HTML_LABELS)
+    L, H = with_categories(labels(lang, d.facts), d.categories, lang), labels(lang, d.facts, HTML_LABELS)
     tpl = _env().get_template("report.html.j2")
     sev = severity_word(lang)
     from .i18n import translate, zh_html_brackets

@@ -21,7 +21,7 @@ from ..engine.rules import SEVERITIES
 from ..notes import Note
 from ..scenarios.next_steps import NextStep
 from .diagnosis import Limiter, Steady, Verdict
-from .findings import SYSTEM_CATEGORIES   # a verdict of "no bottleneck" needs every system-level rule
+from .findings import system_categories   # a verdict of "no bottleneck" needs every system-level rule
 
 MIN_ACTIVE_PCT = 50.0
 # an estimate from summary reports is an upper bound (start-up work outside the steps counts in it): within
@@ -47,13 +47,15 @@ def _command(next_steps: list[NextStep], system_rules: set[str]) -> str | None:
 
 
 def decide(findings: list[Finding], not_evaluated: list[NotEvaluated], facts: dict, next_steps: list[NextStep],
-           window=None, phases: dict | None = None) -> Verdict:
+           window=None, phases: dict | None = None, categories: dict | None = None) -> Verdict:
     """The verdict of ``findings`` (in the report's order) over the run's ``facts``; ``window``: the facts'
-    ``Window`` (or None), ``phases``: the phases table."""
+    ``Window`` (or None), ``phases``: the phases table; ``categories``: the packs' (the built-in pack's when
+    None), whose level says which rules are system-level."""
+    system = system_categories(categories)
     strong = [f for f in findings if SEVERITIES.index(f.severity) >= SEVERITIES.index("medium")]
     # a rule that refines another (splits a cause off its finding) is never what leaves the verdict open:
     # without its own inputs its cases count under the rule it refines, which is listed itself if it did not run
-    sys_missing = sorted(n.rule for n in not_evaluated if n.category in SYSTEM_CATEGORIES
+    sys_missing = sorted(n.rule for n in not_evaluated if n.category in system
                          and n.scope == "run" and not n.refines
                          and SEVERITIES.index(n.max_severity) >= SEVERITIES.index("medium"))
     if "gpu_active_pct" in facts:
@@ -66,7 +68,7 @@ def decide(findings: list[Finding], not_evaluated: list[NotEvaluated], facts: di
         active, basis = None, None
     # without the GPU utilization, only a system-level cause can be the verdict: a kernel, precision or
     # start-up finding is true, but says nothing about where the time goes
-    primary = next((f for f in strong if active is not None or f.category in SYSTEM_CATEGORIES), None)
+    primary = next((f for f in strong if active is not None or f.category in system), None)
     steady = _steady_share(window, phases, facts)
     out = Verdict(gpu_active_pct=active, gpu_active_basis=basis, system_rules_not_evaluated=sys_missing,
                   # what the bound rests on (docs/json-contract.md)
@@ -119,18 +121,20 @@ HOST_SAMPLING_STEP = NextStep(
      "py-spy record --native -o host.svg -- python train.py"], limiter=True)
 
 
-def limiter(findings: list[Finding], facts: dict) -> Limiter | None:
+def limiter(findings: list[Finding], facts: dict, categories: dict | None = None) -> Limiter | None:
     """The host's own work as the limiter no finding names (sync_bound: 85 % of the critical path is
     2.2 ms of host work a step, while removing the syncs wins 10 %)."""
-    from ..engine.critical import side
+    from ..engine.critical import side, sides
     from ..engine.gains import within
+    from ..engine.categories import builtin_categories
     host = facts.get("critical_path_host_pct")
     if not isinstance(host, (int, float)) or host < HOST_LIMITER_PCT:
         return None
     offload = facts.get("replay_gain_host_offload_pct")
     if not isinstance(offload, (int, float)) or offload < HOST_LIMITER_GAIN_PCT:
         return None   # the host's time is in CUDA calls (launches, copies, syncs) that the findings name
-    if any(side(f, within) == "host" and SEVERITIES.index(f.severity) >= SEVERITIES.index("low")
+    sides_of = sides(categories or builtin_categories())
+    if any(side(f, within, sides_of) == "host" and SEVERITIES.index(f.severity) >= SEVERITIES.index("low")
            for f in findings):
         return None
     return Limiter("host", round(float(host), 1), round(float(offload), 1))

@@ -141,7 +141,7 @@ def test_pinned_copies_without_a_replay_promise_no_more_than_overlap_and_pinning
 
     f = finding(subject="copies", gain_basis="estimated")
     run = {"kernel_active_pct": 1.2, "memcpy_active_pct": 95.2, "memcpy_pageable_share_pct": 0.0}
-    assert critical.finding_cap(f, run, lambda a, b: False) == (pytest.approx(1.2), "copies")
+    assert critical.finding_cap(f, run, lambda a, b: False, {}) == (pytest.approx(1.2), "copies")
     assert critical.copies_cap(f, dict(run, memcpy_pageable_share_pct=100.0)) == pytest.approx(96.4)
     assert critical.copies_cap(finding(subject="copies", gain_basis="replayed"), run) is None
 
