@@ -11,8 +11,25 @@ from . import condition
 from .operators import ALL_OPS, NUMERIC_OPS, STRING_OPS  # noqa: F401 - the operators a pack may write, by kind
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
-CATEGORIES = ["compute-bound", "memory-bound", "launch-bound", "data-io-bound", "comm-bound", "sync-bound",
-              "memcpy-bound", "gpu-idle"]
+# a category's level (pack.yaml ``categories:``): a whole-run bottleneck, one kernel's, or a note
+LEVELS = ("system", "kernel", "note")
+# the side of the critical path a category's fix shortens (without one, the finding's subject decides)
+SIDES = ("host", "overlap")
+
+
+@dataclass(frozen=True)
+class Category:
+    """A category a rule may name, declared in a pack's ``pack.yaml`` (``categories:``): its title by language
+    (``en`` at least), its level (``LEVELS``) and the side of the critical path its fix shortens (``SIDES``,
+    or None)."""
+    name: str
+    title: dict
+    level: str
+    side: str | None = None
+
+    def title_in(self, lang: str) -> str | None:
+        """Its title in ``lang``, or None where the pack gives none."""
+        return self.title.get(lang)
 
 
 @dataclass
@@ -88,6 +105,7 @@ class Pack:
     params: dict = field(default_factory=dict)
     conditions: dict = field(default_factory=dict)
     phases: list = field(default_factory=list)   # pack.yaml ``phases:``: NVTX phase-name entries tried before facts/phases.yaml's (a list: the pack cache is JSON)
+    categories: dict = field(default_factory=dict)   # pack.yaml ``categories:``: name -> {title, level, side} (JSON: the pack cache)
 
     def __post_init__(self):
         self.conditions = {k: condition.parse(c) for k, c in self.conditions.items()}   # name -> parsed condition

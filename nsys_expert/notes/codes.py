@@ -30,6 +30,8 @@ class Code(NamedTuple):
 
 _STEPS = "step ranges (ProfilerStep#N: call prof.step() once per step)"
 _NO_OSRT = "the per-thread OS runtime trace, which torch.profiler does not record"
+_OSRT_TELLS = ("whose OSRT_API table says whether the launching thread was working, waiting for data, asleep or "
+               "waiting for Python's GIL while the GPU idled")
 _NCU_COMMAND = ("ncu {args} <your command>; then ncu -i hot.ncu-rep --csv --page details > ncu/hot_details.csv (and "
                 "--page raw > ncu/hot_raw.csv), ncu/ beside the nsys CSVs")
 
@@ -326,6 +328,51 @@ CODES: dict[str, Code] = {
     "phrase.other_run_why": Code("phrase", "{common:.0f}% of the kernel names in common, {summary} kernels in the "
                                            "summary against {trace} in the trace"),
     "phrase.run_lines": Code("phrase", "run {n}: lines {lines}"),
+
+    # --- the Next steps' need and why (scenarios/next_steps.py, report/verdict.py): phrases of a step ---
+    "step.need_reports": Code("phrase", "{reports}"),
+    "step.need_profile_records": Code("phrase", "a profile that records {what}"),
+    "step.why_export": Code("phrase", "these reports are missing from the input: export them from the same profile"),
+    "step.why_not_traced": Code("phrase", "the export holds no such events: nsys records them only when they are "
+                                          "traced (--trace={trace}) and happen"),
+    "step.need_nvtx": Code("phrase", "NVTX step ranges"),
+    "step.why_nvtx_no_step": Code("phrase", "the profile's NVTX ranges mark no repeated step: mark each training step "
+                                            "(torch.cuda.nvtx.range_push('step') ... range_pop()) and profile with "
+                                            "--trace including nvtx"),
+    "step.why_nvtx_none": Code("phrase", "if the profile has no NVTX ranges, mark each training step "
+                                         "(torch.cuda.nvtx.range_push('step') ... range_pop()) and profile with "
+                                         "--trace including nvtx"),
+    "step.need_osrt_sum": Code("phrase", "OS runtime trace"),
+    "step.why_osrt_sum": Code("phrase", "if the profile was made without --trace=osrt, osrt_sum has no rows: profile "
+                                        "again with it"),
+    "step.need_osrt_trace": Code("phrase", "the per-thread OS runtime trace"),
+    "step.why_osrt_export": Code("phrase", "the export holds no OS runtime calls: profile again with --trace=osrt and "
+                                           "diagnose its SQLite export, " + _OSRT_TELLS),
+    "step.why_osrt_stats": Code("phrase", "nsys stats has no per-thread OS runtime report: diagnose the SQLite export "
+                                          "of the same report, " + _OSRT_TELLS),
+    "step.why_osrt_stats_none": Code("phrase", "nsys stats has no per-thread OS runtime report: diagnose the SQLite "
+                                               "export of the same report, " + _OSRT_TELLS + " (a profile made "
+                                               "without --trace=osrt has none: profile again with it)"),
+    "step.need_graph_nodes": Code("phrase", "CUDA graph kernels in the GPU trace"),
+    "step.why_graph_nodes": Code("phrase", "the run launches CUDA graphs and the default --cuda-graph-trace=graph "
+                                           "leaves their kernels out of the GPU trace: profile again with "
+                                           "--cuda-graph-trace=node"),
+    "step.need_ncu": Code("phrase", "Nsight Compute metrics"),
+    "step.why_ncu": Code("phrase", "kernel-level rules need ncu's metrics of the hot kernels ({kernels})"),
+    "step.why_ncu_skip": Code("phrase", "kernel-level rules need ncu's metrics of the hot kernels ({kernels}; the {n} "
+                                        "launch(es) before the window are skipped)"),
+    "step.need_ncu_raw": Code("phrase", "the Nsight Compute raw page"),
+    "step.why_ncu_raw": Code("phrase", "the warp-stall, tensor-pipe and sector metrics are on the raw page only: "
+                                       "export it from the same ncu report"),
+    "step.need_profiler_steps": Code("phrase", "ProfilerStep ranges"),
+    "step.why_profiler_steps": Code("phrase", "the trace marks no repeated step: record three or more steps under "
+                                              "torch.profiler with a schedule and call prof.step() once per step "
+                                              "(ProfilerStep#N ranges become the iterations); `nsys-expert command "
+                                              "quick` prints the snippet (torch_profiler_steps.py)"),
+    "step.need_host_profile": Code("phrase", "A profile of the host's own work"),
+    "step.why_host_profile": Code("phrase", "most of each iteration's critical path is the launching thread's own work "
+                                            "between CUDA calls, and no finding names it: sample its Python and native "
+                                            "stacks to see what it is"),
 
     # --- ready for the sites outside load and facts that still write sentences (the lead converts them):
     # pipeline.py, cli/collect.py, engine/resolve.py ---

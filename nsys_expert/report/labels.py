@@ -141,11 +141,6 @@ LABELS = {
         "share_window": "占窗口 (%)", "kernels_per_step": "每步 kernel 数", "gpu_busy_in_it": "其中 GPU 忙碌 (%)",
         "d2h_per_step": "拷回主机 (每步 MB)",
         "async_step": "'{range}' 区间只计主机时间（中位数 {host} ms）：循环把 GPU 工作排入队列后继续执行，因此窗口中的一次迭代持续到它所发起的 GPU 工作结束（中位数 {iter} ms）。",
-        "categories": {"allocator": "分配器", "comm-bound": "通信瓶颈", "compute-bound": "计算受限", "data-io-bound": "数据 I/O 瓶颈",
-                       "gpu-idle": "GPU 空闲", "host-bound": "主机瓶颈", "latency-bound": "延迟受限", "launch-bound": "启动开销瓶颈",
-                       "launch-config": "启动配置", "memcpy-bound": "拷贝瓶颈", "memory-access": "访存模式", "memory-bound": "访存受限",
-                       "ncu-guided": "ncu 指引", "occupancy": "占用率", "precision": "精度", "rank-imbalance": "rank 不均衡",
-                       "stability": "稳定性", "startup": "启动阶段", "utilization": "利用率"},
         "mem_kinds": {"Pageable": "可分页主机内存", "Pinned": "Pinned 主机内存", "Device": "设备", "Managed": "统一内存",
                       "Array": "CUDA 数组", "Unknown": "未知"},
         "phases_title": "NVTX 阶段", "range_name": "区间", "phase": "阶段", "parent": "所在区间", "share_parent": "占所在区间 (%)", "instances": "实例数",
@@ -216,12 +211,22 @@ _VENDOR = {"amd": (("CUDA API", "HIP API"), ("CUDA kernels", "GPU kernels"), ("C
                    ("cudaMalloc / cudaFree", "hipMalloc / hipFree"))}
 
 
-def labels(lang: str, doc: dict | None = None, table: dict | None = None) -> dict:
+def with_categories(L: dict, categories: dict, lang: str) -> dict:
+    """``L`` with ``categories``: each category's title in ``lang`` (pack.yaml ``categories:``), for a language
+    other than English (an English report names a category by its id, what ``explain`` takes)."""
+    if lang == "en":
+        return L
+    titles = {name: c.title_in(lang) for name, c in categories.items() if c.title_in(lang)}
+    return {**L, "categories": titles} if titles else L
+
+
+def labels(lang: str, facts: dict | None = None, table: dict | None = None) -> dict:
     """The labels of ``lang`` (``table``: another table of labels by language, e.g. the HTML page's),
-    in the words of the run's GPU maker: a ROCm run's report says HIP API, not CUDA API."""
+    in the words of the run's GPU maker (``facts``: the run's facts): a ROCm run's report says HIP API,
+    not CUDA API."""
     table = LABELS if table is None else table
     words = table.get(lang, table["en"])
-    swaps = _VENDOR.get(((doc or {}).get("facts") or {}).get("gpu_vendor"))
+    swaps = _VENDOR.get((facts or {}).get("gpu_vendor"))
     if not swaps:
         return words
     def swap(v):
