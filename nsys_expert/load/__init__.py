@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from .. import budget
 from ..errors import InputError
 from ..notes import CODES, Note
 from . import compressed, consistency, csv_reports, normalize, sanity, schema
@@ -91,7 +92,8 @@ def _read_normalized(sn) -> tuple[csv_reports.Loaded, Exception | None]:
     """One CSV report read and normalized (in a reader thread): its frame the normalized one, its
     warnings both steps'; and the error that stopped it, if one did (raised by the caller, in file order)."""
     path = sn.path
-    item = csv_reports.read_report(sn)
+    with budget.reading(path):   # named by the memory watch if the budget runs out here
+        item = csv_reports.read_report(sn)
     if item.sections:
         return item, None
     try:
@@ -355,7 +357,8 @@ def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:
 def _read_other(path: str, sn) -> Part | None:
     """SQLite exports, .nsys-rep files, Nsight Compute CSVs and console text (each in its own module)."""
     from . import readers
-    return readers.read(path, sn)
+    with budget.reading(path):
+        return readers.read(path, sn)
 
 
 def _add_part(loaded: dict, part: Part, prof: Profile) -> None:
