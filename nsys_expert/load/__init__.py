@@ -159,6 +159,7 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
     if skipped_dirs:
         prof.warnings.append(Note("load.subfolders", {"dirs": tuple(os.path.basename(d) for d in skipped_dirs)}))
     sanity.long_names(prof.tables, prof.warnings)
+    sanity.stretched(prof.tables, prof.warnings, prof.sources.get("gpu_trace"))
     prof.meta.update(consistency.meta(prof))
     prof.warnings = _grouped(prof.warnings)
     return prof
