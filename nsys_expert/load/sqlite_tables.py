@@ -58,13 +58,34 @@ def _schema(con: sqlite3.Connection) -> dict[str, set[str]]:
     return {n: {r[1] for r in con.execute('PRAGMA table_info("{}")'.format(str(n).replace('"', '""')))} for n in names}
 
 
+# a name past NAME_MAX bytes is cut where SQLite reads it (a 10 MB StringIds value joined to ten million
+# NVTX ranges would be ten million copies), as load/sanity.py cuts the other formats' names: its first
+# NAME_KEPT characters, its length and its string id; long_strings says how many
+NAME_MAX, NAME_KEPT = 64 << 10, 4096
+
+
+def cut_value(col: str, id_col: str) -> str:
+    return (f"CASE WHEN length(CAST({col} AS BLOB)) > {NAME_MAX} THEN substr({col}, 1, {NAME_KEPT}) || ' …[' || "
+            f"length(CAST({col} AS BLOB)) || ' bytes, #s' || {id_col} || ']' ELSE {col} END")
+
+
+def long_strings(con: sqlite3.Connection, cols: dict) -> dict | None:
+    """How many StringIds values are past NAME_MAX bytes, and the longest (None: none is)."""
+    if "StringIds" not in cols or "value" not in cols["StringIds"]:
+        return None
+    n, longest = con.execute(f"SELECT count(*), max(length(CAST(value AS BLOB))) FROM StringIds "
+                             f"WHERE length(CAST(value AS BLOB)) > {NAME_MAX}").fetchone()
+    return {"n": n, "longest": longest} if n else None
+
+
 def _strings(con: sqlite3.Connection, cols: dict, ids: pl.Series, dtype=pl.String) -> pl.DataFrame:
     """StringIds rows for these ids (the distinct ids of a frame already read): (``sid``, ``value``)."""
     schema = {"sid": pl.Int64, "value": dtype}
     uniq = ids.drop_nulls().unique().sort().to_list()
     if "StringIds" not in cols or not uniq:
         return pl.DataFrame(schema=schema)
-    parts = [_frame(con, f"SELECT id, value FROM StringIds WHERE id IN ({', '.join(str(int(i)) for i in chunk)})",
+    parts = [_frame(con, f"SELECT id, {cut_value('value', 'id')} FROM StringIds WHERE id IN "
+                         f"({', '.join(str(int(i)) for i in chunk)})",
                     schema) for chunk in (uniq[k:k + 20_000] for k in range(0, len(uniq), 20_000))]
     return pl.concat(parts) if len(parts) > 1 else parts[0]
 
@@ -250,20 +271,27 @@ def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
     has no prefix), with ``level``: the nesting depth of a push/pop range on its thread (0 = top)."""
     c = cols[NVTX]
     # the text is stored inline (``text``) or registered (``textId`` -> StringIds): coalesce both
+    # registered texts are looked up once per distinct id, never joined to each range: ten million ranges of one
+    # name are ten million ids, not ten million copies of the name
     join = ""
     texts = []
     if "text" in c:
         texts.append("e.text")
     if "textId" in c and "StringIds" in cols:
         join = "LEFT JOIN StringIds s ON s.id = e.textId"
-        texts.append("s.value")
+        texts.append(cut_value("s.value", "s.id"))
     text = f"coalesce({', '.join(texts)})" if len(texts) > 1 else (texts[0] if texts else "NULL")
     did = "e.domainId" if "domainId" in c else "0"
     gtid = "e.globalTid" if "globalTid" in c else "NULL"
-    n = _frame(con, f'SELECT e.start, e."end", e.eventType, {text}, {did}, {gtid} FROM {NVTX} e {join} '
-                    f'WHERE e.eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND})',
-               {"start_ns": pl.Int64, "end_ns": pl.Int64, "event": pl.Int64, "text": pl.String, "did": pl.Int64,
-                "gtid": pl.Int64})
+    tid_col = "e.textId" if "textId" in c and "StringIds" in cols else "NULL"
+    n = _frame(con, f'SELECT e.start, e."end", e.eventType, {"e.text" if "text" in c else "NULL"}, {tid_col}, {did}, '
+                    f'{gtid} FROM {NVTX} e WHERE e.eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND})',
+               {"start_ns": pl.Int64, "end_ns": pl.Int64, "event": pl.Int64, "text": pl.String, "text_id": pl.Int64,
+                "did": pl.Int64, "gtid": pl.Int64})
+    if n["text_id"].null_count() < n.height:
+        names = _named(n, _strings(con, cols, n["text_id"]), "text_id").cast(pl.String)
+        n = n.with_columns(pl.coalesce("text", names).alias("text"))
+    n = n.drop("text_id")
     n = n.with_columns(_pid("gtid").alias("pid"), _tid("gtid").alias("tid")).sort("start_ns", maintain_order=True)
     # domain names: the domain-create events of the same process (2020: the DomainStrings table)
     doms = _frame(con, f"SELECT {PID_SQL.format(col=gtid)}, {did}, {text} FROM {NVTX} e {join} "
