@@ -8,7 +8,7 @@ import sqlite3
 import polars as pl
 
 from . import chunks, normalize
-from .sqlite_read import _Big, _derived, _frame, _pid, _tid
+from .sqlite_read import NAME_KEPT, NAME_MAX, _Big, _derived, _frame, _pid, _tid, cut_value, long_strings  # noqa: F401
 
 # nsys event types in NVTX_EVENTS (ENUM_NSYS_EVENT_TYPE): ranges and the domain-create event
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
@@ -56,26 +56,6 @@ def _schema(con: sqlite3.Connection) -> dict[str, set[str]]:
     names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     # a '"' in a table name is doubled: an intact export with an odd extra table is no "damaged" file
     return {n: {r[1] for r in con.execute('PRAGMA table_info("{}")'.format(str(n).replace('"', '""')))} for n in names}
-
-
-# a name past NAME_MAX bytes is cut where SQLite reads it (a 10 MB StringIds value joined to ten million
-# NVTX ranges would be ten million copies), as load/sanity.py cuts the other formats' names: its first
-# NAME_KEPT characters, its length and its string id; long_strings says how many
-NAME_MAX, NAME_KEPT = 64 << 10, 4096
-
-
-def cut_value(col: str, id_col: str) -> str:
-    return (f"CASE WHEN length(CAST({col} AS BLOB)) > {NAME_MAX} THEN substr({col}, 1, {NAME_KEPT}) || ' …[' || "
-            f"length(CAST({col} AS BLOB)) || ' bytes, #s' || {id_col} || ']' ELSE {col} END")
-
-
-def long_strings(con: sqlite3.Connection, cols: dict) -> dict | None:
-    """How many StringIds values are past NAME_MAX bytes, and the longest (None: none is)."""
-    if "StringIds" not in cols or "value" not in cols["StringIds"]:
-        return None
-    n, longest = con.execute(f"SELECT count(*), max(length(CAST(value AS BLOB))) FROM StringIds "
-                             f"WHERE length(CAST(value AS BLOB)) > {NAME_MAX}").fetchone()
-    return {"n": n, "longest": longest} if n else None
 
 
 def _strings(con: sqlite3.Connection, cols: dict, ids: pl.Series, dtype=pl.String) -> pl.DataFrame:
