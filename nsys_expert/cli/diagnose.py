@@ -12,8 +12,8 @@ import sys
 
 import click
 
-from .options import (Choice, command, config_option, format_option, output_option, resolve_settings, say,
-                      write_output)
+from .options import (Choice, command, config_option, format_option, memory_option, output_option, resolve_settings,
+                      say, write_output)
 
 # the largest time stamp a window may name: nsys times are int64 ns; 2^62 leaves room for END - START
 MAX_NS = float(2 ** 62)
@@ -95,6 +95,7 @@ def _warn(d, lang: str | None, prefix: str = "") -> None:
                    "Dask cluster), or an existing Dask scheduler; Dask needs pip install \"nsys-expert[dask]\"")
 @click.option("--fail-on", type=Choice(SEVERITIES), help="exit 1 when a finding is at or above this severity")
 @click.option("--show-facts", is_flag=True, help="also print every fact of this run with its value and source")
+@memory_option()
 @config_option()
 def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, iteration_range,
              scheduler, fail_on, show_facts, config_path):

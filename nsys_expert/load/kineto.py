@@ -121,7 +121,8 @@ class _Columns:
                 dev = e.pid if args.device is unset else args.device
                 strm = e.tid if args.stream is unset else args.stream
                 for k, v in (("start_ns", ts), ("dur_ns", dur), ("corr_id", corr), ("bytes", args.bytes),
-                             ("src_kind", src), ("dst_kind", dst), ("device_id", dev if isinstance(dev, int) else 0),
+                             ("src_kind", src), ("dst_kind", dst), ("device_id", dev if args.device is unset and isinstance(dev, int)
+                                                         else 0 if args.device is unset else kv.device(dev, e.pid, self.dropped)),
                              ("stream", strm if isinstance(strm, int) else None), ("name", name)):
                     gpu[k].append(v)
             elif cat in API_CATS:

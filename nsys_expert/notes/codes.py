@@ -198,6 +198,11 @@ CODES: dict[str, Code] = {
                                      "were left out, row by row (e.g. start {start}, duration {dur})"),
     "load.rows_too_long": Code("warning", "{file}: {n} row(s) last longer than a day (the longest {years:.3g} years): "
                                           "impossible for one operation (a damaged time stamp?); left out"),
+    "load.stretched_ops": Code("warning", "{file}: {n:,} of {ops:,} GPU operations last past the end of a later "
+                                          "operation on their stream (e.g. stream {stream}, start {start} ns, "
+                                          "{ms:,.3f} ms long): a stream runs its work in order, and a kernel "
+                                          "launched early (PDL) still ends after its predecessor, so these times "
+                                          "are damaged; left out"),
     "load.nvtx_bad": Code("warning", "{file}: {n} NVTX ranges without a valid start/end were left out"),
     "load.summary_bad": Code("warning", "{file}: {n} rows without a valid total time or count were left out"),
     "load.replacement_chars": Code("warning", "{file}: {n} name(s) hold U+FFFD replacement characters (e.g. "
@@ -281,7 +286,13 @@ CODES: dict[str, Code] = {
     "kineto.not_finite": Code("phrase", "a number that is infinite or NaN"),
     "kineto.not_number": Code("phrase", "a value that is not a number ({type})"),
     "kineto.surrogate": Code("phrase", "a lone UTF-16 surrogate (shown as '?')"),
-    "kineto.corr_id_twice": Code("phrase", "a correlation id another call has (the first call kept)"),
+    "kineto.corr_id_shared": Code("phrase", "a correlation id another call has"),
+    "kineto.corr_id_kernels": Code("phrase", "a correlation id another kernel has, though its call is no graph launch"),
+    "kineto.device_text": Code("phrase", "a device id written as text"),
+    "kineto.device_bad": Code("phrase", "a device id that is no GPU's ({type})"),
+    "kineto.kept_untied": Code("phrase", "kept, but tied to no launch (which call launched which work cannot be told)"),
+    "kineto.read_as_number": Code("phrase", "read as the number written"),
+    "kineto.read_as_pid": Code("phrase", "read as the event's process id (Kineto's device number), else device 0"),
     "kineto.exact_copy": Code("phrase", "an exact copy of another event"),
     "kineto.left_out": Code("phrase", "left out"),
     "kineto.kept_as_question": Code("phrase", "kept with '?' in its place"),
