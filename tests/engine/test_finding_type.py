@@ -17,7 +17,7 @@ from nsys_expert.facts import FactSet, registry
 # the JSON report's finding keys, in order (report.finding_json); * only when set
 CONTRACT = ["rule", "category", "severity", "rank", "title", "message", "evidence", "advice", "estimated_gain_pct",
             "gain_basis*", "gain_capped_by*", "estimated_gain_range_pct*", "confidence", "scope", "pack", "references",
-            "subject", "subject_share_pct", "cause", "supporting", "phase*"]
+            "subject", "subject_share_pct", "cause", "supporting", "phase*", "locations*"]
 PARTS = {"evidence": Evidence, "supporting": Support}
 
 
