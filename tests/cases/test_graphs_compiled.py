@@ -131,3 +131,41 @@ def test_launch_units_count_a_replay_once():
     assert g["graph_kernels"] == 3 and g["graph_ns"] == 6_000 and g["work_ns"] == 38_000 and g["whole_ns"] == 0
     units, g = graph.launch_units(k, k, None)        # no API trace: no graph known, each kernel a launch
     assert units.height == 5 and g["graph_kernels"] == 0
+
+
+def _launch_bound(run, overrides=None):
+    from nsys_expert.engine import RuleSet, evaluate, load_packs
+    from nsys_expert.facts import FactSet, registry
+
+    packs = load_packs()
+    rs = RuleSet.build(packs, select=["launch-bound"], overrides=overrides)
+    return [f for f in evaluate(rs, FactSet(run=dict(run)), set(registry.INPUTS)).findings if f.rule == "launch-bound"]
+
+
+# pair_effnet_compile_fixed_sqlite's facts (the compiled EfficientNet-B0): its GPU waits for launches 19.9 %
+EFFNET_COMPILED = {"gpu_active_pct": 70.34, "gpu_idle_pct": 29.66, "gpu_idle_launch_pct": 19.9,
+                   "gpu_idle_short_gaps_pct": 23.21, "kernel_small_share_pct": 67.63, "kernel_median_us": 2.752,
+                   "kernels_per_iter": 1062.1, "elementwise_fused_share_of_kernel_pct": 57.23}
+
+
+def test_launch_bound_on_a_compiled_model_says_it_is_compiled():
+    """The compiled EfficientNet waits for launches 19.9 % of the window, just under launch-bound's 20: at 15 it
+    fires, and its advice is CUDA graphs for the compiled code (mode="reduce-overhead"), never 'fuse with
+    torch.compile'."""
+    assert _launch_bound(EFFNET_COMPILED) == []
+    [f] = _launch_bound(EFFNET_COMPILED, ["launch-bound.min_idle_pct=15"])
+    text = " ".join(f.advice)
+    assert "already compiled (57.2 %" in text and 'mode="reduce-overhead"' in text
+    assert "Fuse the elementwise chain" not in text
+
+
+def test_launch_bound_is_quiet_where_a_graph_replays_the_step_and_says_the_rest_where_partly():
+    """launch_bound's own gaps (the shared case: 95 % of the window waiting for launches): with graphs launching
+    all the kernel work it is quiet; with a third of it from graphs (kineto_hta_torchrec_16rank has 30.8 %) it
+    fires and says that the rest of the step is to be captured."""
+    gaps = {"gpu_active_pct": 4.7, "gpu_idle_pct": 95.3, "gpu_idle_launch_pct": 95.2, "gpu_idle_short_gaps_pct": 95.2,
+            "kernel_small_share_pct": 100.0, "kernel_median_us": 0.864, "kernels_per_iter": 200.0}
+    assert len(_launch_bound(gaps)) == 1
+    assert _launch_bound(dict(gaps, graph_share_of_kernel_pct=100.0)) == []
+    [f] = _launch_bound(dict(gaps, graph_share_of_kernel_pct=30.8))
+    assert any(a.startswith("30.8 % of the kernel work already runs from CUDA graphs") for a in f.advice)
