@@ -29,7 +29,8 @@ def compute(ctx: Context) -> None:
     # the small-launch share counts what the host launched: a CUDA graph execution, or the kernels one graph
     # launch replayed, is one launch (no per-kernel launch cost); graph executions never enter the kernel
     # count, the median or the kernel table
-    ids = graph.launch_ids(prof)
+    # (no graph launch in the window: no pass over the API trace for their ids)
+    ids = graph.launch_ids(prof) if fs.run.get("graph_launch_count") else None
     units, g = graph.launch_units(w, k, ids)
     if units.height:
         fs.put("kernel_small_share_pct", pct(float((units["dur_ns"] < SMALL_KERNEL_NS).sum()), units.height), src)
