@@ -233,6 +233,7 @@ def measure(name: str, path: str, ref: tuple[str, list[str]], sides: list[Side],
     for i in range(repeat):
         for k in (list(cmds) if i % 2 == 0 else list(cmds)[::-1]):
             runs[k].append(_measure.run(cmds[k], quiet=True))
+    # each run is (wall s, peak RSS MB, CPU s), as _measure.run gives it
     med = {k: [_measure.median([r[j] for r in v]) for j in range(3)] for k, v in runs.items()}
     ratio = [sorted(h[j] / b[j] for b, h in zip(runs["base"], runs["head"])) for j in range(3)]
     return {"name": name, "path": path, "ref": ref[0], "med": med, "ratio": ratio,
@@ -260,8 +261,8 @@ def report(r: dict, sides: list[Side]) -> list[str]:
              f"  {'reference: ' + r['ref']:<26} {rw:7.2f}s {rc:7.2f}s {rr:7.0f}MB",
              f"  {'BASE ' + sides[0].label:<26} {bw:7.2f}s {bc:7.2f}s {br:7.0f}MB   {bw / rw:5.2f}x the reference",
              f"  {'HEAD ' + sides[1].label:<26} {hw:7.2f}s {hc:7.2f}s {hr:7.0f}MB   {hw / rw:5.2f}x the reference",
-             f"  HEAD / BASE, median of the rounds (range): wall {rng(r['ratio'][0])}, CPU {rng(r['ratio'][1])}, "
-             f"peak RSS {rng(r['ratio'][2])}; reports {'identical' if r['same_report'] else 'differ'}"]
+             f"  HEAD / BASE, median of the rounds (range): wall {rng(r['ratio'][0])}, CPU {rng(r['ratio'][2])}, "
+             f"peak RSS {rng(r['ratio'][1])}; reports {'identical' if r['same_report'] else 'differ'}"]
     if goal != float("inf"):
         lines.append(f"  target {how} = {goal:.2f} s: HEAD {hw:.2f} s, {'met' if hw <= goal else 'not met'}")
     return lines
@@ -275,7 +276,7 @@ def markdown(results: list[dict], sides: list[Side]) -> list[str]:
         (rw, _, rc), (bw, _, bc), (hw, hr, hc) = r["med"]["ref"], r["med"]["base"], r["med"]["head"]
         goal, how = target(r["name"], rw, r["path"])
         met = "-" if goal == float("inf") else ("yes" if hw <= goal else "no")
-        wall, cpu, rss = (_measure.median(x) for x in r["ratio"])
+        wall, rss, cpu = (_measure.median(x) for x in r["ratio"])   # _measure.run: (wall, peak RSS, CPU)
         lines.append(f"| {r['name']} | {r['ref']} {rw:.2f} / {rc:.2f} s | {bw:.2f} ({bc:.2f}) s | {hw:.2f} ({hc:.2f}) s "
                      f"| {wall:.2f}x | {cpu:.2f}x | {rss:.2f}x ({hr:.0f}) | {hw / rw:.2f}x | {how} | {met} |")
     return lines
