@@ -90,7 +90,9 @@ def compute(ctx: Context) -> None:
         .sort("host_s")
     if steps.height < 3 or not win.length_ns:
         return
-    ops = in_window(gpu, win).filter(pl.col("launch_s").is_not_null())
+    ops = in_window(gpu, win)   # a slice of the trace; copied only where some operation has no launch time
+    if ops["launch_s"].null_count():
+        ops = ops.filter(pl.col("launch_s").is_not_null())
     src = ctx.prof.source_name("gpu_trace") or ""
     rows = _phases(ctx, steps, ops, src)
     rows += _pauses(ctx, steps, ops, src)
@@ -138,7 +140,7 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
         row = {"phase": phase, "names": ", ".join(sorted(str(n) for n, p in phase_of.items() if p == phase))[:120],
                "ms_per_iter": wall / n_it / 1e6, "share_pct": pct(wall, wlen), "kernels_per_iter": k.height / n_it,
                "gpu_busy_pct": min(100.0, pct(busy, wall) or 0.0), "d2h_mb_per_iter": float(d2h["bytes"].fill_null(0).sum()) / 1e6 / n_it}
-        row["gpu_idle_ms_per_iter"] = max(0.0, wall - _busy_in(fs, cover, win)) / n_it / 1e6
+        row["gpu_idle_ms_per_iter"] = max(0.0, wall - _busy_in(fs, cover)) / n_it / 1e6
         out.append(row)
         if phase == "optimizer":
             _optimizer(fs, row, k, busy, wall, n_it, steps, src)
@@ -146,7 +148,7 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     return out
 
 
-def _busy_in(fs, cover: pl.DataFrame, win) -> float:
+def _busy_in(fs, cover: pl.DataFrame) -> float:
     """GPU busy time (the first device's union) inside the merged intervals ``cover``."""
     busy = fs.work.busy
     if cover.height == 0 or not isinstance(busy, dict) or not busy:
@@ -154,7 +156,10 @@ def _busy_in(fs, cover: pl.DataFrame, win) -> float:
     dev = busy[sorted(busy)[0]]
     if dev.height == 0:
         return 0.0
-    return float(intervals.total(intervals.common([dev.select("s", "e"), cover.select("s", "e")], win.start_ns, win.end_ns)))
+    # the busy union lies in the window: the busy time covering each (merged, disjoint) interval, by binary
+    # searches over the union made ready once (busy.py), not an intersection of a million busy intervals
+    ready = fs.work.busy_cover if len(busy) == 1 else None
+    return float(intervals.coverage(cover.select("s", "e"), dev, ready).sum())
 
 
 def _idle_top(fs, rows: list[dict], n_it: int, src: str) -> None:
@@ -266,7 +271,7 @@ def _between_work(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str
         return
     gap_med = float(gaps.median())
     cover = pl.DataFrame({"s": e.slice(0, n - 1), "e": s.slice(1)}).filter(pl.col("e") > pl.col("s"))
-    busy_in_gaps = _busy_in(fs, intervals.merge(cover), win)
+    busy_in_gaps = _busy_in(fs, intervals.merge(cover))
     idle_in_gaps = max(0.0, float(gaps.sum()) - busy_in_gaps)
     fs.put("between_steps_ms_per_iter", gap_med / 1e6, src)
     fs.put("between_steps_gpu_idle_pct", pct(idle_in_gaps, win.length_ns) or 0.0, src)
