@@ -16,8 +16,9 @@ case, every file of it), ``csv-1M`` (fixtures/launch_bound tiled to 1 M GPU oper
 ``sqlite-1M`` (the shared launch_bound export tiled to 1 M kernels, ``bench_sqlite``), ``long-iteration``
 and ``autograd`` (``make_long.py``: 560 k kernels in 6 iterations; plus one autograd NVTX range a launch),
 ``kineto`` (the shared launch_bound torch.profiler trace); ``--profile PATH`` adds a real export or trace
-(the lead's long profiles: every ``*.sqlite[.gz]`` / ``*.json[.gz]`` in benchmarks/long/ of the main
-checkout and in /work/devout/bench/ is added when ``--inputs`` names ``real``).
+(the lead's long profiles: every ``*.sqlite[.gz]`` / ``*.json[.gz]`` in benchmarks/long/ of this and of the
+main checkout and in /work/devout/bench/ is added when ``--inputs`` names ``real``; benchmarks/long/README.md
+says how they are made).
 
 For each input, after one warm-up round, --repeat rounds of fresh processes in alternating order (the
 reference read, BASE, HEAD; then HEAD, BASE, reference): each process's wall time, CPU time (user +
@@ -48,7 +49,7 @@ import _measure  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 INPUTS = ("small", "csv-1M", "sqlite-1M", "long-iteration", "autograd", "kineto")
-REAL_DIRS = ("/work/main/benchmarks/long", "/work/devout/bench")
+REAL_DIRS = (os.path.join(ROOT, "benchmarks", "long"), "/work/main/benchmarks/long", "/work/devout/bench")
 
 
 def git(*args: str, cwd: str = ROOT) -> str:
