@@ -94,10 +94,11 @@ def compute(ctx: Context) -> None:
     if ops["launch_s"].null_count():
         ops = ops.filter(pl.col("launch_s").is_not_null())
     src = ctx.prof.source_name("gpu_trace") or ""
+    d2h = ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH"))   # once: a million rows
     rows = _phases(ctx, steps, ops, src)
-    rows += _pauses(ctx, steps, ops, src)
+    rows += _pauses(ctx, steps, d2h, src)
     _between_work(ctx, steps, ops, src)
-    _step_d2h(ctx, steps, ops, src)
+    _step_d2h(ctx, steps, ops, d2h, src)
     if rows:
         ctx.fs.tables["phase_work"] = rows
 
@@ -195,8 +196,9 @@ def _between_ns(steps: pl.DataFrame) -> int:
     return int((s.slice(1) - e.slice(0, s.len() - 1)).clip(lower_bound=0).sum())
 
 
-def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> list[dict]:
-    """Long pauses between the steps (or inside slow steps) and what filled them."""
+def _pauses(ctx: Context, steps: pl.DataFrame, d2h_all: pl.DataFrame, src: str) -> list[dict]:
+    """Long pauses between the steps (or inside slow steps) and what filled them (``d2h_all``: the
+    window's device-to-host copies)."""
     fs, win = ctx.fs, ctx.win
     s, e = steps["host_s"].to_list(), steps["host_e"].to_list()
     gaps = [max(0, s[i + 1] - e[i]) for i in range(len(s) - 1)]
@@ -208,7 +210,6 @@ def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     for i, g in enumerate(gaps):
         if g >= PAUSE_MIN_MS * 1e6 and g >= PAUSE_OVER_MEDIAN * typical:
             pauses.append((i, e[i], s[i + 1], g))
-    d2h_all = ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH"))
     for i, d in enumerate(durs):   # a slow step is a pause only where it copies to the host (a step range
         # times the host, which runs ahead of the GPU until the launch queue fills: slow host steps alone
         # are the queue, not a pause)
@@ -226,7 +227,7 @@ def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     every = sorted(b - a for a, b in zip(idx, idx[1:]))
     cover = intervals.merge(pl.DataFrame({"s": [p[1] for p in pauses], "e": [p[2] for p in pauses]},
                                          schema={"s": pl.Int64, "e": pl.Int64}))
-    d2h = _launched_in(ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH")), cover)
+    d2h = _launched_in(d2h_all, cover)
     d2h_bytes = float(d2h["bytes"].fill_null(0).sum())
     total = sum(p[3] for p in pauses)
     n = len(pauses)
@@ -297,13 +298,12 @@ def _writes_in(ctx: Context, cover: pl.DataFrame) -> float | None:
     return float(intervals.total(intervals.common([writes, cover.select("s", "e")], lo, hi)))
 
 
-def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> None:
+def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, d2h_all: pl.DataFrame, src: str) -> None:
     """Device-to-host copies inside the steps, in most steps: size and exposed time."""
     fs, win = ctx.fs, ctx.win
     cover = steps.select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e"))
     # the copies first, then which of them were launched in the steps (a million kernels tested: 0.04 s)
-    d2h = _launched_in(ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH")
-                                  & (pl.col("bytes").fill_null(0) >= D2H_MIN_BYTES)), intervals.merge(cover))
+    d2h = _launched_in(d2h_all.filter(pl.col("bytes").fill_null(0) >= D2H_MIN_BYTES), intervals.merge(cover))
     if d2h.height == 0:   # no read-back of 1 MB or more in the steps: the rule is evaluated, and quiet
         fs.put("step_d2h_mb_per_iter", 0.0, src)
         fs.put("step_d2h_exposed_pct", 0.0, src)
