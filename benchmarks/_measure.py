@@ -13,11 +13,12 @@ import time
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run(cmd: list[str]) -> tuple[float, float, float]:
+def run(cmd: list[str], quiet: bool = False) -> tuple[float, float, float]:
     """-> (wall seconds, peak RSS in MB, CPU seconds: user + system) of one child process (its own
-    rusage, from wait4). On a busy shared machine the CPU time moves less than the wall time."""
+    rusage, from wait4; ``quiet``: its stderr dropped too). On a busy shared machine the CPU time moves
+    less than the wall time."""
     t = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=ENV)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if quiet else None, env=ENV)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
     p.returncode = os.waitstatus_to_exitcode(status)

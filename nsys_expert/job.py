@@ -66,7 +66,10 @@ def gather(ranks: list[rank_inputs.RankInput], notes: list[str], skipped: list[s
            sched: str | None, workers: int | None, progress: Callable[..., None] | None = None) -> Job:
     """The job of ``ranks`` (``notes``: what was said of the inputs so far; ``skipped``: the subfolders
     not read): each rank's unit of work where ``sched`` says, ``progress("ranks", done, total, failed)``
-    told as each ends."""
+    told as each ends; ``progress(note)`` first when the ranks are many for the local pool (:func:`many_ranks`)."""
+    slow = many_ranks(len(ranks), sched, workers)
+    if slow is not None and progress is not None:
+        progress(slow)   # said before any rank's work starts
     results, indices, failed = _gather(ranks, opts, sched, workers, progress)   # results[j] is ranks[indices[j]]
     separate = all(r.pid is None for r in ranks)
     if separate:   # separate files: ranks of one job, one run twice, or unrelated runs?
@@ -94,6 +97,25 @@ def gather(ranks: list[rank_inputs.RankInput], notes: list[str], skipped: list[s
     rep = rank_unit(r.label, r.files, r.pid, opts)
     return Job(results, len(ranks), failed, notes, skipped, left_out, rep, cross["per_rank"],
                _job_facts(rep.fs, cross["per_rank"][mid], cross["job"]))
+
+
+# what one rank costs the local pool, in CPU seconds per worker process: a rank of a few hundred operations
+# loads, computes its ~300 facts and is evaluated in ~50 ms (issue 57: 50,000 per-rank files, 24 ms a rank
+# with two workers, about 20 minutes); past LOCAL_LIMIT_S of that, the run says to use a cluster first
+LOCAL_RANK_S = 0.05
+LOCAL_LIMIT_S = 60.0
+
+
+def many_ranks(n: int, sched: str | None, jobs: int | None) -> Note | None:
+    """The note that ``n`` ranks take the local pool more than a minute, with what to use instead (a
+    Dask cluster), or None (few ranks, or a Dask scheduler already)."""
+    if scheduler.check(sched) != scheduler.LOCAL:
+        return None
+    workers = scheduler.workers_for(n, jobs)
+    seconds = n * LOCAL_RANK_S / workers
+    if seconds <= LOCAL_LIMIT_S:
+        return None
+    return Note("pipeline.many_ranks", {"n": n, "workers": workers, "minutes": seconds / 60})
 
 
 def _typical(results: list[RankResult], per_rank: list[dict]) -> int:

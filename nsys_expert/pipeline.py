@@ -80,7 +80,7 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
 
 def run(req: Request, progress: Callable[..., None] | None = None) -> Result:
     """``progress`` (optional) is told ``("ranks", done, total, failed)`` as each rank of a multi-rank
-    job ends."""
+    job ends, and a ``Note`` to say at once (the ranks are many for the local pool)."""
     # a bad scheduler is a usage error before any reading
     s = dataclasses.replace(req.settings, scheduler=scheduler.check(req.settings.scheduler))
     per_path, skipped = load.list_inputs(req.paths)

@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from ..notes import Note
 from .options import (Choice, command, config_option, format_option, memory_option, output_option, resolve_settings,
                       say, write_output)
 
@@ -141,7 +142,15 @@ def _diagnosed(paths, settings, fmt: str) -> tuple:
         progress = terminal.progress
     else:   # piped, no spinner: the report modules load while the input is read (pipeline.run)
         progress = _no_progress
-    with progress(paths, settings.lang) as step:   # a spinner on stderr, only at a terminal
+    with progress(paths, settings.lang) as spinner:   # a spinner on stderr, only at a terminal
+        def step(phase, *args) -> None:
+            if isinstance(phase, Note):   # said at once, before the work it is about (many ranks)
+                from ..report.i18n import translate
+
+                say(f"warning: {translate(phase, settings.lang)}")
+            else:
+                spinner(phase, *args)
+
         if fmt == "html":   # the pipeline computes the chart series; the report draws them
             return pipeline.diagnose_with_series(req, step)
         return pipeline.run(req, step).doc, None, None

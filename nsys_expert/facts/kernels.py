@@ -72,17 +72,23 @@ def _attention_by_hand(fs: FactSet, k: pl.DataFrame, src: str | None) -> None:
     hand)."""
     name = pl.col("name").cast(pl.String)
     total = float(k["dur_ns"].sum()) or 1.0
-    soft = k.filter(name.str.contains(SOFTMAX_KERNEL) & ~name.str.contains(LOG_SOFTMAX_KERNEL)
-                    & ~name.str.contains(FUSED_KERNEL) & ~name.str.contains(FUSED_ATTENTION_KERNEL))
-    fused = k.filter(name.str.contains(FUSED_ATTENTION_KERNEL)).height
+    # each distinct name tested once (the regexes over a million kernel names cost ~0.8 s), then the
+    # kernels picked by name
+    names = k.select(pl.col("name").unique()).with_columns(
+        soft=name.str.contains(SOFTMAX_KERNEL) & ~name.str.contains(LOG_SOFTMAX_KERNEL)
+        & ~name.str.contains(FUSED_KERNEL) & ~name.str.contains(FUSED_ATTENTION_KERNEL),
+        fused=name.str.contains(FUSED_ATTENTION_KERNEL))
+    soft_names = names.filter("soft").select("name")
+    soft = k.join(soft_names, on="name", how="semi") if soft_names.height else k.clear()
     # an attention's softmax walks the largest tensors of the model: 14 % of the kernel time in the measured
     # pair; a classifier's or a loss's softmax over the logits is well under 1 %
-    if soft.height == 0 or fused or float(soft["dur_ns"].sum()) < MIN_SOFTMAX_SHARE_PCT / 100 * total:
+    if soft.height == 0 or names["fused"].any() or float(soft["dur_ns"].sum()) < MIN_SOFTMAX_SHARE_PCT / 100 * total:
         fs.put("attention_by_hand_share_of_kernel_pct", 0.0, src)
         return
     floor = 0.25 * float(soft["dur_ns"].median())
-    chain = with_kernel_classes(k.filter(pl.col("dur_ns") >= floor))
-    chain = chain.filter((pl.col("kernel_class") == "elementwise") | pl.col("name").cast(pl.String).str.contains(SOFTMAX_KERNEL))
+    chain_names = with_kernel_classes(names.select("name")).filter(
+        (pl.col("kernel_class") == "elementwise") | name.str.contains(SOFTMAX_KERNEL)).select("name")
+    chain = k.filter(pl.col("dur_ns") >= floor).join(chain_names, on="name", how="semi")
     fs.put("attention_by_hand_share_of_kernel_pct", float(chain["dur_ns"].sum()) / total * 100, src)
 
 

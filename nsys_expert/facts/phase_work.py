@@ -90,12 +90,15 @@ def compute(ctx: Context) -> None:
         .sort("host_s")
     if steps.height < 3 or not win.length_ns:
         return
-    ops = in_window(gpu, win).filter(pl.col("launch_s").is_not_null())
+    ops = in_window(gpu, win)   # a slice of the trace; copied only where some operation has no launch time
+    if ops["launch_s"].null_count():
+        ops = ops.filter(pl.col("launch_s").is_not_null())
     src = ctx.prof.source_name("gpu_trace") or ""
+    d2h = ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH"))   # once: a million rows
     rows = _phases(ctx, steps, ops, src)
-    rows += _pauses(ctx, steps, ops, src)
+    rows += _pauses(ctx, steps, d2h, src)
     _between_work(ctx, steps, ops, src)
-    _step_d2h(ctx, steps, ops, src)
+    _step_d2h(ctx, steps, ops, d2h, src)
     if rows:
         ctx.fs.tables["phase_work"] = rows
 
@@ -138,7 +141,7 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
         row = {"phase": phase, "names": ", ".join(sorted(str(n) for n, p in phase_of.items() if p == phase))[:120],
                "ms_per_iter": wall / n_it / 1e6, "share_pct": pct(wall, wlen), "kernels_per_iter": k.height / n_it,
                "gpu_busy_pct": min(100.0, pct(busy, wall) or 0.0), "d2h_mb_per_iter": float(d2h["bytes"].fill_null(0).sum()) / 1e6 / n_it}
-        row["gpu_idle_ms_per_iter"] = max(0.0, wall - _busy_in(fs, cover, win)) / n_it / 1e6
+        row["gpu_idle_ms_per_iter"] = max(0.0, wall - _busy_in(fs, cover)) / n_it / 1e6
         out.append(row)
         if phase == "optimizer":
             _optimizer(fs, row, k, busy, wall, n_it, steps, src)
@@ -146,7 +149,7 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     return out
 
 
-def _busy_in(fs, cover: pl.DataFrame, win) -> float:
+def _busy_in(fs, cover: pl.DataFrame) -> float:
     """GPU busy time (the first device's union) inside the merged intervals ``cover``."""
     busy = fs.work.busy
     if cover.height == 0 or not isinstance(busy, dict) or not busy:
@@ -154,7 +157,10 @@ def _busy_in(fs, cover: pl.DataFrame, win) -> float:
     dev = busy[sorted(busy)[0]]
     if dev.height == 0:
         return 0.0
-    return float(intervals.total(intervals.common([dev.select("s", "e"), cover.select("s", "e")], win.start_ns, win.end_ns)))
+    # the busy union lies in the window: the busy time covering each (merged, disjoint) interval, by binary
+    # searches over the union made ready once (busy.py), not an intersection of a million busy intervals
+    ready = fs.work.busy_cover if len(busy) == 1 else None
+    return float(intervals.coverage(cover.select("s", "e"), dev, ready).sum())
 
 
 def _idle_top(fs, rows: list[dict], n_it: int, src: str) -> None:
@@ -190,8 +196,9 @@ def _between_ns(steps: pl.DataFrame) -> int:
     return int((s.slice(1) - e.slice(0, s.len() - 1)).clip(lower_bound=0).sum())
 
 
-def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> list[dict]:
-    """Long pauses between the steps (or inside slow steps) and what filled them."""
+def _pauses(ctx: Context, steps: pl.DataFrame, d2h_all: pl.DataFrame, src: str) -> list[dict]:
+    """Long pauses between the steps (or inside slow steps) and what filled them (``d2h_all``: the
+    window's device-to-host copies)."""
     fs, win = ctx.fs, ctx.win
     s, e = steps["host_s"].to_list(), steps["host_e"].to_list()
     gaps = [max(0, s[i + 1] - e[i]) for i in range(len(s) - 1)]
@@ -203,7 +210,6 @@ def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     for i, g in enumerate(gaps):
         if g >= PAUSE_MIN_MS * 1e6 and g >= PAUSE_OVER_MEDIAN * typical:
             pauses.append((i, e[i], s[i + 1], g))
-    d2h_all = ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH"))
     for i, d in enumerate(durs):   # a slow step is a pause only where it copies to the host (a step range
         # times the host, which runs ahead of the GPU until the launch queue fills: slow host steps alone
         # are the queue, not a pause)
@@ -221,7 +227,7 @@ def _pauses(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     every = sorted(b - a for a, b in zip(idx, idx[1:]))
     cover = intervals.merge(pl.DataFrame({"s": [p[1] for p in pauses], "e": [p[2] for p in pauses]},
                                          schema={"s": pl.Int64, "e": pl.Int64}))
-    d2h = _launched_in(ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH")), cover)
+    d2h = _launched_in(d2h_all, cover)
     d2h_bytes = float(d2h["bytes"].fill_null(0).sum())
     total = sum(p[3] for p in pauses)
     n = len(pauses)
@@ -266,7 +272,7 @@ def _between_work(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str
         return
     gap_med = float(gaps.median())
     cover = pl.DataFrame({"s": e.slice(0, n - 1), "e": s.slice(1)}).filter(pl.col("e") > pl.col("s"))
-    busy_in_gaps = _busy_in(fs, intervals.merge(cover), win)
+    busy_in_gaps = _busy_in(fs, intervals.merge(cover))
     idle_in_gaps = max(0.0, float(gaps.sum()) - busy_in_gaps)
     fs.put("between_steps_ms_per_iter", gap_med / 1e6, src)
     fs.put("between_steps_gpu_idle_pct", pct(idle_in_gaps, win.length_ns) or 0.0, src)
@@ -292,13 +298,12 @@ def _writes_in(ctx: Context, cover: pl.DataFrame) -> float | None:
     return float(intervals.total(intervals.common([writes, cover.select("s", "e")], lo, hi)))
 
 
-def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> None:
+def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, d2h_all: pl.DataFrame, src: str) -> None:
     """Device-to-host copies inside the steps, in most steps: size and exposed time."""
     fs, win = ctx.fs, ctx.win
     cover = steps.select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e"))
     # the copies first, then which of them were launched in the steps (a million kernels tested: 0.04 s)
-    d2h = _launched_in(ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "DtoH")
-                                  & (pl.col("bytes").fill_null(0) >= D2H_MIN_BYTES)), intervals.merge(cover))
+    d2h = _launched_in(d2h_all.filter(pl.col("bytes").fill_null(0) >= D2H_MIN_BYTES), intervals.merge(cover))
     if d2h.height == 0:   # no read-back of 1 MB or more in the steps: the rule is evaluated, and quiet
         fs.put("step_d2h_mb_per_iter", 0.0, src)
         fs.put("step_d2h_exposed_pct", 0.0, src)

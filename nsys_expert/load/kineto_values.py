@@ -24,8 +24,18 @@ _I64 = (-(1 << 63), (1 << 63) - 1)
 ERRORS = (TypeError, ValueError, OverflowError, UnicodeEncodeError, pl.exceptions.PolarsError)
 
 
+_EXACT_US = (1 << 53) // 1000   # an int µs below this is exactly a float, and so is its ns
+
+
 def time_ns(us, dropped: Counter, what: str) -> int | None:
     """``us`` (µs) as integer ns, or None (counted in ``dropped``) when it is no finite number in range."""
+    kind = type(us)   # the common values first (two per event, 720 k on a 57 MB trace): the same ns
+    if kind is float:
+        x = us * 1000.0
+        if -LIMIT_NS < x < LIMIT_NS:   # finite and in range (NaN compares false)
+            return round(x)
+    elif kind is int and -_EXACT_US < us < _EXACT_US:
+        return us * 1000
     try:
         x = float(us) * 1000.0
     except (TypeError, ValueError, OverflowError):

@@ -392,6 +392,10 @@ CODES: dict[str, Code] = {
     # pipeline.py, cli/collect.py, engine/resolve.py ---
     "pipeline.processes_as_ranks": Code("warning", "{n} processes ran GPU work in one export: each is diagnosed as a "
                                                    "rank"),
+    "pipeline.many_ranks": Code("warning", "{n:,} ranks for the local pool of {workers} worker processes: about "
+                                           "{minutes:.0f} minutes or more on this machine; --scheduler dask (a local "
+                                           "Dask cluster) or --scheduler tcp://HOST:PORT (a cluster's scheduler) "
+                                           "spreads the ranks over more cores (docs/multi-rank.md)"),
     "pipeline.rank_note": Code("same", "[{rank}] {note}"),
     "pipeline.rank_failed": Code("warning", "[{rank}] not diagnosed: {error}; the job is diagnosed from the other {n} "
                                             "of {total} ranks"),
