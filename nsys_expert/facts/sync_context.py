@@ -82,7 +82,7 @@ def _mid_step(syncs: pl.DataFrame, launches: pl.DataFrame, it: pl.DataFrame) -> 
                                           pl.int_range(pl.len()).over("it").alias("k"))
     # launches of the same iteration at or before each sync: an as-of join by iteration
     j = sy.sort("start_ns").join_asof(la.select("start_ns", "it", "k", "n_it"), on="start_ns", by="it",
-                                      strategy="backward")
+                                      strategy="backward", check_sortedness=False)
     tot = la.group_by("it").agg(pl.len().alias("tot"))
     j = j.join(tot, on="it", how="left").with_columns(
         (pl.col("tot") - pl.col("k").fill_null(-1) - 1).alias("after"))
