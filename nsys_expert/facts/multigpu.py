@@ -111,17 +111,21 @@ def _data_parallel(ctx: Context, ops: pl.DataFrame) -> None:
         fs.put("dp_peer_copies_per_iter", peer.height / n_it, src)
     transfers = pl.concat([coll.select("start_ns", "end_ns", "device_id"), peer.select("start_ns", "end_ns", "device_id")])
     compute = of_kinds(mine, timeline.KERNEL_WORK).filter(~names.str.contains(r"(?i)nccl"))
-    worst = 0
-    for (dev,), part in transfers.partition_by("device_id", as_dict=True).items():
-        t_iv = intervals.clip(intervals.merge(part.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
-                              win.start_ns, win.end_ns)
-        c = compute.filter(pl.col("device_id") == dev)
-        c_iv = intervals.clip(intervals.merge(c.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
-                              win.start_ns, win.end_ns)
-        tot = intervals.total(t_iv)
-        cov = int(intervals.coverage(t_iv, c_iv).sum()) if t_iv.height and c_iv.height else 0
-        worst = max(worst, tot - cov)
+    worst = max(_exposed_by_device(transfers, compute, win).values(), default=0)
     fs.put("dp_transfer_exposed_pct", pct(worst, win.length_ns) or 0.0, src)
+
+
+def _exposed_by_device(work: pl.DataFrame, compute: pl.DataFrame, win) -> dict:
+    """Per device: the time of ``work`` (start_ns, end_ns, device_id) in the window with no ``compute`` beside it."""
+    def union(df):
+        return intervals.clip(intervals.merge(df.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
+                              win.start_ns, win.end_ns)
+    out = {}
+    for (dev,), part in work.partition_by("device_id", as_dict=True).items():
+        w_iv, c_iv = union(part), union(compute.filter(pl.col("device_id") == dev))
+        cov = int(intervals.coverage(w_iv, c_iv).sum()) if w_iv.height and c_iv.height else 0
+        out[dev] = intervals.total(w_iv) - cov
+    return out
 
 
 def _step_thread(ctx: Context, launches: pl.DataFrame) -> int | None:
@@ -176,15 +180,7 @@ def _passes(ctx: Context, ops: pl.DataFrame) -> None:
     extra = ar_runs.filter(pl.col("run") != pl.col("run").max().over("opt"))["run"].implode()
     ark = k.filter(pl.col("ar") & pl.col("run").is_in(extra))
     comp = of_kinds(ops, timeline.KERNEL_WORK).filter(~pl.col("name").cast(pl.String).str.contains(r"(?i)nccl"))
-    exposed = 0
-    for (dev,), part in ark.partition_by("device_id", as_dict=True).items():
-        a_iv = intervals.clip(intervals.merge(part.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
-                              win.start_ns, win.end_ns)
-        c = comp.filter(pl.col("device_id") == dev)
-        c_iv = intervals.clip(intervals.merge(c.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))),
-                              win.start_ns, win.end_ns)
-        cov = int(intervals.coverage(a_iv, c_iv).sum()) if a_iv.height and c_iv.height else 0
-        exposed += intervals.total(a_iv) - cov
+    exposed = sum(_exposed_by_device(ark, comp, win).values())
     fs.put("allreduce_extra_exposed_pct", pct(exposed, win.length_ns) or 0.0, src)
 
 
