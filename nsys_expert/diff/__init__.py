@@ -157,16 +157,53 @@ def compare(before: dict, after: dict, fail_pct: float | None = None) -> dict:
         if f["severity_change"] > 0 and SEVERITIES.index(f["severity"]) >= high and fail_pct is not None:
             regressions.append(f"{f['rule']} rose from {f['severity_before']} to {f['severity']}")
     notes = comparability(before, after)
-    key_rows = [r for r in facts if r["verdict"] in ("better", "worse")]
-    better = sum(r["verdict"] == "better" for r in key_rows) + len(resolved)
-    worse = sum(r["verdict"] == "worse" for r in key_rows) + sum(SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium") for f in new)
-    verdict = "improved" if better > worse else ("regressed" if worse > better else "unchanged")
+    verdict, basis = decide(before, after, facts, resolved, new)
+    if (fail_pct is not None and basis["by"] == "step_time" and basis["change_pct"] > fail_pct
+            and not any(r.startswith("iter_median_ms:") for r in regressions)):
+        regressions.insert(0, f"time per step: {basis['step_ms_before']:.4g} -> {basis['step_ms_after']:.4g} ms "
+                              f"({basis['change_pct']:.1f} % > {fail_pct})")
     return {"schema_version": 1, "before": _label(before), "after": _label(after), "verdict": verdict,
+            "verdict_basis": basis,
             "promises": promises(before, after),
             "regressions": regressions, "gate": None if fail_pct is None else {"threshold_pct": fail_pct,
                                                                                "tripped": bool(regressions)},
             "facts": facts, "resolved": resolved, "new": new, "persisting": persisting, "not_comparable": unknown,
             "comparability": notes}
+
+
+STEP_NOISE_PCT = 2.0   # a time per step within this many percent of the other run's is unchanged
+
+
+def _step_times(before: dict, after: dict) -> tuple[float, float, str] | None:
+    """Both runs' time per step on one basis: window / iterations where both have it, else the median step."""
+    b, how = step_ms(before)
+    a, _ = step_ms(after)
+    if b and a:
+        return b, a, how
+    b, a = before.get("facts", {}).get("iter_median_ms"), after.get("facts", {}).get("iter_median_ms")
+    if all(isinstance(x, (int, float)) and not isinstance(x, bool) and _finite(x) and x > 0 for x in (b, a)):
+        return b, a, "median step"
+    return None
+
+
+def decide(before: dict, after: dict, facts: list[dict], resolved: list[dict], new: list[dict]) -> tuple[str, dict]:
+    """The headline word and what it rests on. The time per step decides when both runs have one (issue 56,
+    item 1: a 42 % faster step was "regressed" because its shorter step left the GPU idle a larger share):
+    STEP_NOISE_PCT or more faster is improved, slower is regressed, else unchanged. Without it, the key facts
+    that moved and the findings resolved / new (medium and above) are counted."""
+    steps = _step_times(before, after)
+    if steps is not None:
+        b, a, how = steps
+        change = round(100.0 * (a - b) / b, 1)
+        verdict = "improved" if change <= -STEP_NOISE_PCT else ("regressed" if change >= STEP_NOISE_PCT else "unchanged")
+        return verdict, {"by": "step_time", "basis": how, "step_ms_before": round(b, 4), "step_ms_after": round(a, 4),
+                         "change_pct": change, "noise_pct": STEP_NOISE_PCT}
+    key_rows = [r for r in facts if r["verdict"] in ("better", "worse")]
+    better = sum(r["verdict"] == "better" for r in key_rows) + len(resolved)
+    worse = sum(r["verdict"] == "worse" for r in key_rows) + \
+        sum(SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium") for f in new)
+    verdict = "improved" if better > worse else ("regressed" if worse > better else "unchanged")
+    return verdict, {"by": "counts", "better": better, "worse": worse}
 
 
 CAME_TRUE_POINTS = 10.0   # a promise within this many points of the measured gain came true

@@ -17,6 +17,20 @@ def _promise_lines(p: dict) -> list[str]:
     return out
 
 
+def _why(basis: dict | None) -> str:
+    """What the verdict rests on, after it: the time per step, or the counts of what got better and worse."""
+    if not basis:
+        return ""
+    if basis["by"] == "step_time":
+        ch = basis["change_pct"]
+        how = (f"{abs(ch):.1f} % faster" if ch < 0 else f"{ch:.1f} % slower") if abs(ch) >= basis["noise_pct"] else \
+            f"within {basis['noise_pct']:g} %"
+        return (f" (time per step {basis['step_ms_before']:.4g} → {basis['step_ms_after']:.4g} ms, {how}; "
+                f"{basis['basis']})")
+    return (f" (no time per step on both sides: {basis['better']} key facts or findings got better, "
+            f"{basis['worse']} worse)")
+
+
 def gate_reasons(d: dict, n: int = 3) -> str:
     """What tripped the regression gate, in one line (the first ``n`` reasons)."""
     regs = d.get("regressions") or []
@@ -66,7 +80,7 @@ def _graphed_sides(rows: list[dict]) -> str | None:
 def _blocks(d: dict) -> list[tuple]:
     """The diff as blocks both renderers draw: ("h1"|"h2"|"p", text), ("ul", items),
     ("table", header, rows); text marks code with backticks and bold with ``**``."""
-    out: list[tuple] = [("h1", "nsys-expert diff"), ("p", f"**Verdict:** {d['verdict']}")]
+    out: list[tuple] = [("h1", "nsys-expert diff"), ("p", f"**Verdict:** {d['verdict']}" + _why(d.get("verdict_basis")))]
     head = [f"before: `{d['before']['inputs']}` ({d['before']['window'].get('source')})",
             f"after: `{d['after']['inputs']}` ({d['after']['window'].get('source')})"]
     if d["gate"]:
