@@ -5,16 +5,29 @@ from __future__ import annotations
 def _promise_lines(p: dict) -> list[str]:
     out = [f"per step: {p['step_ms_before']:.4g} ms → {p['step_ms_after']:.4g} ms ({p['basis']}): "
            f"**{p['measured_gain_pct']:.1f} % measured**"]
+    together = p.get("applied_promised_pct")      # one change matched the advice of several findings
     for r in p["rows"]:
         head = f"`{r['rule']}` promised {r['promised_pct']:.1f} %"
         if r["applied"]:
-            ev = f" (`{r['fact']}` {_num(r['fact_before'], r['fact'])} → {_num(r['fact_after'], r['fact'])})"
-            verdict = ("came true" if r["came_true"] else
-                       f"**did not come true**: {abs(r['promised_pct'] - p['measured_gain_pct']):.1f} points off")
-            out.append(f"{head}; the change matches its advice{ev}: {verdict}")
+            ev = f" (`{r['fact']}` {_num(r['fact_before'], r['fact'])} → {_num(r['fact_after'], r['fact'])})" \
+                if r["fact"] else ""
+            out.append(f"{head}; the change matches its advice{ev}" +
+                       ("" if together is not None else ": " + _came_true(r["promised_pct"], p)))
+        elif (r["evidence_drop_pct"] or 0) >= 50:
+            out.append(f"{head}; its evidence fell {r['evidence_drop_pct']:.0f} % but the after-run still has the "
+                       "finding: not the change made")
         else:
             out.append(f"{head}; its evidence did not fall: not the change made")
+    if together is not None:
+        names = ", ".join(f"`{r['rule']}`" for r in p["rows"] if r["applied"])
+        out.append(f"one change, several findings ({names}): {together:.1f} % promised together (overlapping "
+                   f"gains combined, not summed): {_came_true(together, p)}")
     return out
+
+
+def _came_true(promised: float, p: dict) -> str:
+    off = abs(promised - p["measured_gain_pct"])
+    return "came true" if off <= p["within_points"] else f"**did not come true**: {off:.1f} points off"
 
 
 def _why(basis: dict | None) -> str:
