@@ -126,3 +126,13 @@ def test_the_printed_window_gives_the_same_window_back():
     w = json.loads((case / "expected.json").read_text(encoding="utf-8"))["window"]
     assert doc["window"]["source"] == "user"
     assert abs(doc["window"]["start_ns"] - w["start_ns"]) < 1_000_000 and abs(doc["window"]["end_ns"] - w["end_ns"]) < 1_000_000
+
+
+def test_a_torch_profiler_report_names_nsys_for_an_nsys_flag():
+    """Issue 56, item 10: host-bound on a torch.profiler trace said "profile with --trace=osrt" (an nsys
+    flag) and offered nsys's Python sampling; now it says torch.profiler records no OS calls and names nsys."""
+    lines = [ln for md in sorted(FIXTURES.glob("kineto_*/expected.md"))
+             for ln in md.read_text(encoding="utf-8").splitlines() if "--trace=" in ln]
+    assert lines and all("nsys" in ln for ln in lines), [ln for ln in lines if "nsys" not in ln]
+    ddp = (FIXTURES / "kineto_hta_ddp_v100" / "expected.md").read_text(encoding="utf-8")
+    assert "torch.profiler records no OS calls" in ddp and "torch.profiler(with_stack=True)" in ddp
