@@ -28,6 +28,10 @@ ESTIMATE_MARGIN_PCT = 10.0
 # utilization is not the steady state's (conv_pdl's CSVs: 39 x 30.4 ms of 3,056 ms)
 MIN_STEADY_SHARE = 0.6
 EXPLAINED_SHARE = 0.5   # idle time the gap causes attribute, above which an idle GPU is not "unexplained"
+# host-device copies this share of the GPU's busy time (memcpy-bound's min_share_pct) that only a trace can
+# judge (exposed or under kernels): summaries then cannot say "no bottleneck" (issue 56, item 4: copy_serial's
+# summaries, copies 39 % of the busy time, said "No system-level bottleneck" where its trace says memcpy-bound)
+COPY_SHARE_UNJUDGED = 30.0
 
 
 def _command(next_steps: list[dict], system_rules: set[str]) -> str | None:
@@ -86,6 +90,10 @@ def decide(findings: list[dict], not_evaluated: list[dict], facts: dict, next_st
                    gpu_idle_attributed_pct=facts["gpu_idle_attributed_pct"])
     elif active < MIN_ACTIVE_PCT:
         out.update(state="undetermined", reason="idle_unexplained")
+    elif basis in ("estimated", "bound") and "memcpy_exposed_pct" not in facts and \
+            (facts.get("memcpy_host_share_of_busy_pct") or 0) >= COPY_SHARE_UNJUDGED:
+        out.update(state="undetermined", reason="copies_unjudged",
+                   memcpy_host_share_of_busy_pct=round(float(facts["memcpy_host_share_of_busy_pct"]), 1))
     elif basis == "bound":
         out.update(state="likely", reason="no_finding_bound")
     elif basis == "estimated" and active < MIN_ACTIVE_PCT + ESTIMATE_MARGIN_PCT:
@@ -189,6 +197,7 @@ def words(doc: dict, L: dict, sev) -> dict:
             .replace("{active}", f"{active:,.1f}" if active is not None else "–")
             .replace("{basis}", basis).replace("{work}", f"{work:,.0f}" if work is not None else "–")
             .replace("{attributed}", f"{v.get('gpu_idle_attributed_pct') or 0:,.1f}")
+            .replace("{copies}", f"{v.get('memcpy_host_share_of_busy_pct') or 0:,.1f}")
             .replace("{steady_ms}", f"{(v.get('steady') or {}).get('steady_ms', 0):,.0f}")
             .replace("{window_ms}", f"{(v.get('steady') or {}).get('window_ms', 0):,.0f}")
             .replace("{steps}", str((v.get("steady") or {}).get("steps", "")))
