@@ -161,6 +161,16 @@ def _steady_share(window: dict | None, phases: dict | None, facts: dict) -> dict
             "steady_ms": round(ms, 3), "window_ms": round(win, 3), "share": round(ms / win, 3)}
 
 
+def _listed(findings: list[dict], sev) -> str:
+    """Findings named in the verdict's sentence, each title once with how many findings share it ("Latency-bound
+    kernel ... (medium) × 12", not the title twelve times: issue 56, item 11)."""
+    seen: dict[tuple, int] = {}
+    for f in findings:
+        k = (f["title"], f["severity"])
+        seen[k] = seen.get(k, 0) + 1
+    return "; ".join(f"{t} ({sev(s)})" + (f" × {n}" if n > 1 else "") for (t, s), n in seen.items())
+
+
 def words(doc: dict, L: dict, sev) -> dict:
     """The verdict in words, for every renderer: ``label`` (Verdict / Verdict (likely ...) / ...),
     ``text`` (one sentence), ``severity`` (of the top finding or None), ``command_label`` and ``command``."""
@@ -183,8 +193,7 @@ def words(doc: dict, L: dict, sev) -> dict:
         # no bottleneck, but a minor finding (low: a warm-up cost in the window, a small share) is named
         minor = [f for f in findings if f["severity"] == "low"]
         busy = any(f["category"] == "compute-bound" for f in findings)   # at the roof: a finding, not "nothing"
-        text = (L["compute_ok"] if busy else L["none_found"]) + (f" {L['also_noted']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in minor)
-                                  + "." if minor else "")
+        text = (L["compute_ok"] if busy else L["none_found"]) + (f" {L['also_noted']}: " + _listed(minor, sev) + "." if minor else "")
         out.update(text=text, ok=True)
         return out
     active = v.get("gpu_active_pct")
@@ -204,7 +213,7 @@ def words(doc: dict, L: dict, sev) -> dict:
             .replace("{range}", str((v.get("steady") or {}).get("range", "")))
             .replace("{median_ms}", f"{(v.get('steady') or {}).get('median_ms', 0):,.3g}")) + "."
     if state == "undetermined" and findings:
-        text += f" {L['found_so_far']}: " + "; ".join(f"{f['title']} ({sev(f['severity'])})" for f in findings) + "."
+        text += f" {L['found_so_far']}: " + _listed(findings, sev) + "."
     if v.get("system_rules_not_evaluated") and reason not in ("no_rows", "no_gpu_work"):
         text += f" {L['not_checked']}: " + ", ".join(v["system_rules_not_evaluated"]) + "."
     out["text"] = text
