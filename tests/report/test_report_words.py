@@ -136,3 +136,9 @@ def test_a_torch_profiler_report_names_nsys_for_an_nsys_flag():
     assert lines and all("nsys" in ln for ln in lines), [ln for ln in lines if "nsys" not in ln]
     ddp = (FIXTURES / "kineto_hta_ddp_v100" / "expected.md").read_text(encoding="utf-8")
     assert "torch.profiler records no OS calls" in ddp and "torch.profiler(with_stack=True)" in ddp
+
+
+def test_a_copy_with_no_memory_kind_is_not_unknown_to_unknown():
+    """Issue 56, item 11: unified-memory copies were labelled 'Unknown→Unknown'."""
+    from nsys_expert.report import shaping
+    assert shaping.memkind("Unknown→Unknown", {}) == "–" and shaping.memkind("Pageable→Device", {}) == "Pageable→Device"
