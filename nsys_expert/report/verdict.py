@@ -134,6 +134,11 @@ def limiter(findings: list[dict], facts: dict) -> dict | None:
     if any(side(f, within) == "host" and SEVERITIES.index(f["severity"]) >= SEVERITIES.index("low")
            for f in findings):
         return None
+    # a whole-step cause on both sides (a checkpoint saved on the training thread, a read-back for host math)
+    # names the host's work too: "no finding names it" beside it was untrue (issue 56, item 7)
+    if any(side(f, within) == "both" and SEVERITIES.index(f["severity"]) >= SEVERITIES.index("medium")
+           for f in findings):
+        return None
     return {"side": "host", "critical_path_host_pct": round(float(host), 1),
             "replay_gain_host_offload_pct": round(float(offload), 1)}
 
