@@ -22,6 +22,7 @@ from .load import ranks as rank_inputs
 
 if TYPE_CHECKING:
     from . import engine, facts
+    from .report.diagnosis import Diagnosis
 
 # ``facts``, ``engine`` and ``report`` are imported inside ``run``, once the input is being read: a big
 # trace parses off the GIL while Python imports them (and the rule packs load)
@@ -37,19 +38,20 @@ class Request:
 
 @dataclass
 class Result:
-    doc: dict
+    doc: Diagnosis                       # report.diagnosis: the renderers read it; it reads as the JSON contract too
     prof: load.Profile | None = None     # the loaded run and its facts (one run; None for a multi-rank job)
     fs: facts.FactSet | None = None
     settings: config.Settings | None = None
     rank_rows: list[dict] = field(default_factory=list)   # a multi-rank job's chart rows (when ``charts``)
 
 
-def diagnose(req: Request, progress: Callable[..., None] | None = None) -> dict:
+def diagnose(req: Request, progress: Callable[..., None] | None = None) -> Diagnosis:
+    """The diagnosis of ``req`` (``report.diagnosis.Diagnosis``)."""
     return run(req, progress).doc
 
 
 def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = None
-                         ) -> tuple[dict, dict, dict | None]:
+                         ) -> tuple[Diagnosis, dict, dict | None]:
     """The report plus the chart series the HTML report draws: ``(doc, series, window_series)``.
 
     The series (:func:`nsys_expert.facts.series.series`) come from the profile and facts this run
@@ -59,7 +61,7 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
     """
     res = run(dataclasses.replace(req, charts=True), progress)
     doc, prof, fs = res.doc, res.prof, res.fs
-    if doc.get("ranks") or prof is None:   # one row per rank instead (report/html.py: rank_timeline_chart)
+    if doc.ranks or prof is None:   # one row per rank instead (report/html.py: rank_timeline_chart)
         return doc, {"available": False, "reason": "a multi-rank job: one row per rank below, no single timeline",
                      "iterations": [], "causes": [], "ranks": res.rank_rows}, None
     if progress is not None:

@@ -158,15 +158,15 @@ def summary(res: dict) -> str:
         lines.append(f"  diagnose   nsys-expert diagnose {res.get('diagnose_input', res['csv_dir'])}")
     else:
         lines.append(f"  diagnosis  {res['markdown']}, {res['json']}")
-        v = doc.get("verdict") or {}
-        lines.append(f"verdict: {v.get('category') or 'no bottleneck at medium severity or above'}"
-                     + (f" (rule {v['rule']}, severity {v['severity']})" if v.get("rule") else ""))
-        for f in doc["findings"][:5]:
-            gain = f.get("estimated_gain_pct")
-            lines.append(f"  {f['rank']}. [{f['severity']}] {f['rule']}: {f['message']}"
+        v = doc.verdict
+        lines.append(f"verdict: {v.category or 'no bottleneck at medium severity or above'}"
+                     + (f" (rule {v.rule}, severity {v.severity})" if v.rule else ""))
+        for f in doc.findings[:5]:
+            gain = f.estimated_gain_pct
+            lines.append(f"  {f.rank}. [{f.severity}] {f.rule}: {f.message}"
                          + (f" (up to {gain:g} % of the window)" if gain is not None else ""))
-        if doc.get("not_evaluated"):
-            lines.append(f"  {len(doc['not_evaluated'])} rule(s) not evaluated (see the report)")
+        if doc.not_evaluated:
+            lines.append(f"  {len(doc.not_evaluated)} rule(s) not evaluated (see the report)")
     for w in res["warnings"]:
         lines.append(f"warning: {w}")
     return "\n".join(lines) + "\n"

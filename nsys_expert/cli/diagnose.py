@@ -12,8 +12,8 @@ import sys
 
 import click
 
-from .options import (Choice, command, config_option, format_option, output_option, resolve_settings, say,
-                      write_output)
+from .options import (Choice, command, config_option, format_option, memory_option, output_option, resolve_settings,
+                      say, write_output)
 
 # the largest time stamp a window may name: nsys times are int64 ns; 2^62 leaves room for END - START
 MAX_NS = float(2 ** 62)
@@ -61,13 +61,13 @@ def _no_progress(paths, lang):
 MAX_WARNINGS = 10
 
 
-def _warn(doc: dict, lang: str | None, prefix: str = "") -> None:
+def _warn(d, lang: str | None, prefix: str = "") -> None:
     """The report's warnings that change what to believe (damaged or partial input; not the notes on
     which file gave which table), one line each on stderr, when the report itself goes to a file."""
     from ..report import split_warnings
     from ..report.i18n import translate
 
-    important, _notes = split_warnings(doc.get("warnings") or [])
+    important, _notes = split_warnings(d.warnings)
     for w in important[:MAX_WARNINGS]:
         say(f"warning: {prefix}{translate(w, lang)}")
     if len(important) > MAX_WARNINGS:
@@ -95,6 +95,7 @@ def _warn(doc: dict, lang: str | None, prefix: str = "") -> None:
                    "Dask cluster), or an existing Dask scheduler; Dask needs pip install \"nsys-expert[dask]\"")
 @click.option("--fail-on", type=Choice(SEVERITIES), help="exit 1 when a finding is at or above this severity")
 @click.option("--show-facts", is_flag=True, help="also print every fact of this run with its value and source")
+@memory_option()
 @config_option()
 def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window, skip_iterations, iteration_range,
              scheduler, fail_on, show_facts, config_path):
@@ -122,7 +123,7 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     if output:
         import os
 
-        this_run = {os.path.basename(str(i.get("path", ""))) for i in doc.get("inputs") or []}
+        this_run = {os.path.basename(str(i.get("path", ""))) for i in doc.inputs}
         _warn(doc, settings.lang)   # what the report's Warnings say about the input reaches a CI log too
         write_output(output, text, [*paths, *packs, *([config_path] if config_path else [])], this_run)
     else:
@@ -130,7 +131,7 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     _gate(doc, settings.fail_on)
 
 
-def _diagnosed(paths, settings, fmt: str) -> tuple[dict, dict | None, dict | None]:
+def _diagnosed(paths, settings, fmt: str) -> tuple:
     """The report (and for html, the chart series), a spinner on stderr while it runs at a terminal."""
     from .. import pipeline
 
@@ -147,7 +148,7 @@ def _diagnosed(paths, settings, fmt: str) -> tuple[dict, dict | None, dict | Non
         return pipeline.run(req, step).doc, None, None
 
 
-def _rendered(doc: dict, fmt: str, lang: str, series, zoom, show_facts: bool) -> str:
+def _rendered(doc, fmt: str, lang: str, series, zoom, show_facts: bool) -> str:
     from .. import report
 
     if fmt == "html":
@@ -160,7 +161,7 @@ def _rendered(doc: dict, fmt: str, lang: str, series, zoom, show_facts: bool) ->
     return text
 
 
-def _shown(doc: dict, text: str, fmt: str, lang: str, output, show_facts: bool) -> None:
+def _shown(doc, text: str, fmt: str, lang: str, output, show_facts: bool) -> None:
     """The report on stdout: at a terminal, without --format, the short summary."""
     from ..report import terminal
 
@@ -173,11 +174,11 @@ def _shown(doc: dict, text: str, fmt: str, lang: str, output, show_facts: bool) 
     click.echo(text, nl=False)
 
 
-def _gate(doc: dict, fail_on: str | None) -> None:
-    """``--fail-on``: exit 1 when a finding is at or above it (stderr names them)."""
-    tripped = [f for f in doc["findings"] if fail_on and SEVERITIES.index(f["severity"]) >= SEVERITIES.index(fail_on)]
+def _gate(d, fail_on: str | None) -> None:
+    """``--fail-on``: exit 1 when a finding of ``d`` (a ``Diagnosis``) is at or above it (stderr names them)."""
+    tripped = [f for f in d.findings if fail_on and SEVERITIES.index(f.severity) >= SEVERITIES.index(fail_on)]
     if tripped:
-        names = ", ".join(f"{f['rule']} ({f['severity']})" for f in tripped[:3])
+        names = ", ".join(f"{f.rule} ({f.severity})" for f in tripped[:3])
         more = f" and {len(tripped) - 3} more" if len(tripped) > 3 else ""
         say(f"exit 1: --fail-on {fail_on} tripped by {names}{more}")
         sys.exit(1)

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .options import command, config_option, emit, format_option, output_option, resolve_settings, say
+from .options import command, config_option, emit, format_option, memory_option, output_option, resolve_settings, say
 
 
 @command("diff")
@@ -19,6 +19,7 @@ from .options import command, config_option, emit, format_option, output_option,
                    "(points for % facts, percent for times), or a new high finding appears")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
 @click.option("--set", "overrides", multiple=True, metavar="RULE.PARAM=VALUE")
+@memory_option()
 @config_option()
 def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides, config_path):
     """Compare two runs (profiles, or JSON reports from diagnose --format json), each diagnosed with

@@ -34,8 +34,11 @@ def guard(fn):
     """Turn user errors into one line + exit 2, and anything unexpected into one line + exit 3."""
     @functools.wraps(fn)
     def wrapper(*a, **kw):
+        from .. import budget
+
         try:
-            return fn(*a, **kw)
+            with budget.watch(_inputs(kw)):   # past the memory budget: one line, exit 2 (never the OOM killer)
+                return fn(*a, **kw)
         except InputError as e:
             fail(e.line(), 2)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
@@ -51,6 +54,26 @@ def guard(fn):
         except Exception as e:  # noqa: BLE001
             raise_internal(e)
     return wrapper
+
+
+def _inputs(kw: dict) -> list[str]:
+    """What a command reads, for the memory watch's message."""
+    return [str(p) for p in (*(kw.get("paths") or ()), kw.get("before"), kw.get("after")) if p]
+
+
+def memory_option():
+    """``--max-memory SIZE``: the memory budget of this run (:mod:`nsys_expert.budget`)."""
+    def given(ctx, param, value):
+        from .. import budget
+
+        try:
+            budget.set_limit(value)
+        except InputError as e:
+            raise click.BadParameter(e.message + (f" ({e.hint})" if e.hint else "")) from None
+        return value
+    return click.option("--max-memory", "max_memory", metavar="SIZE", callback=given, expose_value=False,
+                        help="the most memory this run may hold (e.g. 8G, 512M, 25%; default NSX_MAX_MEMORY, else "
+                             "half of this machine's memory): past it, one line and exit 2")
 
 
 def raise_internal(e: BaseException):

@@ -26,13 +26,14 @@ __all__ = ["evaluate", "Evaluation", "Finding", "load_packs", "Rule", "Pack", "R
 @dataclass
 class Evaluation:
     findings: list[Finding] = field(default_factory=list)   # engine/model.py; the report makes their JSON
-    not_evaluated: list[dict] = field(default_factory=list)
+    not_evaluated: list[missing_mod.NotEvaluated] = field(default_factory=list)
     evaluated: list[str] = field(default_factory=list)
     recoverable: Recoverable | None = None                   # gains.recoverable: what the findings win back together
-    notes: list[str] = field(default_factory=list)      # what the resolution says about the run (too little work)
+    notes: list = field(default_factory=list)           # of Note: what the resolution says about the run (too little work)
     too_little_work: TooLittleWork | None = None
     not_collected: list[str] = field(default_factory=list)   # opt-in rules whose input was not collected
     ranks: list[tuple[str, Evaluation]] | None = None        # a multi-rank job: each rank's own (evaluate)
+    categories: dict = field(default_factory=dict)           # the packs' categories (RuleSet.categories)
 
 
 def _missing(cond, have: set[str]) -> set[str]:
@@ -102,6 +103,8 @@ def evaluate(rs: RuleSet, fs: FactSet, tables: set[str], ranks: list[tuple[str, 
     try:
         groups = [_Group(fs, tables, True)] + [_Group(rfs, rt, False, label) for label, rfs, rt in ranks or ()]
         _evaluate(rs, groups)
+        for g in groups:
+            g.ev.categories = dict(rs.categories)
         ev = groups[0].ev
         if ranks is not None:
             ev.ranks = [(g.label, g.ev) for g in groups[1:]]
@@ -144,12 +147,11 @@ def _sort_rules(rules, g: _Group) -> None:
             ev.not_collected.append(r.id)
             continue
         if missing or missing_inputs:
-            ev.not_evaluated.append({
-                "rule": r.id, "category": r.category, "scope": r.scope,
-                "max_severity": max([r.severity] + [e["severity"] for e in r.escalate], key=SEVERITIES.index),
-                "missing": [missing_mod.needs(i, fs) for i in missing_inputs]
-                + missing_mod.reasons(missing, fs, r.scope, tables),
-                "facts": sorted(missing), **({"refines": r.refines} if r.refines else {})})
+            ev.not_evaluated.append(missing_mod.NotEvaluated(
+                r.id, r.category, r.scope,
+                max([r.severity] + [e["severity"] for e in r.escalate], key=SEVERITIES.index),
+                [missing_mod.needs(i, fs) for i in missing_inputs] + missing_mod.reasons(missing, fs, r.scope, tables),
+                sorted(missing), r.refines or None))
             continue
         g.runnable.append(r)
     ev.evaluated = [r.id for r in g.runnable]
@@ -195,7 +197,8 @@ def _findings(rs: RuleSet, g: _Group, names: dict, fired: list[tuple[str, int]])
     order, hits, branch = _collate(by_id, names, fired)
     texts = _Texts(rs, fs)
     ev.findings = [texts.finding(by_id[rid], at, hits[(rid, at)], branch[(rid, at)]) for rid, at in order]
-    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, g.tables, rs.params, rs.lang, fs.work.replay)
+    res = resolve.resolve(ev.findings, by_id, fs.run, fs.kernels, g.tables, rs.params, rs.lang, fs.work.replay,
+                          rs.categories, where=fs.where)
     ev.findings, ev.recoverable, ev.notes, ev.too_little_work = res.findings, res.recoverable, res.notes, res.too_little_work
     if g.advice:
         texts.advise(ev.findings, g.tables)

@@ -20,8 +20,6 @@ import dataclasses
 
 from .model import Finding, PathCap, Recoverable
 
-HOST_SIDE = ("launch-bound", "host-bound", "data-io-bound", "allocator")
-OVERLAP = ("sync-bound",)
 
 
 def path(run: dict) -> tuple[float, float] | None:
@@ -32,14 +30,18 @@ def path(run: dict) -> tuple[float, float] | None:
     return float(h), float(g)
 
 
-def side(f: Finding | dict, within) -> str:
-    """``host``, ``gpu`` or ``overlap``: which side of the critical path the finding's fix shortens. ``f``:
-    a finding, or its JSON dict (report/verdict.py reads the report's findings): read as a mapping."""
-    category, subject = f.get("category"), f.get("subject") or "run"
-    if category in HOST_SIDE:
-        return "host"
-    if category in OVERLAP:
-        return "overlap"
+def sides(categories: dict) -> dict:
+    """category -> the side of the critical path its fix shortens (``Category.side``: host, overlap, or None)."""
+    return {name: c.side for name, c in categories.items()}
+
+
+def side(f: Finding, within, sides_of: dict) -> str:
+    """``host``, ``gpu``, ``overlap`` or ``both``: which side of the critical path the finding's fix shortens:
+    its category's side (``sides_of``: :func:`sides` of the packs' categories), else its subject's."""
+    category, subject = f.category, f.subject or "run"
+    declared = sides_of.get(category)
+    if declared is not None:
+        return declared
     if subject == "run":
         return "both"
     return "gpu" if within(subject, "busy") else "host"
@@ -57,7 +59,7 @@ def copies_cap(f: Finding, run: dict) -> float | None:
     return max(0.0, float(kern) + float(copies) * float(pageable) / 100.0)
 
 
-def finding_cap(f: Finding, run: dict, within) -> tuple[float, str] | None:
+def finding_cap(f: Finding, run: dict, within, sides_of: dict) -> tuple[float, str] | None:
     """The most the finding's fix can win back (% of the window) and what bounds it (``critical_path``
     or ``copies``), or None when nothing does."""
     p = path(run)
@@ -65,26 +67,26 @@ def finding_cap(f: Finding, run: dict, within) -> tuple[float, str] | None:
         c = copies_cap(f, run)
         return None if c is None else (c, "copies")
     host, gpu = p
-    s = side(f, within)
+    s = side(f, within, sides_of)
     if s == "both":
         return None
     return max(0.0, 100.0 - (gpu if s == "host" else host if s == "gpu" else max(host, gpu))), "critical_path"
 
 
-def total_cap(findings: list[Finding], run: dict, within) -> PathCap | None:
+def total_cap(findings: list[Finding], run: dict, within, sides_of: dict) -> PathCap | None:
     """The bound on the total recoverable time: which side no finding shortens, and its share."""
     p = path(run)
     gaining = [f for f in findings if f.estimated_gain_pct]
     if p is None or not gaining:
         return None
     host, gpu = p
-    sides = {side(f, within) for f in gaining}
+    found = {side(f, within, sides_of) for f in gaining}
     caps = []
-    if "both" in sides:
+    if "both" in found:
         return None
-    if "host" not in sides:
+    if "host" not in found:
         caps.append((100.0 - host, "critical_path_host_pct", host))
-    if "gpu" not in sides and "overlap" not in sides:
+    if "gpu" not in found and "overlap" not in found:
         caps.append((100.0 - gpu, "critical_path_gpu_pct", gpu))
     if not caps:
         return None

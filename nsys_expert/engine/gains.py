@@ -102,7 +102,7 @@ def allowed_severity(gain: float | None, params: dict) -> str:
     return best
 
 
-def settle(f: Finding, rule: Rule, run: dict, kernels: dict) -> None:
+def settle(f: Finding, rule: Rule, run: dict, kernels: dict, sides_of: dict) -> None:
     """A resolved finding's gain within its subject's share and the critical path's bound, its basis, and
     its severity within what the gain allows (``rule_severity`` keeps the level it had before)."""
     f.rule_severity = f.severity            # the rule's own level (its cases test this one)
@@ -111,7 +111,7 @@ def settle(f: Finding, rule: Rule, run: dict, kernels: dict) -> None:
     if f.estimated_gain_pct is not None:
         f.estimated_gain_pct = round(min(f.estimated_gain_pct, s), 1)
     gain_basis(f, rule, run, s)
-    bound = critical.finding_cap(f, run, within)
+    bound = critical.finding_cap(f, run, within, sides_of)
     cap = bound[0] if bound else None
     if cap is not None and f.estimated_gain_pct is not None and f.estimated_gain_pct > cap:
         f.estimated_gain_pct, f.gain_capped_by = round(cap, 1), bound[1]

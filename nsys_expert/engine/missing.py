@@ -9,8 +9,35 @@ window with none of that work).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ..facts import FactSet, registry
 from ..notes import Note, Said
+
+
+@dataclass(frozen=True, slots=True)
+class NotEvaluated:
+    """A rule the run could not evaluate: its id, category, scope and the highest severity it can reach,
+    why (``missing``: one ``Note`` per distinct reason, in the words of the run's profiler), the facts it
+    lacks and the rule it refines (its missing inputs then leave no verdict open). The JSON contract's
+    ``not_evaluated[]`` (``report.diagnosis``); it also reads as a mapping (``n["rule"]``) for the rule
+    cases and tests."""
+    rule: str
+    category: str
+    scope: str
+    max_severity: str
+    missing: list = field(default_factory=list)     # of Said
+    facts: list = field(default_factory=list)
+    refines: str | None = None
+
+    __getitem__ = object.__getattribute__
+
+    def get(self, key: str, default=None):
+        v = getattr(self, key, None)
+        return default if v is None else v
+
+    def __contains__(self, key: str) -> bool:
+        return getattr(self, key, None) is not None
 
 
 def input_text(name: str) -> str:

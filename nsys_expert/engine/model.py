@@ -6,12 +6,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..facts.where import Location  # noqa: F401 - findings[].locations (issue 55): made by the facts
 from . import condition
 from .operators import ALL_OPS, NUMERIC_OPS, STRING_OPS  # noqa: F401 - the operators a pack may write, by kind
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
-CATEGORIES = ["compute-bound", "memory-bound", "launch-bound", "data-io-bound", "comm-bound", "sync-bound",
-              "memcpy-bound", "gpu-idle"]
+# a category's level (pack.yaml ``categories:``): a whole-run bottleneck, one kernel's, or a note
+LEVELS = ("system", "kernel", "note")
+# the side of the critical path a category's fix shortens (without one, the finding's subject decides)
+SIDES = ("host", "overlap")
+
+
+@dataclass(frozen=True)
+class Category:
+    """A category a rule may name, declared in a pack's ``pack.yaml`` (``categories:``): its title by language
+    (``en`` at least), its level (``LEVELS``) and the side of the critical path its fix shortens (``SIDES``,
+    or None)."""
+    name: str
+    title: dict
+    level: str
+    side: str | None = None
+
+    def title_in(self, lang: str) -> str | None:
+        """Its title in ``lang``, or None where the pack gives none."""
+        return self.title.get(lang)
 
 
 @dataclass
@@ -47,6 +65,7 @@ class Rule:
     advice_when: list = field(default_factory=list)  # one condition (parsed, or None) per advice item
     pack_params: dict = field(default_factory=dict)  # the pack's params (severity by gain, minimum work)
     pack_conditions: dict = field(default_factory=dict)   # name -> parsed condition
+    locate: str | None = None                         # the points whose places in the user's code the finding lists (facts/where_points.py)
 
     def __post_init__(self):
         """Every condition parsed into condition.py's nodes, once (a rule made from its YAML, from the
@@ -86,6 +105,7 @@ class Pack:
     params: dict = field(default_factory=dict)
     conditions: dict = field(default_factory=dict)
     phases: list = field(default_factory=list)   # pack.yaml ``phases:``: NVTX phase-name entries tried before facts/phases.yaml's (a list: the pack cache is JSON)
+    categories: dict = field(default_factory=dict)   # pack.yaml ``categories:``: name -> {title, level, side} (JSON: the pack cache)
 
     def __post_init__(self):
         self.conditions = {k: condition.parse(c) for k, c in self.conditions.items()}   # name -> parsed condition
@@ -158,24 +178,6 @@ class IdlePhase(_Reads):
     phase: str | None
     names: str | None
     share_pct: float
-
-
-@dataclass(slots=True)
-class Location(_Reads):
-    """Where in the user's program a finding's cause sits (issue 55): the innermost frame of the user's
-    code (outside the Python installation, site-packages and the tool chain) above the calls, operators
-    or kernels the finding counts, with the share of the finding's time (or calls) it accounts for.
-    ``operator`` is the library call or autograd operator under it (``aten::item``, ``cudaMemcpyAsync``),
-    ``chain`` the user frames above it (outermost first, ``file:line in function``), ``source`` the input
-    the stacks came from (``sqlite:CUDA_CALLCHAINS``, ``kineto:python_function``, ``nvtx:autograd``).
-    The JSON contract's ``findings[].locations[]``."""
-    file: str
-    line: int | None
-    function: str
-    operator: str | None
-    share_pct: float
-    chain: list[str] = field(default_factory=list)
-    source: str | None = None
 
 
 @dataclass(slots=True)

@@ -91,6 +91,39 @@ def pack_meta(meta: dict, meta_path: str) -> tuple[dict, dict]:
     return out, conds
 
 
+def pack_categories(meta: dict, meta_path: str) -> dict:
+    """pack.yaml ``categories``: name -> ``{title: {en, zh, ...}, level, side}`` (``model.LEVELS``,
+    ``model.SIDES``), checked like ``params``; the raw mapping (the pack cache keeps JSON)."""
+    from .model import LEVELS, SIDES
+
+    cats = meta.get("categories") or {}
+    if not isinstance(cats, dict):
+        raise RuleError("pack.yaml categories: a mapping of name -> {title: {en, zh}, level, side}", meta_path)
+    out = {}
+    for name, spec in cats.items():
+        if not isinstance(spec, dict) or set(spec) - {"title", "level", "side"}:
+            raise RuleError(f"pack.yaml categories: {name}: a mapping of title, level and side", meta_path)
+        title = spec.get("title")
+        if not isinstance(title, dict) or not isinstance(title.get("en"), str) or \
+                not all(isinstance(k, str) and isinstance(v, str) for k, v in title.items()):
+            raise RuleError(f"pack.yaml categories: {name}: title needs its English words (title: {{en: ...}})", meta_path)
+        if spec.get("level") not in LEVELS:
+            raise RuleError(f"pack.yaml categories: {name}: level is one of " + ", ".join(LEVELS), meta_path)
+        if spec.get("side") is not None and spec["side"] not in SIDES:
+            raise RuleError(f"pack.yaml categories: {name}: side is one of " + ", ".join(SIDES) + " (or none)", meta_path)
+        out[str(name)] = {"title": dict(title), "level": spec["level"], **({"side": spec["side"]} if spec.get("side") else {})}
+    return out
+
+
+def check_categories(rules, categories: dict) -> None:
+    """Every rule names a declared category (``categories``: what its pack and the built-in pack declare)."""
+    for r in rules:
+        if r.category not in categories:
+            hint = difflib.get_close_matches(str(r.category), list(categories), 1)
+            raise RuleError(f"rule {r.id}: category '{r.category}' is not declared in pack.yaml categories"
+                            + (f" (did you mean '{hint[0]}'?)" if hint else ""), r.path)
+
+
 def check_packs(packs) -> None:
     """The checks across every loaded pack; then each rule gets its pack's params and named conditions,
     falling back to the first pack that defines them (the built-in pack when loaded)."""

@@ -26,6 +26,7 @@ from .gains import (PARENT, SHARE_FACT, SUMMARY_RANGE, allowed_severity, gain_ba
 from .gains import parent as _parent
 from .model import Finding, IdlePhase, Recoverable, Support, TooLittleWork
 from .relations import supersede_depth
+from .categories import builtin_categories
 from .rules import SEVERITIES, Rule
 
 # a finding about the idle time names the NVTX phase that holds this share of the idle time or more (issue 46)
@@ -230,9 +231,11 @@ class _Folding:
 
 
 def resolve(findings: list[Finding], rules: dict[str, Rule], run: dict, kernels: dict, inputs: set[str],
-            params_of=None, lang: str = "en", replay=None) -> Resolution:
+            params_of=None, lang: str = "en", replay=None, categories: dict | None = None,
+            where: dict | None = None) -> Resolution:
     """``findings``: the engine's (``model.Finding``), completed in place: subject, cause, supporting,
     rule_severity, subject_share_pct, the gain's basis, range and cap, the idle time's phase.
+    ``categories``: the packs' (``RuleSet.categories``; the built-in pack's when None).
     ``params_of``: rule id -> its parameter values (``RuleSet.params``; a rule it lacks has its
     defaults). ``replay``: names of transformations -> their gain replayed together (facts/replay.py),
     when the iteration could be replayed: the total of the findings then comes from it, never from a sum."""
@@ -242,15 +245,17 @@ def resolve(findings: list[Finding], rules: dict[str, Rule], run: dict, kernels:
     folding.combine()
     folding.supersede()
     alive = list(folding.alive)
+    sides_of = critical.sides(categories if categories is not None else builtin_categories())
     for f in alive:                     # 4. gains within the subject's share; severity from the gain
-        settle(f, rules[f.rule], run, kernels)
+        settle(f, rules[f.rule], run, kernels, sides_of)
     res = Resolution(alive, critical.cap_total(recoverable(alive, run, kernels, rules, replay),
-                                               critical.total_cap(alive, run, within)))
+                                               critical.total_cap(alive, run, within, sides_of)))
     guarded = guard(res.findings, rules, run)          # 5. too little work to judge
     if guarded is not None:
         res.too_little_work, note = guarded
         res.notes.append(note)
     place_idle(res.findings, run)                      # 6. where the idle time is
+    place_code(res.findings, rules, where or {})       # 7. where in the user's code
     return res
 
 
@@ -261,6 +266,19 @@ def idle_phase(run: dict) -> IdlePhase | None:
     if not isinstance(share_pct, (int, float)) or share_pct < PHASE_MIN_SHARE_PCT:
         return None
     return IdlePhase(run.get("idle_top_phase"), run.get("idle_top_phase_names"), round(float(share_pct), 1))
+
+
+def place_code(findings: list[Finding], rules: dict[str, Rule], where: dict) -> None:
+    """A finding whose rule names the points it is about (``locate``) lists their places in the user's
+    code (facts/locations.py), largest share first; a folded finding's points count when its cause has
+    none of its own."""
+    for f in findings:
+        sel = rules[f.rule].locate
+        if sel is None:
+            sel = next((rules[s.rule].locate for s in f.supporting if s.rule in rules and rules[s.rule].locate), None)
+        w = where.get(sel) if sel else None
+        if w is not None and w.locations:
+            f.locations = list(w.locations)
 
 
 def place_idle(findings: list[Finding], run: dict) -> None:

@@ -23,7 +23,7 @@ from ..errors import RuleError
 from ..facts import registry
 from . import pack_cache, relations, safe_yaml, sandbox
 from .condition import ConditionError
-from .model import (ALL_OPS, CATEGORIES, NUMERIC_OPS, PACK_PARAMS, SEVERITIES, STRING_OPS, SUBJECTS,  # noqa: F401
+from .model import (ALL_OPS, NUMERIC_OPS, PACK_PARAMS, SEVERITIES, STRING_OPS, SUBJECTS,  # noqa: F401
                     Pack, Rule, walk_conditions)
 from .validate import MAX_PATTERN, _check_operand, _fail, check_leaf, regex_hazard  # noqa: F401
 
@@ -248,7 +248,7 @@ def _rule(data: dict, path: str, pack: str) -> Rule:
         advice=advice, advice_when=advice_when, params=data.get("params", {}) or {},
         subject=data.get("subject", "kernel" if scope == "kernel" else "run"), cause=data.get("cause", data["id"]),
         supersedes=_relations(data.get("supersedes")), refutes=_relations(data.get("refutes")), refines=data.get("refines"),
-        actionable=data.get("actionable", True), lends_severity=data.get("lends_severity", True), combine=data.get("combine"),
+        actionable=data.get("actionable", True), locate=data.get("locate"), lends_severity=data.get("lends_severity", True), combine=data.get("combine"),
         requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
         evidence=list(data.get("evidence", [])), estimate=_estimate(data.get("estimate")),
         references=list(data.get("references", [])), why=_text(data.get("why")) or None, pack=pack, path=path)
@@ -316,6 +316,7 @@ def load_pack(folder: str) -> Pack:
     name = str(meta["name"])
 
     params, conditions = relations.pack_meta(meta, meta_path)
+    categories = relations.pack_categories(meta, meta_path)
     root = os.path.join(folder, "rules") if os.path.isdir(os.path.join(folder, "rules")) else folder
     paths = []
     for dirpath, dirnames, files in os.walk(root):
@@ -336,25 +337,26 @@ def load_pack(folder: str) -> Pack:
     if not rules:
         raise RuleError("the pack has no rule files (*.yaml)", folder)
     pack = Pack(name, str(meta.get("version", "0")), str(meta.get("description", "")), folder, rules, params, conditions,
-                pack_phases(meta, meta_path))
-    base_params, base_conditions = ({}, {}) if os.path.abspath(folder) == os.path.abspath(builtin_pack_dir()) \
-        else _builtin_meta()
+                pack_phases(meta, meta_path), categories)
+    base_params, base_conditions, base_categories = ({}, {}, {}) \
+        if os.path.abspath(folder) == os.path.abspath(builtin_pack_dir()) else builtin_meta()
     for r in rules:          # a pack alone (check-rules) already knows its params; load_packs may widen the names
         r.pack_params = params or base_params
         r.pack_conditions = {**base_conditions, **conditions}
+    relations.check_categories(rules, {**base_categories, **categories})
     pack_cache.put(folder, meta_path, paths, pack)
     return pack
 
 
-def _builtin_meta() -> tuple[dict, dict]:
-    """The built-in pack's params and named conditions (what a pack without its own falls back to)."""
+def builtin_meta() -> tuple[dict, dict, dict]:
+    """The built-in pack's params, named conditions and categories (what a pack without its own falls back to)."""
 
     path = os.path.join(builtin_pack_dir(), "pack.yaml")
     try:
         meta = safe_yaml.load_file(path) or {}
     except (RuleError, yaml.YAMLError):
-        return {}, {}
-    return relations.pack_meta(meta, path)
+        return {}, {}, {}
+    return (*relations.pack_meta(meta, path), relations.pack_categories(meta, path))
 
 
 def builtin_pack_dir() -> str:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from ..errors import RuleError
 from .model import Rule
+from .categories import builtin_categories, builtin_categories_raw, categories_of
 from .rules import Pack
 
 
@@ -25,15 +26,18 @@ class RuleSet:
     rules: tuple[Rule, ...]
     params: Mapping[str, Mapping]      # rule id -> its parameter values (read only)
     lang: str = "en"                   # the language the findings' texts are rendered in
+    # the packs' categories, name -> model.Category (pack.yaml ``categories:``; the built-in pack's by default)
+    categories: Mapping = field(default_factory=builtin_categories)
 
     @classmethod
-    def of(cls, rules: Iterable[Rule], overrides: Mapping[str, Mapping] | None = None, lang: str = "en") -> RuleSet:
+    def of(cls, rules: Iterable[Rule], overrides: Mapping[str, Mapping] | None = None, lang: str = "en",
+           categories: Mapping | None = None) -> RuleSet:
         """These rules with their defaults, then ``overrides`` ({rule id: {param: value}}, already
         checked: see :func:`parse_overrides`)."""
         rules = tuple(rules)
         over = overrides or {}
         return cls(rules, MappingProxyType({r.id: MappingProxyType(r.param_values(over.get(r.id))) for r in rules}),
-                   lang or "en")
+                   lang or "en", MappingProxyType(dict(categories)) if categories is not None else builtin_categories())
 
     @classmethod
     def build(cls, packs: list[Pack], select: list[str] | None = None, ignore: list[str] | None = None,
@@ -42,7 +46,8 @@ class RuleSet:
         strings, checked against every rule of the packs: a rule left out by ``--ignore`` may still be
         named)."""
         every = [r for p in packs for r in p.rules]
-        return cls.of(select_rules(packs, select, ignore), parse_overrides(overrides or [], every), lang)
+        return cls.of(select_rules(packs, select, ignore), parse_overrides(overrides or [], every), lang,
+                      categories_of(packs, builtin_categories_raw()))
 
     def __len__(self) -> int:
         return len(self.rules)

@@ -22,7 +22,7 @@ from typing import Callable
 
 from ..notes import Note
 from ..load import Profile
-from . import (absent, allocator, api, api_shares, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit,
+from . import (absent, allocator, locations, api, api_shares, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit,
                kernels, memcpy, ncu, nccl, nvtx, osrt, overlap, phase_work, phases, platform, replay, starved, summaries, timeline, waits,
                window as window_mod)
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, Options, RankShare, Work
@@ -93,6 +93,7 @@ GROUPS: list[Group] = [
     Group("starved", starved.compute, _always, "last"),       # idle time the cause facts leave unexplained
     Group("ncu", ncu.compute, _always, "last"),                # Nsight Compute kernel facts, joined with the nsys kernels
     Group("gpu_metrics", gpu_metrics.compute, _has("gpu_metrics"), "last"),   # after ncu: ncu's verdict wins per kernel
+    Group("locations", locations.compute, _has("api_trace"), "last"),   # where in the user's code (stacks)
     Group("absent", absent.compute, _always, "last"),
 ]
 

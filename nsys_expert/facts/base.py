@@ -71,13 +71,15 @@ class FactSet:
     tiers: dict = field(default_factory=dict)       # fact -> "summary" when estimated from summary reports
     work: Work = field(default_factory=Work)        # shared by the fact groups of one process, never reported
     share: RankShare = field(default_factory=RankShare)   # sent to the job with the rank's facts
+    where: dict = field(default_factory=dict)       # selector -> where.Where: the causes' places in the user's code
 
     def copy(self) -> FactSet:
         """A copy whose facts, sources, reasons, tables, warnings and tiers change apart from this one's
         (the kernels' facts and the window are shared: nothing changes them once computed)."""
         return FactSet(run=dict(self.run), kernels=self.kernels, window=self.window, sources=dict(self.sources),
                        absent=dict(self.absent), tables=dict(self.tables), warnings=list(self.warnings),
-                       tiers=dict(self.tiers), work=self.work, share=self.share)
+                       tiers=dict(self.tiers), work=self.work, share=self.share,
+                       where=self.where)
 
     def put(self, name: str, value, source: str | None, tier: str | None = None) -> None:
         if value is None:

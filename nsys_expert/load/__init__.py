@@ -7,6 +7,7 @@ Past ~400 lines on purpose: the order in which inputs are listed, read, grouped 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from .. import budget
 from ..errors import InputError
 from ..notes import CODES, Note
 from . import compressed, consistency, csv_reports, normalize, sanity, schema
@@ -91,7 +93,8 @@ def _read_normalized(sn) -> tuple[csv_reports.Loaded, Exception | None]:
     """One CSV report read and normalized (in a reader thread): its frame the normalized one, its
     warnings both steps'; and the error that stopped it, if one did (raised by the caller, in file order)."""
     path = sn.path
-    item = csv_reports.read_report(sn)
+    with budget.reading(path), _unchanged(path, sn):   # named by the memory watch if the budget runs out here
+        item = csv_reports.read_report(sn)
     if item.sections:
         return item, None
     try:
@@ -157,6 +160,7 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
     if skipped_dirs:
         prof.warnings.append(Note("load.subfolders", {"dirs": tuple(os.path.basename(d) for d in skipped_dirs)}))
     sanity.long_names(prof.tables, prof.warnings)
+    sanity.stretched(prof.tables, prof.warnings, prof.sources.get("gpu_trace"))
     prof.meta.update(consistency.meta(prof))
     prof.warnings = _grouped(prof.warnings)
     return prof
@@ -218,7 +222,7 @@ def _read_export_or_text(path: str, sn, r: _Reading) -> None:
     except InputError as e:
         # a text file that is no profile (an ncu run's .log beside its CSVs), found in a folder
         # of profiles: listed as not read, never fatal (issue 48, item 7); named itself: its error
-        if sn.kind != "text" or _named(path, r.paths):
+        if sn.kind != "text" or _named(path, r.paths) or _ncu_failed(path):
             raise
         r.ignored.append(Note("phrase.file_why", {"file": os.path.basename(path), "why": e.message}))
         r.stray.append(e)
@@ -227,6 +231,14 @@ def _read_export_or_text(path: str, sn, r: _Reading) -> None:
         r.ignored.append(os.path.basename(path))
         return
     _add_part(r.loaded, part, r.prof)
+
+
+def _ncu_failed(path: str) -> bool:
+    """A failed Nsight Compute run's output (``==ERROR==``, no table): the kernel data the user meant to give
+    is not there, so its error is the answer (issue 58), not a "not read" note under a report without it."""
+    from . import ncu
+
+    return ncu.looks_like(path) and any(ln.startswith("==ERROR==") for ln in ncu._head(path).splitlines())
 
 
 def _said_of_parts(prof: Profile, used: set, used_tables: set) -> list:
@@ -359,7 +371,31 @@ def _keep_process(loaded: dict, pid: int, prof: Profile) -> None:
 def _read_other(path: str, sn) -> Part | None:
     """SQLite exports, .nsys-rep files, Nsight Compute CSVs and console text (each in its own module)."""
     from . import readers
-    return readers.read(path, sn)
+    with budget.reading(path), _unchanged(path, None):
+        return readers.read(path, sn)
+
+
+def _header_moved(path: str, sn) -> bool:
+    try:
+        return csv_reports.sniff(path).cells != sn.cells
+    except (InputError, OSError):
+        return True
+
+
+@contextlib.contextmanager
+def _unchanged(path: str, sn):
+    """A file rewritten while it is read (its stamp moved, or its CSV header is no longer the one sniffed,
+    which Polars reports as a column not found) is one line naming it (files_mod.changed), never a frame
+    of half the old and half the new file, nor an internal error."""
+    before = files_mod.stamp(path)
+    try:
+        yield
+    except (pl.exceptions.PolarsError, InputError, OSError):
+        if files_mod.stamp(path) != before or (sn is not None and _header_moved(path, sn)):
+            raise files_mod.changed(path) from None
+        raise
+    if files_mod.stamp(path) != before:
+        raise files_mod.changed(path)
 
 
 def _add_part(loaded: dict, part: Part, prof: Profile) -> None:

@@ -19,6 +19,7 @@ import tempfile
 import zlib
 
 from .. import notes
+from .. import budget
 from ..errors import InputError
 from ..safe_open import open_regular
 
@@ -160,6 +161,7 @@ def local_copy(path: str):
         yield path
         return
     folder = tempfile.mkdtemp(prefix="nsys-expert-gz-")     # mkdtemp: mode 0700, owner only
+    budget.private_folder(folder)   # removed by the memory watch too, if it ends the run
     try:
         out = os.path.join(folder, logical_name(path))
         with _open(path) as raw, open(out, "wb") as dst:
@@ -169,6 +171,7 @@ def local_copy(path: str):
         yield out
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        budget.released(folder)
 
 
 def renamed(part, temp: str, path: str):

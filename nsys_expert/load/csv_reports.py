@@ -6,6 +6,7 @@ instead of an exception; units are converted with the factor from the header.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import os
 import re
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from .. import notes
 from ..errors import InputError
 from ..notes import Note
 from . import chunks, compressed, numbers, repair, schema
@@ -127,6 +129,8 @@ def read_report(sn: Sniff) -> Loaded:
     path, spec = sn.path, sn.spec
     assert spec is not None
     gz = compressed.is_gzip(path)
+    if gz:
+        return _read_gzipped(sn)
     fixed, warnings = (None, []) if gz else repair.plan(path, compressed.head(path, SNIFF_BYTES), len(sn.cells),
                                                          sn.delimiter, sn.header_line)
     source = _source(sn, gz, fixed, warnings)
@@ -144,6 +148,18 @@ def read_report(sn: Sniff) -> Loaded:
         frame = _careful_read(source, spec, opts, path, warnings)
     era = _era(sn, sn.cells)
     return Loaded(spec.table, frame, path, sn.report or spec.names[0], warnings, era)
+
+
+def _read_gzipped(sn: Sniff) -> Loaded:
+    """A gzipped report, decompressed into a private file as it streams (never all of it in memory: a
+    ``.csv.gz`` may hold a hundred times its size) and read from there as any report; what is said names
+    the input."""
+    with compressed.local_copy(sn.path) as tmp, compressed.errors_named(tmp, sn.path):
+        item = read_report(dataclasses.replace(sn, path=tmp))
+    old, new = os.path.basename(tmp), os.path.basename(sn.path)
+    item.path = sn.path
+    item.warnings = [notes.renamed(notes.renamed(w, tmp, sn.path), old, new) for w in item.warnings]
+    return item
 
 
 def _source(sn: Sniff, gz: bool, fixed: bytes | None, warnings: list):

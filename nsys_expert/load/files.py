@@ -132,3 +132,19 @@ def list_files(paths: list[str]) -> tuple[list[str], list[str]]:
         else:
             files.append(p)
     return files, skipped_dirs
+
+
+def stamp(path: str) -> tuple | None:
+    """What tells a file's content changed: its size, modification time and inode (None: gone)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def changed(path: str) -> InputError:
+    """The one line for a file rewritten (or removed) while it was read: what was read is neither version."""
+    return InputError("the file changed while it was read (its size, time stamp or inode moved): what was read "
+                      "is part old, part new; not used", path,
+                      "diagnose it again once whatever writes it has finished, or diagnose a copy")

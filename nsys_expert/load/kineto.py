@@ -17,7 +17,9 @@ complete events (``ph: X``, ``ts`` / ``dur`` in µs with the ns as fractions). T
 ``deviceProperties`` names the GPUs; ``distributedInfo`` gives the rank (load/ranks.py, runs.py).
 - ``cpu_trace``: ``cpu_op`` events (2021: ``Operator``) with their thread, the frame facts/cpu_ops.py
   reads (DataLoader, optimizer, backward, the operator behind each sync and pageable copy);
-  ``python_function`` events (``with_stack``) are counted only.
+- ``py_trace``: ``python_function`` events (``with_stack=True``): the Python frames, named
+  ``file(LINE): function`` (the line is the function's first line), nested on their thread; what
+  facts/where.py reads to say where in the user's code a call or a kernel came from.
 
 ROCm traces (``hip*`` runtime calls, ``Cijk_*`` kernels) are the same format: ``meta['kineto']['rocm']``
 says which platform made the trace (facts/platform.py gives the rules ``gpu_vendor``).
@@ -83,7 +85,7 @@ class _Columns:
     """The tables' columns, one piece of events at a time: lists for the piece, then a frame each."""
 
     def __init__(self):
-        self.frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "rng": [], "cpu": []}
+        self.frames: dict[str, list[pl.DataFrame]] = {"gpu": [], "api": [], "rng": [], "cpu": [], "py": []}
         self.flows: dict[tuple, int] = {}   # (pid, tid, ts) of a flow's GPU end -> its id (a correlation id)
         self.n_flows = self.n_cpu = self.n_gpu = 0
         self.no_corr: list = []              # rows of GPU events whose args give no correlation id
@@ -91,7 +93,7 @@ class _Columns:
 
     def add(self, events: list) -> None:
         gpu = {k: [] for k in GPU}
-        api, rng, cpu = ({k: [] for k in API}, {k: [] for k in RNG}, {k: [] for k in CPU})
+        api, rng, cpu, py = ({k: [] for k in API}, {k: [] for k in RNG}, {k: [] for k in CPU}, {k: [] for k in CPU})
         no_args, unset = kineto_decode.NO_ARGS, kineto_decode.UNSET
         for e in events:
             ph, cat = e.ph, e.cat
@@ -123,7 +125,8 @@ class _Columns:
                 dev = e.pid if args.device is unset else args.device
                 strm = e.tid if args.stream is unset else args.stream
                 for k, v in (("start_ns", ts), ("dur_ns", dur), ("corr_id", corr), ("bytes", args.bytes),
-                             ("src_kind", src), ("dst_kind", dst), ("device_id", dev if isinstance(dev, int) else 0),
+                             ("src_kind", src), ("dst_kind", dst), ("device_id", dev if args.device is unset and isinstance(dev, int)
+                                                         else 0 if args.device is unset else kv.device(dev, e.pid, self.dropped)),
                              ("stream", strm if isinstance(strm, int) else None), ("name", name)):
                     gpu[k].append(v)
             elif cat in API_CATS:
@@ -137,12 +140,13 @@ class _Columns:
                     rng[k].append(v)
             elif cat in CPU_CATS:
                 self.n_cpu += 1
-                if cat != "python_function":     # Python frames (with_stack) are many and name no operator
-                    for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name), ("pid", _int(e.pid)),
-                                 ("tid", _int(e.tid))):
-                        cpu[k].append(v)
+                out = py if cat == "python_function" else cpu     # Python frames (with_stack) apart
+                for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name), ("pid", _int(e.pid)),
+                             ("tid", _int(e.tid))):
+                    out[k].append(v)
         self.n_gpu += len(gpu["name"])
-        for key, cols, schema in (("gpu", gpu, GPU), ("api", api, API), ("rng", rng, RNG), ("cpu", cpu, CPU)):
+        for key, cols, schema in (("gpu", gpu, GPU), ("api", api, API), ("rng", rng, RNG), ("cpu", cpu, CPU),
+                                  ("py", py, CPU)):
             if cols["name"]:
                 self.frames[key].append(kv.frame(cols, schema, self.dropped))
 
@@ -195,6 +199,10 @@ def read_kineto(path: str):
     if cpu.height:
         part.tables["cpu_trace"] = cpu.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns")).sort(
             "start_ns", maintain_order=True)
+    py = c.frame("py", CPU)
+    if py.height:
+        part.tables["py_trace"] = py.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
+                                                  pl.col("name").cast(pl.Categorical))
     rng = c.frame("rng", RNG)
     if rng.height:
         n = _ranges(rng)

@@ -6,8 +6,9 @@ columns as they come; only when polars refuses a column is the piece checked val
 what does not fit (a non-integer id, a number past 64 bits, a non-finite byte count) becomes null,
 a name with a lone surrogate keeps a replacement character, and each kind is counted. An event
 whose time is not a finite number of ns within ±2**62 is left out. :func:`notes` turns the counts
-into the warnings that name what was dropped and why; :func:`dedupe` drops a second runtime call
-with a correlation id already seen and exact copies of a GPU event (both flip the launch join).
+into the warnings that name what was dropped and why; :func:`dedupe` drops exact copies of a GPU event
+and unties correlation ids that collide (both would flip the launch join); :func:`device` reads a GPU
+event's device id.
 """
 from __future__ import annotations
 
@@ -107,21 +108,65 @@ def key(*parts):
 
 
 def dedupe(g: pl.DataFrame, a: pl.DataFrame, dropped: Counter) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Runtime calls after the first with one correlation id, and exact copies of a GPU event, left out."""
-    ids = a["corr_id"]
-    if ids.len() and ids.drop_nulls().n_unique() < ids.len() - ids.null_count():
-        keep = ids.is_null() | ~ids.is_duplicated() | ids.is_first_distinct()
-        dropped[("runtime_calls", "kineto.corr_id_twice", "")] += int((~keep).sum())
-        a = a.filter(keep)
+    """Exact copies of a GPU event left out; correlation ids that collide untied (:func:`_untie`)."""
     if g.height and g.n_unique() < g.height:
         kept = g.unique(keep="first", maintain_order=True)
         dropped[("gpu_events", "kineto.exact_copy", "")] += g.height - kept.height
         g = kept
-    return g, a
+    return _untie(g, a, dropped)
+
+
+def _untie(g: pl.DataFrame, a: pl.DataFrame, dropped: Counter) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A correlation id that two runtime calls hold, or two kernels whose call is no graph launch (a graph
+    launch runs many kernels under its one id), ties GPU work to a call no one can tell: the calls and the
+    GPU work keep their times (a synchronization stays one) but lose that id, so no launch is joined by
+    a guess; each kind counted (a warning). Keeping the first call instead dropped the others: a sync
+    call gone turned a sync-bound trace host-bound."""
+    ids = a["corr_id"]
+    bad = []
+    if ids.len() and ids.drop_nulls().n_unique() < ids.len() - ids.null_count():
+        twice = ids.filter(ids.is_duplicated()).drop_nulls().unique()
+        dropped[("runtime_calls", "kineto.corr_id_shared", "")] += int(ids.is_in(twice.implode()).sum())
+        bad.append(twice)
+    kernel = pl.col("corr_id").is_not_null() & ~pl.col("name").str.starts_with("[CUDA ")
+    kid = g.select(pl.col("corr_id").filter(kernel))["corr_id"]
+    if kid.len() and kid.n_unique() < kid.len():
+        dup = kid.filter(kid.is_duplicated()).unique()
+        # only where the call is in the trace and launches no graph (a graph launch just before the trace
+        # began leaves its kernels without their call: kineto_hta_torchrec_16rank's rank 0 has three)
+        calls = a.filter(pl.col("corr_id").is_in(dup.implode()))
+        graph = calls.filter(pl.col("name").str.contains("Graph", literal=True))
+        dup = dup.filter(dup.is_in(calls["corr_id"].implode()) & ~dup.is_in(graph["corr_id"].implode()))
+        if dup.len():
+            dropped[("gpu_events", "kineto.corr_id_kernels", "")] += int(kid.is_in(dup.implode()).sum())
+            bad.append(dup)
+    if not bad:
+        return g, a
+    gone = pl.concat(bad).unique().implode()
+    untie = pl.when(pl.col("corr_id").is_in(gone)).then(None).otherwise(pl.col("corr_id")).alias("corr_id")
+    return g.with_columns(untie), a.with_columns(untie)
+
+
+def device(v, pid, dropped: Counter) -> int:
+    """A GPU event's device id: an integer from 0 to MAX_DEVICE. A number written as text (``"0"``) is read
+    as that number; anything else (another text, a negative id, 2**40) is the event's pid where that is
+    one (Kineto's GPU events have the device as their pid), else 0; each counted for a warning."""
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_DEVICE:
+        return v
+    if isinstance(v, str) and v.strip().isdigit() and int(v) <= MAX_DEVICE:
+        dropped[("device_id", "kineto.device_text", "")] += 1
+        return int(v)
+    dropped[("device_id", "kineto.device_bad", type(v).__name__)] += 1
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and 0 <= pid <= MAX_DEVICE else 0
+
+
+MAX_DEVICE = 4095
 
 
 # what was dropped, in words (notes/codes.py): events, or a column's values
 _WORDS = {"src_kind": "copy_kind", "dst_kind": "copy_kind"}
+_DONE = {"kineto.corr_id_shared": "kineto.kept_untied", "kineto.corr_id_kernels": "kineto.kept_untied",
+         "kineto.device_text": "kineto.read_as_number", "kineto.device_bad": "kineto.read_as_pid"}
 
 
 def notes(base: str, dropped: Counter) -> list[Note]:
@@ -129,8 +174,8 @@ def notes(base: str, dropped: Counter) -> list[Note]:
     counts (what: an event kind or a column, why: a ``kineto.*`` code, the type name it speaks of)."""
     out = []
     for (what, why, type_name), n in sorted(dropped.items()):
-        done = ("kineto.left_out" if what in ("events", "runtime_calls", "gpu_events")
-                else "kineto.kept_as_question" if why == "kineto.surrogate" else "kineto.read_as_unknown")
+        done = (_DONE.get(why) or ("kineto.left_out" if what in ("events", "runtime_calls", "gpu_events")
+                else "kineto.kept_as_question" if why == "kineto.surrogate" else "kineto.read_as_unknown"))
         word = "kineto." + _WORDS.get(what, what)
         out.append(Note("load.kineto_dropped", {
             "file": base, "n": n, "what": Note(word) if word in CODES else what,

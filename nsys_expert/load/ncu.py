@@ -39,6 +39,7 @@ import re
 
 import polars as pl
 
+from .. import budget
 from ..notes import Note
 from ..errors import InputError
 from . import compressed
@@ -190,9 +191,14 @@ def _failure(path: str, lines: list[str]) -> InputError:
                       "profile with ncu --csv, or " + NCU_HINT)
 
 
+NCU_SHARE = 10
+
+
 def read_ncu(path: str) -> Part:
     """Read one ncu export -> Part (kind ncu-details or ncu-raw)."""
-    text = compressed.read_all(path).decode("utf-8", errors="replace").lstrip("\ufeff")
+    # read whole, then held as Python rows (about ten times the text): a tenth of the memory budget at most
+    text = compressed.read_all(path, budget.limit() // NCU_SHARE, "Nsight Compute output", budget.hint()) \
+        .decode("utf-8", errors="replace").lstrip("\ufeff")
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if _is_header(ln)), None)
     if start is None:

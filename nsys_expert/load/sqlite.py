@@ -30,7 +30,7 @@ import polars as pl
 
 from ..notes import Note
 from ..errors import InputError
-from . import chunks, gpu_metrics, normalize
+from . import chunks, gpu_metrics, normalize, sqlite_tables
 from .profile import Part
 from .sqlite_read import _Big, _close, _connect, _derived, _frame, _pid, _tid
 from .sqlite_tables import (GRAPH, KERNEL, MEANING, MEMCPY, MEMSET, NVTX, OSRT, OSRT_SLEEPS, OSRT_WAITS, RUNTIME, _api_trace, _big_jobs, _gpu_names, _gpu_trace, gpu_capabilities, _nvtx_trace, _osrt, _pairs, _processes, _schema, _size_summary, _summary)  # noqa: F401
@@ -104,6 +104,10 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
         _traces(con, cols, gpus, big, part, base, sums)
         part.tables = {k: v.result() if isinstance(v, Future) else v for k, v in part.tables.items()}
     part.meta["processes"] = _processes(con, cols, part.tables)
+    cut = sqlite_tables.long_strings(con, cols)
+    if cut:
+        part.warnings.append(Note("load.long_names", {"table": f"{base}: StringIds", "kib": sqlite_tables.NAME_MAX >> 10,
+                                                      "kept": sqlite_tables.NAME_KEPT, **cut}))
     gm, gm_meta, gm_warn = gpu_metrics.read(con, cols, gpus, path, _frame)   # --gpu-metrics-devices samples
     part.warnings += gm_warn
     if gm is not None:

@@ -22,6 +22,7 @@ import tempfile
 import time
 
 from ..notes import Note
+from .. import budget
 from ..errors import InputError
 
 LIMIT_S = float(os.environ.get("NSX_SQLITE_LIMIT_S", "600"))
@@ -70,6 +71,7 @@ def readable(path: str):
                          "remove it if it is not the export's, or open the export once with sqlite3 so the changes "
                          "are folded in")
     tmp = tempfile.mkdtemp(prefix="nsys-expert-wal-")     # mode 0700: private to this user
+    budget.private_folder(tmp)   # removed by the memory watch too, if it ends the run
     try:
         local = os.path.join(tmp, "export.sqlite")
         try:
@@ -93,6 +95,7 @@ def readable(path: str):
                       f"export; they were applied to a private copy and read (nothing was written beside the input)"]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        budget.released(tmp)
 
 
 def connect(path: str) -> sqlite3.Connection:

@@ -204,3 +204,23 @@ def _pieces(con: sqlite3.Connection, table: str, sql: str) -> list[str]:
     glue = " AND " if " WHERE " in sql else " WHERE "
     bounds = list(range(lo, hi + 1, PIECE_ROWS)) + [hi + 1]
     return [f"{sql}{glue}rowid >= {a} AND rowid < {b}" for a, b in zip(bounds, bounds[1:])]
+
+
+# a name past NAME_MAX bytes is cut where SQLite reads it (a 10 MB StringIds value joined to ten million
+# NVTX ranges would be ten million copies), as load/sanity.py cuts the other formats' names: its first
+# NAME_KEPT characters, its length and its string id; long_strings says how many
+NAME_MAX, NAME_KEPT = 64 << 10, 4096
+
+
+def cut_value(col: str, id_col: str) -> str:
+    return (f"CASE WHEN length(CAST({col} AS BLOB)) > {NAME_MAX} THEN substr({col}, 1, {NAME_KEPT}) || ' …[' || "
+            f"length(CAST({col} AS BLOB)) || ' bytes, #s' || {id_col} || ']' ELSE {col} END")
+
+
+def long_strings(con: sqlite3.Connection, cols: dict) -> dict | None:
+    """How many StringIds values are past NAME_MAX bytes, and the longest (None: none is)."""
+    if "StringIds" not in cols or "value" not in cols["StringIds"]:
+        return None
+    n, longest = con.execute(f"SELECT count(*), max(length(CAST(value AS BLOB))) FROM StringIds "
+                             f"WHERE length(CAST(value AS BLOB)) > {NAME_MAX}").fetchone()
+    return {"n": n, "longest": longest} if n else None

@@ -8,7 +8,7 @@ import sqlite3
 import polars as pl
 
 from . import chunks, normalize
-from .sqlite_read import _Big, _derived, _frame, _pid, _tid
+from .sqlite_read import NAME_KEPT, NAME_MAX, _Big, _derived, _frame, _pid, _tid, cut_value, long_strings  # noqa: F401
 
 # nsys event types in NVTX_EVENTS (ENUM_NSYS_EVENT_TYPE): ranges and the domain-create event
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
@@ -64,7 +64,8 @@ def _strings(con: sqlite3.Connection, cols: dict, ids: pl.Series, dtype=pl.Strin
     uniq = ids.drop_nulls().unique().sort().to_list()
     if "StringIds" not in cols or not uniq:
         return pl.DataFrame(schema=schema)
-    parts = [_frame(con, f"SELECT id, value FROM StringIds WHERE id IN ({', '.join(str(int(i)) for i in chunk)})",
+    parts = [_frame(con, f"SELECT id, {cut_value('value', 'id')} FROM StringIds WHERE id IN "
+                         f"({', '.join(str(int(i)) for i in chunk)})",
                     schema) for chunk in (uniq[k:k + 20_000] for k in range(0, len(uniq), 20_000))]
     return pl.concat(parts) if len(parts) > 1 else parts[0]
 
@@ -250,20 +251,27 @@ def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
     has no prefix), with ``level``: the nesting depth of a push/pop range on its thread (0 = top)."""
     c = cols[NVTX]
     # the text is stored inline (``text``) or registered (``textId`` -> StringIds): coalesce both
+    # registered texts are looked up once per distinct id, never joined to each range: ten million ranges of one
+    # name are ten million ids, not ten million copies of the name
     join = ""
     texts = []
     if "text" in c:
         texts.append("e.text")
     if "textId" in c and "StringIds" in cols:
         join = "LEFT JOIN StringIds s ON s.id = e.textId"
-        texts.append("s.value")
+        texts.append(cut_value("s.value", "s.id"))
     text = f"coalesce({', '.join(texts)})" if len(texts) > 1 else (texts[0] if texts else "NULL")
     did = "e.domainId" if "domainId" in c else "0"
     gtid = "e.globalTid" if "globalTid" in c else "NULL"
-    n = _frame(con, f'SELECT e.start, e."end", e.eventType, {text}, {did}, {gtid} FROM {NVTX} e {join} '
-                    f'WHERE e.eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND})',
-               {"start_ns": pl.Int64, "end_ns": pl.Int64, "event": pl.Int64, "text": pl.String, "did": pl.Int64,
-                "gtid": pl.Int64})
+    tid_col = "e.textId" if "textId" in c and "StringIds" in cols else "NULL"
+    n = _frame(con, f'SELECT e.start, e."end", e.eventType, {"e.text" if "text" in c else "NULL"}, {tid_col}, {did}, '
+                    f'{gtid} FROM {NVTX} e WHERE e.eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND})',
+               {"start_ns": pl.Int64, "end_ns": pl.Int64, "event": pl.Int64, "text": pl.String, "text_id": pl.Int64,
+                "did": pl.Int64, "gtid": pl.Int64})
+    if n["text_id"].null_count() < n.height:
+        names = _named(n, _strings(con, cols, n["text_id"]), "text_id").cast(pl.String)
+        n = n.with_columns(pl.coalesce("text", names).alias("text"))
+    n = n.drop("text_id")
     n = n.with_columns(_pid("gtid").alias("pid"), _tid("gtid").alias("tid")).sort("start_ns", maintain_order=True)
     # domain names: the domain-create events of the same process (2020: the DomainStrings table)
     doms = _frame(con, f"SELECT {PID_SQL.format(col=gtid)}, {did}, {text} FROM {NVTX} e {join} "

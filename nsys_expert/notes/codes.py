@@ -30,6 +30,8 @@ class Code(NamedTuple):
 
 _STEPS = "step ranges (ProfilerStep#N: call prof.step() once per step)"
 _NO_OSRT = "the per-thread OS runtime trace, which torch.profiler does not record"
+_OSRT_TELLS = ("whose OSRT_API table says whether the launching thread was working, waiting for data, asleep or "
+               "waiting for Python's GIL while the GPU idled")
 _NCU_COMMAND = ("ncu {args} <your command>; then ncu -i hot.ncu-rep --csv --page details > ncu/hot_details.csv (and "
                 "--page raw > ncu/hot_raw.csv), ncu/ beside the nsys CSVs")
 
@@ -200,6 +202,11 @@ CODES: dict[str, Code] = {
                                      "were left out, row by row (e.g. start {start}, duration {dur})"),
     "load.rows_too_long": Code("warning", "{file}: {n} row(s) last longer than a day (the longest {years:.3g} years): "
                                           "impossible for one operation (a damaged time stamp?); left out"),
+    "load.stretched_ops": Code("warning", "{file}: {n:,} of {ops:,} GPU operations last past the end of a later "
+                                          "operation on their stream (e.g. stream {stream}, start {start} ns, "
+                                          "{ms:,.3f} ms long): a stream runs its work in order, and a kernel "
+                                          "launched early (PDL) still ends after its predecessor, so these times "
+                                          "are damaged; left out"),
     "load.nvtx_bad": Code("warning", "{file}: {n} NVTX ranges without a valid start/end were left out"),
     "load.summary_bad": Code("warning", "{file}: {n} rows without a valid total time or count were left out"),
     "load.replacement_chars": Code("warning", "{file}: {n} name(s) hold U+FFFD replacement characters (e.g. "
@@ -283,7 +290,13 @@ CODES: dict[str, Code] = {
     "kineto.not_finite": Code("phrase", "a number that is infinite or NaN"),
     "kineto.not_number": Code("phrase", "a value that is not a number ({type})"),
     "kineto.surrogate": Code("phrase", "a lone UTF-16 surrogate (shown as '?')"),
-    "kineto.corr_id_twice": Code("phrase", "a correlation id another call has (the first call kept)"),
+    "kineto.corr_id_shared": Code("phrase", "a correlation id another call has"),
+    "kineto.corr_id_kernels": Code("phrase", "a correlation id another kernel has, though its call is no graph launch"),
+    "kineto.device_text": Code("phrase", "a device id written as text"),
+    "kineto.device_bad": Code("phrase", "a device id that is no GPU's ({type})"),
+    "kineto.kept_untied": Code("phrase", "kept, but tied to no launch (which call launched which work cannot be told)"),
+    "kineto.read_as_number": Code("phrase", "read as the number written"),
+    "kineto.read_as_pid": Code("phrase", "read as the event's process id (Kineto's device number), else device 0"),
     "kineto.exact_copy": Code("phrase", "an exact copy of another event"),
     "kineto.left_out": Code("phrase", "left out"),
     "kineto.kept_as_question": Code("phrase", "kept with '?' in its place"),
@@ -330,6 +343,51 @@ CODES: dict[str, Code] = {
     "phrase.other_run_why": Code("phrase", "{common:.0f}% of the kernel names in common, {summary} kernels in the "
                                            "summary against {trace} in the trace"),
     "phrase.run_lines": Code("phrase", "run {n}: lines {lines}"),
+
+    # --- the Next steps' need and why (scenarios/next_steps.py, report/verdict.py): phrases of a step ---
+    "step.need_reports": Code("phrase", "{reports}"),
+    "step.need_profile_records": Code("phrase", "a profile that records {what}"),
+    "step.why_export": Code("phrase", "these reports are missing from the input: export them from the same profile"),
+    "step.why_not_traced": Code("phrase", "the export holds no such events: nsys records them only when they are "
+                                          "traced (--trace={trace}) and happen"),
+    "step.need_nvtx": Code("phrase", "NVTX step ranges"),
+    "step.why_nvtx_no_step": Code("phrase", "the profile's NVTX ranges mark no repeated step: mark each training step "
+                                            "(torch.cuda.nvtx.range_push('step') ... range_pop()) and profile with "
+                                            "--trace including nvtx"),
+    "step.why_nvtx_none": Code("phrase", "if the profile has no NVTX ranges, mark each training step "
+                                         "(torch.cuda.nvtx.range_push('step') ... range_pop()) and profile with "
+                                         "--trace including nvtx"),
+    "step.need_osrt_sum": Code("phrase", "OS runtime trace"),
+    "step.why_osrt_sum": Code("phrase", "if the profile was made without --trace=osrt, osrt_sum has no rows: profile "
+                                        "again with it"),
+    "step.need_osrt_trace": Code("phrase", "the per-thread OS runtime trace"),
+    "step.why_osrt_export": Code("phrase", "the export holds no OS runtime calls: profile again with --trace=osrt and "
+                                           "diagnose its SQLite export, " + _OSRT_TELLS),
+    "step.why_osrt_stats": Code("phrase", "nsys stats has no per-thread OS runtime report: diagnose the SQLite export "
+                                          "of the same report, " + _OSRT_TELLS),
+    "step.why_osrt_stats_none": Code("phrase", "nsys stats has no per-thread OS runtime report: diagnose the SQLite "
+                                               "export of the same report, " + _OSRT_TELLS + " (a profile made "
+                                               "without --trace=osrt has none: profile again with it)"),
+    "step.need_graph_nodes": Code("phrase", "CUDA graph kernels in the GPU trace"),
+    "step.why_graph_nodes": Code("phrase", "the run launches CUDA graphs and the default --cuda-graph-trace=graph "
+                                           "leaves their kernels out of the GPU trace: profile again with "
+                                           "--cuda-graph-trace=node"),
+    "step.need_ncu": Code("phrase", "Nsight Compute metrics"),
+    "step.why_ncu": Code("phrase", "kernel-level rules need ncu's metrics of the hot kernels ({kernels})"),
+    "step.why_ncu_skip": Code("phrase", "kernel-level rules need ncu's metrics of the hot kernels ({kernels}; the {n} "
+                                        "launch(es) before the window are skipped)"),
+    "step.need_ncu_raw": Code("phrase", "the Nsight Compute raw page"),
+    "step.why_ncu_raw": Code("phrase", "the warp-stall, tensor-pipe and sector metrics are on the raw page only: "
+                                       "export it from the same ncu report"),
+    "step.need_profiler_steps": Code("phrase", "ProfilerStep ranges"),
+    "step.why_profiler_steps": Code("phrase", "the trace marks no repeated step: record three or more steps under "
+                                              "torch.profiler with a schedule and call prof.step() once per step "
+                                              "(ProfilerStep#N ranges become the iterations); `nsys-expert command "
+                                              "quick` prints the snippet (torch_profiler_steps.py)"),
+    "step.need_host_profile": Code("phrase", "A profile of the host's own work"),
+    "step.why_host_profile": Code("phrase", "most of each iteration's critical path is the launching thread's own work "
+                                            "between CUDA calls, and no finding names it: sample its Python and native "
+                                            "stacks to see what it is"),
 
     # --- ready for the sites outside load and facts that still write sentences (the lead converts them):
     # pipeline.py, cli/collect.py, engine/resolve.py ---

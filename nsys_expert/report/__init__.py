@@ -1,13 +1,15 @@
-"""report: rank the findings and put the diagnosis into words (Markdown, JSON).
+"""report: rank the findings, decide the verdict and put the diagnosis into words (JSON, Markdown).
 
-``build`` produces the JSON contract of design.md (schema_version 1) plus the tables the Markdown
-report shows; ``render_markdown`` fills the Jinja2 template. The words of each finding come from its
-rule file; the words around them come from ``LABELS`` (en / zh).
-The en / zh label tables are in ``labels.py``; the findings ranked and turned into the contract's dicts
-(the engine's ``Finding`` read, never written) in ``findings.py``.
+``build`` makes the run's ``Diagnosis`` (``diagnosis.py``: declared types, between the engine and the
+renderers); ``to_json`` writes the JSON contract of design.md (schema_version 1), ``render_markdown`` fills
+the Jinja2 template, ``html.render_html`` and ``terminal.summary`` read the same Diagnosis. The words of
+each finding come from its rule file; the words around them come from ``LABELS`` (en / zh, ``labels.py``);
+the findings ranked and turned into the contract's dicts (the engine's ``Finding`` read, never written) in
+``findings.py``.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -21,14 +23,12 @@ from ..facts.names import short_kernel_name
 from ..load import Profile
 from ..textsafe import visible
 from . import shaping, verdict
+from .diagnosis import SCHEMA_VERSION, Diagnosis, JobInfo, RankRow, Ranked, Verdict, json_doc, ranked  # noqa: F401
 from .findings import (evidence_json, finding_json, phase_json, rank_findings, recoverable_json,  # noqa: F401 - report.*
                        support_json, too_little_work_json)
-from .findings import ordered as _ordered
 from .said import _groups, _single_stepped, group_not_evaluated, split_warnings  # noqa: F401 - report.split_warnings
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
-from .labels import LABELS, SEVERITY_ZH, labels  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
-
-SCHEMA_VERSION = 1
+from .labels import LABELS, SEVERITY_ZH, labels, with_categories  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
 
 
 def clean_value(v):
@@ -48,84 +48,88 @@ def _window(fs: FactSet) -> dict:
     return fs.window.to_json() if fs.window else {"start_ns": None, "end_ns": None, "source": "whole", "iterations": 0}
 
 
-def _verdict(doc: dict, evaluation) -> dict:
-    """The verdict of a report (or of a rank's row): ``doc`` holds its ranked findings, facts, inputs,
-    not-evaluated rules and tables; its next steps are added to it."""
-    doc["next_steps"] = _next_steps(doc)
-    limiter = verdict.limiter(doc["findings"], doc["facts"])
-    if limiter:
-        doc["next_steps"].append(verdict.HOST_SAMPLING_STEP)
-    out = verdict.decide(doc["findings"], evaluation.not_evaluated, doc["facts"], doc["next_steps"],
-                         doc.get("window"), (doc.get("tables") or {}).get("phases"))
+def _decided(findings: list[Ranked], facts: dict, inputs: list, tables: dict, evaluation, not_evaluated: list,
+             window, recorded: str = "some") -> tuple[Verdict, list]:
+    """The verdict of a report (or of a rank's row) and its next steps: the commands that collect what the
+    rules under ``not_evaluated`` lacked, then the host-sampling step when the host is the limiter."""
+    steps = _next_steps(not_evaluated, facts, inputs, tables)
+    typed = [x.finding for x in findings]
+    lim = verdict.limiter(typed, facts, evaluation.categories)
+    if lim:
+        steps.append(verdict.HOST_SAMPLING_STEP)
+    out = verdict.decide(typed, evaluation.not_evaluated, facts, steps, window, tables.get("phases"),
+                         evaluation.categories)
     if evaluation.too_little_work is not None:     # engine/gains.py's minimum-work guard: no finding decides
-        out.update(state="undetermined", reason="too_little_work", category=None, rule=None, severity=None,
-                   confidence=None)
-        out.pop("gpu_idle_attributed_pct", None)
-    if doc.get("_recorded", "some") != "some":   # nothing to judge: that is the verdict, not a warning
-        out.update(state="undetermined", reason="no_rows" if doc["_recorded"] == "nothing" else "no_gpu_work",
-                   category=None, rule=None, severity=None, confidence=None, next_command=shaping.PROFILE_AGAIN)
-        out.pop("gpu_idle_attributed_pct", None)
-    if limiter:
-        out["limiter"] = limiter
-    return out
+        out = verdict.undecided(out, "too_little_work")
+    if recorded != "some":   # nothing to judge: that is the verdict, not a warning
+        out = verdict.undecided(out, "no_rows" if recorded == "nothing" else "no_gpu_work", shaping.PROFILE_AGAIN)
+    if lim:
+        out = dataclasses.replace(out, limiter=lim)
+    return out, steps
 
 
 NO_SETTINGS = {"file": None, "packs": [], "select": [], "ignore": [], "parameters": []}
 
 
 def build(prof: Profile, fs: FactSet, evaluation, lang: str = "en",
-          ranks: list[tuple[str, Profile, FactSet]] | None = None, settings: dict | None = None, notes=()) -> dict:
-    """The report. ``ranks``: a job's ranks ``[(label, profile, facts)]`` in the order of ``evaluation.ranks``,
-    a row each (``job.build_job`` makes a job's report). ``settings``: what was asked beyond the defaults
-    (``NO_SETTINGS``'s keys). ``notes``: said of the inputs, after the warnings (one run read twice)."""
-    ordered = _ordered(evaluation.findings)
+          ranks: list[tuple[str, Profile, FactSet]] | None = None, settings: dict | None = None,
+          notes=()) -> Diagnosis:
+    """The diagnosis of one run. ``ranks``: a job's ranks ``[(label, profile, facts)]`` in the order of
+    ``evaluation.ranks``, a row each (``job.build_job`` makes a job's diagnosis with them). ``settings``: what
+    was asked beyond the defaults (``NO_SETTINGS``'s keys). ``notes``: said of the inputs, after the warnings
+    (one run read twice)."""
+    findings = ranked(evaluation.findings, evaluation.categories)
     tables = {k: v for k, v in sorted(fs.tables.items()) if not k.startswith("_")}   # one order (threads)
-    doc = {
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "nsys-expert", "version": __version__},
-        "inputs": prof.inputs,
-        "window": _window(fs),
-        "facts": {k: _clean(v) for k, v in sorted(fs.run.items())},
-        "findings": ordered,
-        "not_evaluated": evaluation.not_evaluated,
-        "warnings": [w for w in getattr(evaluation, "notes", []) + prof.warnings + fs.warnings
-                     if not shaping.twin_read(w, prof.inputs)] + list(notes),
-        "recoverable": recoverable_json(evaluation.recoverable),
-        "too_little_work": too_little_work_json(evaluation.too_little_work),
-        "fact_sources": dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
-        "facts_absent": {k: v for k, v in sorted(fs.absent.items())},
-        "environment": {"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),
-                        **{k: v for k, v in prof.meta.items() if k not in ("gpus", "report_eras")}},
-        "tables": tables,
-        "settings": {**NO_SETTINGS, **(settings or {})},
-        "lang": lang,
-        "_recorded": shaping.recorded(prof),
-    }
-    doc["verdict"] = _verdict(doc, evaluation)
+    facts = {k: _clean(v) for k, v in sorted(fs.run.items())}
+    recorded = shaping.recorded(prof)
+    v, steps = _decided(findings, facts, prof.inputs, tables, evaluation, evaluation.not_evaluated, fs.window, recorded)
+    job = None
     if ranks is not None:
-        doc["ranks"] = [_rank_row(label, rprof, rfs, rev) for (label, rprof, rfs), (_, rev) in zip(ranks, evaluation.ranks)]
-    return doc
+        job = JobInfo([], "", [_rank_row(label, rprof, rfs, rev)
+                               for (label, rprof, rfs), (_, rev) in zip(ranks, evaluation.ranks)])
+    return Diagnosis(
+        tool={"name": "nsys-expert", "version": __version__},
+        inputs=prof.inputs,
+        window=_window(fs),
+        facts=facts,
+        findings=findings,
+        not_evaluated=evaluation.not_evaluated,
+        warnings=[w for w in list(evaluation.notes) + prof.warnings + fs.warnings
+                  if not shaping.twin_read(w, prof.inputs)] + list(notes),
+        recoverable=evaluation.recoverable,
+        too_little_work=evaluation.too_little_work,
+        fact_sources=dict(sorted(fs.sources.items())),   # the fact groups run in threads: one order
+        facts_absent=dict(sorted(fs.absent.items())),
+        environment={"gpus": prof.meta.get("gpus", []), "report_eras": prof.meta.get("report_eras", []),
+                     **{k: v for k, v in prof.meta.items() if k not in ("gpus", "report_eras")}},
+        tables=tables,
+        settings={**NO_SETTINGS, **(settings or {})},
+        next_steps=steps,
+        verdict=v,
+        lang=lang,
+        recorded=recorded,
+        job=job,
+        categories=evaluation.categories)
 
 
-ROW_FIELDS = ("rule", "category", "severity", "rank", "title", "estimated_gain_pct", "scope")
-
-
-def _rank_row(label: str, prof: Profile, fs: FactSet, evaluation) -> dict:
+def _rank_row(label: str, prof: Profile, fs: FactSet, evaluation) -> RankRow:
     """A rank's row of a multi-rank report: its own facts (the cross-rank ones with them), window,
-    verdict and findings (their titles: the job's findings above carry the words and advice)."""
-    row = {"findings": _ordered(evaluation.findings), "facts": {k: _clean(v) for k, v in sorted(fs.run.items())},
-           "inputs": prof.inputs, "tables": {k: v for k, v in fs.tables.items() if not k.startswith("_")}}
-    return {"rank": label, "pid": prof.meta.get("pid"), "facts": row["facts"], "window": _window(fs),
-            "verdict": _verdict(row, evaluation), "findings": [{k: f[k] for k in ROW_FIELDS} for f in row["findings"]]}
+    verdict and findings (their titles: the job's findings above carry the words and advice). Its verdict
+    is decided without the window's steady share and without next steps of its own."""
+    findings = ranked(evaluation.findings, evaluation.categories)
+    facts = {k: _clean(v) for k, v in sorted(fs.run.items())}
+    tables = {k: v for k, v in fs.tables.items() if not k.startswith("_")}
+    v, _steps = _decided(findings, facts, prof.inputs, tables, evaluation, [], None)
+    return RankRow(label, prof.meta.get("pid"), facts, _window(fs), v, findings)
 
 
-def _next_steps(doc: dict) -> list[dict]:
+def _next_steps(not_evaluated: list, facts: dict, inputs: list, tables: dict) -> list:
     """The exact commands that collect what the rules under not_evaluated lacked (scenarios.next_steps)."""
     from .. import scenarios
     from ..load import schema
 
     name = "report.nsys-rep"
-    for i in doc.get("inputs", []):
+    for i in inputs:
         base = os.path.basename(i["path"])
         stem, ext = os.path.splitext(base)
         if ext in (".nsys-rep", ".qdrep", ".sqlite"):
@@ -136,14 +140,15 @@ def _next_steps(doc: dict) -> list[dict]:
             name = base[: base.lower().find(rep)].rstrip("_.-") + ".nsys-rep"
             break
     try:
-        return scenarios.next_steps(doc.get("not_evaluated", []), doc.get("facts", {}), inputs=doc.get("inputs", []),
-                                    report=name, ncu_hint=(doc.get("tables") or {}).get("ncu_command"))
+        return scenarios.next_steps(not_evaluated, facts, inputs=inputs, report=name,
+                                    ncu_hint=tables.get("ncu_command"))
     except Exception:  # noqa: BLE001 - advice about the next run must never break this report
         return []
 
 
-def to_json(doc: dict) -> str:
-    public = {k: v for k, v in doc.items() if k != "lang" and not k.startswith("_")}
+def to_json(d: Diagnosis | dict) -> str:
+    """The JSON contract (``diagnosis.json_doc``); a dict (a stored report read back) as it is."""
+    public = json_doc(d) if isinstance(d, Diagnosis) else {k: v for k, v in d.items() if k != "lang" and not k.startswith("_")}
     return json.dumps(public, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
@@ -259,7 +264,7 @@ def _gbps(v) -> str:
     return _fmt(v, 2)
 
 
-def localized(doc: dict, lang: str) -> dict:
+def localized(d: Diagnosis, lang: str) -> dict:
     """The run-time sentences of a report in ``lang`` (``i18n``: the message catalog), for both
     renderers: the window (its reason), the not-evaluated groups, the warnings (split into those
     that matter and the notes on the inputs) and the next steps."""
@@ -268,24 +273,25 @@ def localized(doc: dict, lang: str) -> dict:
     def tr(s):
         return say(s, lang)
 
-    single, stepped = _single_stepped(doc)
+    single, stepped = _single_stepped(d)
     groups = [(rules, "; ".join(tr(m) for m in missing))
-              for rules, missing in _groups(doc.get("not_evaluated", []), single, stepped)]
-    important, notes = split_warnings(doc.get("warnings", []))
-    return {"w": dict(doc["window"], reason=tr(doc["window"].get("reason"))),
+              for rules, missing in _groups(d.not_evaluated, single, stepped)]
+    important, notes = split_warnings(d.warnings)
+    return {"w": dict(d.window, reason=tr(d.window.get("reason"))),
             "not_evaluated_groups": groups, "warnings": ([tr(x) for x in important], [tr(x) for x in notes]),
-            "next_steps": [dict(st, need=tr(st["need"]), why=tr(st["why"])) for st in doc.get("next_steps") or []],
-            "absent_active": _unnest(tr(doc.get("facts_absent", {}).get("gpu_active_pct") or "not computed")),
-            "async_step": _async_step(doc, labels(lang, doc))}
+            "next_steps": [{"need": tr(st.need), "why": tr(st.why), "rules": st.rules, "commands": st.commands,
+                            "limiter": st.limiter} for st in d.next_steps],
+            "absent_active": _unnest(tr(d.facts_absent.get("gpu_active_pct") or "not computed")),
+            "async_step": _async_step(d, labels(lang, d.facts))}
 
 
-def _async_step(doc: dict, L: dict) -> str | None:
+def _async_step(d: Diagnosis, L: dict) -> str | None:
     """Why the NVTX table's step median is shorter than the iterations' (issue 48, item 11: 0.049 ms
     beside 'Iterations: median 0.187 ms', unexplained): the step range times the host, which queues the
     GPU work and goes on; an iteration of the window runs to the end of the work it launched."""
-    src = str((doc.get("window") or {}).get("source") or "")
-    it = (doc.get("facts") or {}).get("iter_median_ms")
-    rows = ((doc.get("tables") or {}).get("phases") or {}).get("rows") or []
+    src = str(d.window.get("source") or "")
+    it = d.facts.get("iter_median_ms")
+    rows = (d.tables.get("phases") or {}).get("rows") or []
     r = next((r for r in rows if src.startswith("nvtx:") and r.get("name") == src[5:]), None)
     if r is None or not isinstance(it, (int, float)) or not isinstance(r.get("median_ms"), (int, float)) \
             or r["median_ms"] >= 0.5 * it:
@@ -304,13 +310,14 @@ def _unnest(text: str) -> str:
     return text
 
 
-def render_markdown(doc: dict, lang: str = "en") -> str:
-    L = labels(lang, doc)
-    units = {n: (registry.lookup("run", n).unit if registry.lookup("run", n) else "") for n in doc["facts"]}
+def render_markdown(d: Diagnosis, lang: str = "en") -> str:
+    """The Markdown report of ``d`` in ``lang`` (``templates/report.md.j2``)."""
+    L = with_categories(labels(lang, d.facts), d.categories, lang)
+    units = {n: (registry.lookup("run", n).unit if registry.lookup("run", n) else "") for n in d.facts}
     tpl = _env().get_template("report.md.j2")
     sev = severity_word(lang)
-    text = tpl.render(doc=doc, L=L, f=doc["facts"], t=doc["tables"], units=units, lang=lang, sev=sev,
-                      vw=verdict.words(doc, L, sev), **localized(doc, lang)).rstrip() + "\n"
+    text = tpl.render(doc=d, L=L, f=d.facts, t=d.tables, units=units, lang=lang, sev=sev,
+                      vw=verdict.words(d, L, sev), **localized(d, lang)).rstrip() + "\n"
     if lang == "zh":
         from .i18n import zh_markdown_brackets
 
@@ -326,18 +333,18 @@ _FACTS_WORDS = {"en": ("Facts", "| Fact | Value | Unit | Source |", "Absent (rul
                "zh": ("指标", "| 指标 | 数值 | 单位 | 来源 |", "缺失（需要它们的规则未被评估）：", "：")}
 
 
-def render_facts(doc: dict, lang: str = "en") -> str:
+def render_facts(d: Diagnosis, lang: str = "en") -> str:
     """``--show-facts``: every fact of the run with unit and source, for rule authors; why each absent
     fact is absent in ``lang`` (the message catalog, as the not-evaluated lines)."""
     from .i18n import say
 
     title, head, absent_title, colon = _FACTS_WORDS.get(lang, _FACTS_WORDS["en"])
     lines = ["", f"## {title}", "", head, "|---|---:|---|---|"]
-    for name, value in doc["facts"].items():
-        d = registry.lookup("run", name)
-        src = doc.get("fact_sources", {}).get(name)
-        lines.append(f"| `{name}` | {_fmt(value, 3)} | {d.unit if d else ''} | {_md_code(src) if src else '–'} |")
-    absent = doc.get("facts_absent", {})
+    for name, value in d.facts.items():
+        decl = registry.lookup("run", name)
+        src = d.fact_sources.get(name)
+        lines.append(f"| `{name}` | {_fmt(value, 3)} | {decl.unit if decl else ''} | {_md_code(src) if src else '–'} |")
+    absent = d.facts_absent
     if absent:
         lines += ["", absent_title, ""]
         lines += [f"- `{k}`{colon}{say(v, lang)}" for k, v in absent.items()]

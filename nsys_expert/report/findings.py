@@ -5,26 +5,35 @@ contract's dicts, with what they win back together (``Recoverable``) and the min
 from __future__ import annotations
 
 from ..engine.model import Evidence, Finding, IdlePhase, PathCap, Recoverable, SubjectGain, Support, TooLittleWork
+from ..engine.categories import builtin_categories
 from ..engine.rules import SEVERITIES
-from . import verdict
 
 
-def _rank_key(f: Finding):
+def system_categories(categories: dict | None = None) -> frozenset:
+    """The categories of the system-level (whole-run) rules (level ``system`` in pack.yaml ``categories:``;
+    ``categories``: the packs', ``Evaluation.categories``; the built-in pack's when None): a verdict of "no
+    bottleneck" needs them all."""
+    cats = categories if categories else builtin_categories()
+    return frozenset(n for n, c in cats.items() if c.level == "system")
+
+
+def _rank_key(f: Finding, system: frozenset):
     gain = f.estimated_gain_pct
     return (-(round(gain, 1) if gain is not None else -1.0), -SEVERITIES.index(f.severity),
-            f.category not in verdict.SYSTEM_CATEGORIES, f.rule, str(f.scope.get("kernel") or ""))
+            f.category not in system, f.rule, str(f.scope.get("kernel") or ""))
 
 
-def rank_findings(findings: list[Finding]) -> list[Finding]:
+def rank_findings(findings: list[Finding], categories: dict | None = None) -> list[Finding]:
     """Fix first what wins back the most time; then by severity; then the system-level cause before other
     ways to win the same time (sync_bound: removing the syncs and TF32 GEMMs both give back the host's
     wait); then by rule id (stable). The findings in that order (their rank: the place in it, from 1)."""
-    return sorted(findings, key=_rank_key)
+    system = system_categories(categories)
+    return sorted(findings, key=lambda f: _rank_key(f, system))
 
 
-def ordered(findings: list[Finding]) -> list[dict]:
+def ordered(findings: list[Finding], categories: dict | None = None) -> list[dict]:
     """The findings ranked, each as the JSON contract's dict (finding_json)."""
-    return [finding_json(f, i + 1) for i, f in enumerate(rank_findings(findings))]
+    return [finding_json(f, i + 1) for i, f in enumerate(rank_findings(findings, categories))]
 
 
 def finding_json(f: Finding, rank: int) -> dict:
@@ -41,7 +50,8 @@ def finding_json(f: Finding, rank: int) -> dict:
             "pack": f.pack, "references": f.references,
             "subject": f.subject, "subject_share_pct": f.subject_share_pct,
             "cause": f.cause, "supporting": [support_json(s) for s in f.supporting],
-            **({"phase": phase_json(f.phase)} if f.phase is not None else {})}
+            **({"phase": phase_json(f.phase)} if f.phase is not None else {}),
+            **({"locations": [location_json(x) for x in f.locations]} if f.locations else {})}
 
 
 def evidence_json(e: Evidence) -> dict:
@@ -54,6 +64,12 @@ def support_json(s: Support) -> dict:
     return {"rule": s.rule, "relation": s.relation, "because": s.because, "title": s.title, "message": s.message,
             "scope": s.scope, "estimated_gain_pct": s.estimated_gain_pct,
             "evidence": [evidence_json(e) for e in s.evidence]}
+
+
+def location_json(x) -> dict:
+    """``findings[].locations[]``: a place in the user's code (facts/where.py's ``Location``)."""
+    return {"file": x.file, "line": x.line, "function": x.function, "operator": x.operator,
+            "share_pct": x.share_pct, "chain": list(x.chain), "source": x.source}
 
 
 def phase_json(p: IdlePhase) -> dict:

@@ -3,7 +3,7 @@
 The charts are built here as lists of SVG primitives (``rect`` / ``path`` / ``line`` / ``text``
 with numeric geometry computed in Python) and written out by ``templates/report.html.j2`` with
 Jinja2 autoescaping, so every name from the profile (kernels, NVTX ranges, file names) is escaped
-in text and attributes alike. The numbers come from the JSON report (``report.build``) and, for
+in text and attributes alike. The numbers come from the ``Diagnosis`` (``report.build``) and, for
 the timeline, from the series of :func:`nsys_expert.facts.series.series`, which the caller computes
 and hands in (``pipeline.diagnose_with_series``): the report draws them, it does not compute them.
 docs/report.md says how to read each chart and why the charts are hand-built SVG.
@@ -28,7 +28,7 @@ from . import _gbps as report_gbps
 from .shaping import actionable as report_actionable
 from .shaping import memkind as report_memkind
 from . import gpu_metrics as gm_report
-from .labels import HTML_LABELS  # noqa: F401 - html.HTML_LABELS
+from .labels import HTML_LABELS, with_categories  # noqa: F401 - html.HTML_LABELS
 from .svg import _chart, _el, _ink, _legend, _n, _nice_step, _text_w, _tick_label, _ticks, _time_axis  # noqa: F401
 
 # ------------------------------------------------------------------------------------------ colours
@@ -320,9 +320,10 @@ def _api_class(name: str) -> str:
     return "other"
 
 
-def charts(doc: dict, ser: dict | None, zoom: dict | None, lang: str) -> dict:
-    L, H = labels(lang, doc), labels(lang, doc, HTML_LABELS)
-    t, f = doc["tables"], doc["facts"]
+def charts(d, ser: dict | None, zoom: dict | None, lang: str) -> dict:
+    """The page's charts of ``d`` (a ``Diagnosis``) and the series."""
+    L, H = labels(lang, d.facts), labels(lang, d.facts, HTML_LABELS)
+    t, f = d.tables, d.facts
     out: dict = {}
     out["timeline"] = timeline_chart(ser, L, H) if ser else None
     out["ranks"] = rank_timeline_chart((ser or {}).get("ranks") or [], H)
@@ -380,18 +381,18 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def render_html(doc: dict, ser: dict | None = None, lang: str = "en", zoom: dict | None = None) -> str:
-    """The page. ``ser`` (and ``zoom``) from ``pipeline.diagnose_with_series``; without them the
-    timeline is left out and the iteration chart comes from the report's iteration table."""
+def render_html(d, ser: dict | None = None, lang: str = "en", zoom: dict | None = None) -> str:
+    """The page of ``d`` (a ``Diagnosis``). ``ser`` (and ``zoom``) from ``pipeline.diagnose_with_series``;
+    without them the timeline is left out and the iteration chart comes from the report's iteration table."""
     lang = lang or "en"
-    L, H = labels(lang, doc), labels(lang, doc, HTML_LABELS)
+    L, H = with_categories(labels(lang, d.facts), d.categories, lang), labels(lang, d.facts, HTML_LABELS)
     tpl = _env().get_template("report.html.j2")
     sev = severity_word(lang)
     from .i18n import translate, zh_html_brackets
 
-    page = tpl.render(doc=doc, L=L, H=H, f=doc["facts"], t=doc["tables"], lang=lang, **localized(doc, lang),
-                      ser=ser, charts=charts(doc, ser, zoom, lang), sev=sev, sev_color=SEVERITY_COLORS,
-                      vw=verdict.words(doc, L, sev),
+    page = tpl.render(doc=d, L=L, H=H, f=d.facts, t=d.tables, lang=lang, **localized(d, lang),
+                      ser=ser, charts=charts(d, ser, zoom, lang), sev=sev, sev_color=SEVERITY_COLORS,
+                      vw=verdict.words(d, L, sev),
                       graph_hidden=bool(ser and ser.get("graph_hidden")),
                       no_timeline_reason=translate((ser or {}).get("reason"), lang)).rstrip() + "\n"
     return visible(zh_html_brackets(page) if lang == "zh" else page)

@@ -5,11 +5,13 @@ others name their rank), the ranks that failed, the representative, and a row pe
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Protocol
 
 from ..facts import FactSet
 from ..load import Profile
 from ..notes import Note
+from .diagnosis import Diagnosis, JobInfo
 
 
 class Rank(Protocol):
@@ -32,24 +34,20 @@ class Job(Protocol):
     def rank_facts(self, i: int) -> FactSet: ...
 
 
-def build_job(job: Job, evaluation, lang: str = "en", settings: dict | None = None) -> dict:
-    """The report of ``job``; ``evaluation``: the engine's run over the job's facts and every rank's
+def build_job(job: Job, evaluation, lang: str = "en", settings: dict | None = None) -> Diagnosis:
+    """The diagnosis of ``job``; ``evaluation``: the engine's run over the job's facts and every rank's
     (``engine.evaluate(..., ranks=...)``, in the order of ``job.ranks``); ``settings`` as
     :func:`nsys_expert.report.build` takes them."""
     from . import build
 
     rep = job.representative
     rows = [(r.label, r.prof, job.rank_facts(i)) for i, r in enumerate(job.ranks)]
-    doc = build(rep.prof, job.fs, evaluation, lang, ranks=rows, settings=settings)
-    ranks = doc.pop("ranks")
-    return {**doc,
-            "inputs": [dict(i, rank=r.label) for r in job.ranks for i in r.prof.inputs],
-            "warnings": warnings(job),
-            "environment": {**doc["environment"],
-                            "gpus": [dict(g, rank=r.label) for r in job.ranks for g in r.prof.meta.get("gpus", [])]},
-            "ranks_failed": job.failed,
-            "representative_rank": rep.label,
-            "ranks": ranks}      # last in the JSON, after the job's own fields
+    d = build(rep.prof, job.fs, evaluation, lang, ranks=rows, settings=settings)
+    return dataclasses.replace(
+        d, inputs=[dict(i, rank=r.label) for r in job.ranks for i in r.prof.inputs], warnings=warnings(job),
+        environment={**d.environment,
+                     "gpus": [dict(g, rank=r.label) for r in job.ranks for g in r.prof.meta.get("gpus", [])]},
+        job=JobInfo(job.failed, rep.label, d.job.ranks))      # last in the JSON, after the job's own fields
 
 
 def warnings(job: Job) -> list[str]:

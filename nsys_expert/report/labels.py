@@ -63,6 +63,9 @@ LABELS = {
         "reason_too_little_work": "Too little GPU work in the window to judge: the GPU is busy {active} % of a short window; profile more steps",
         "reason_too_little_work_summary": "Too little GPU work to judge: the summary reports hold only {work_ms} ms of kernels and copies in the whole profile; profile more steps",
         "phase_holds": "Where: {share} % of the GPU's idle time lies in the NVTX {phase} phase ({names}); that phase's fix comes first.",
+        "where_code": "Where in the code", "where_in": "in", "where_called_from": "called from",
+        "where_share": "of this cause's time", "where_source_kineto": "torch.profiler stacks: the line is the function's first line",
+        "where_source_nsys": "nsys Python backtraces",
         "phase_work_title": "Where each step's time goes, by phase (launch times joined to the NVTX ranges)", "ms_per_step": "ms a step",
         "share_window": "Share of window (%)", "kernels_per_step": "Kernels a step", "gpu_busy_in_it": "GPU busy in it (%)",
         "d2h_per_step": "To host (MB a step)",
@@ -133,15 +136,13 @@ LABELS = {
         "reason_too_little_work": "窗口内 GPU 工作太少，无法判断：在很短的窗口内 GPU 仅 {active} % 的时间忙碌；请采集更多步",
         "reason_too_little_work_summary": "GPU 工作太少，无法判断：汇总报告中整个 profile 只有 {work_ms} ms 的 kernel 与拷贝；请采集更多步",
         "phase_holds": "位置：GPU 空闲时间的 {share} % 位于 NVTX {phase}阶段（{names}）；应先修复这一阶段。",
+        "where_code": "代码位置", "where_in": "函数", "where_called_from": "调用自",
+        "where_share": "占该原因的时间", "where_source_kineto": "torch.profiler 调用栈：行号是函数的第一行",
+        "where_source_nsys": "nsys Python 回溯",
         "phase_work_title": "每一步的时间按阶段的去向（launch 时间对应到 NVTX 区间）", "ms_per_step": "每步 ms",
         "share_window": "占窗口 (%)", "kernels_per_step": "每步 kernel 数", "gpu_busy_in_it": "其中 GPU 忙碌 (%)",
         "d2h_per_step": "拷回主机 (每步 MB)",
         "async_step": "'{range}' 区间只计主机时间（中位数 {host} ms）：循环把 GPU 工作排入队列后继续执行，因此窗口中的一次迭代持续到它所发起的 GPU 工作结束（中位数 {iter} ms）。",
-        "categories": {"allocator": "分配器", "comm-bound": "通信瓶颈", "compute-bound": "计算受限", "data-io-bound": "数据 I/O 瓶颈",
-                       "gpu-idle": "GPU 空闲", "host-bound": "主机瓶颈", "latency-bound": "延迟受限", "launch-bound": "启动开销瓶颈",
-                       "launch-config": "启动配置", "memcpy-bound": "拷贝瓶颈", "memory-access": "访存模式", "memory-bound": "访存受限",
-                       "ncu-guided": "ncu 指引", "occupancy": "占用率", "precision": "精度", "rank-imbalance": "rank 不均衡",
-                       "stability": "稳定性", "startup": "启动阶段", "utilization": "利用率"},
         "mem_kinds": {"Pageable": "可分页主机内存", "Pinned": "Pinned 主机内存", "Device": "设备", "Managed": "统一内存",
                       "Array": "CUDA 数组", "Unknown": "未知"},
         "phases_title": "NVTX 阶段", "range_name": "区间", "phase": "阶段", "parent": "所在区间", "share_parent": "占所在区间 (%)", "instances": "实例数",
@@ -212,12 +213,22 @@ _VENDOR = {"amd": (("CUDA API", "HIP API"), ("CUDA kernels", "GPU kernels"), ("C
                    ("cudaMalloc / cudaFree", "hipMalloc / hipFree"))}
 
 
-def labels(lang: str, doc: dict | None = None, table: dict | None = None) -> dict:
+def with_categories(L: dict, categories: dict, lang: str) -> dict:
+    """``L`` with ``categories``: each category's title in ``lang`` (pack.yaml ``categories:``), for a language
+    other than English (an English report names a category by its id, what ``explain`` takes)."""
+    if lang == "en":
+        return L
+    titles = {name: c.title_in(lang) for name, c in categories.items() if c.title_in(lang)}
+    return {**L, "categories": titles} if titles else L
+
+
+def labels(lang: str, facts: dict | None = None, table: dict | None = None) -> dict:
     """The labels of ``lang`` (``table``: another table of labels by language, e.g. the HTML page's),
-    in the words of the run's GPU maker: a ROCm run's report says HIP API, not CUDA API."""
+    in the words of the run's GPU maker (``facts``: the run's facts): a ROCm run's report says HIP API,
+    not CUDA API."""
     table = LABELS if table is None else table
     words = table.get(lang, table["en"])
-    swaps = _VENDOR.get(((doc or {}).get("facts") or {}).get("gpu_vendor"))
+    swaps = _VENDOR.get((facts or {}).get("gpu_vendor"))
     if not swaps:
         return words
     def swap(v):

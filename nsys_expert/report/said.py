@@ -5,33 +5,34 @@ from __future__ import annotations
 from ..notes import kind
 
 
-def _single_stepped(doc: dict | None) -> tuple[bool, set]:
-    """(a single-GPU run, the rules the Next steps name): the kernel rules that only lack Nsight Compute
-    data are said once, in the Next steps that name them with the ncu command (issue 48, item 14: the
-    same ten rules in every report)."""
-    single = doc is not None and not doc.get("ranks")
-    return single, {r for st in (doc or {}).get("next_steps") or [] for r in st.get("rules", [])}
+def _single_stepped(d) -> tuple[bool, set]:
+    """(a single-GPU run, the rules the Next steps name) of ``d`` (a ``Diagnosis``, or None): the kernel
+    rules that only lack Nsight Compute data are said once, in the Next steps that name them with the ncu
+    command (issue 48, item 14: the same ten rules in every report)."""
+    single = d is not None and not d.ranks
+    return single, {r for st in (d.next_steps if d is not None else []) for r in st.rules}
 
 
-def group_not_evaluated(items: list[dict], doc: dict | None = None) -> list[tuple[list[str], str]]:
+def group_not_evaluated(items: list, d=None) -> list[tuple[list[str], str]]:
     """Rules that miss the same inputs are listed together (one line per distinct reason, each need
-    said once). On a single-GPU run (``doc`` without ranks) the cross-rank rules are left out: they
-    cannot apply, and listing them on every report is noise (the JSON keeps them)."""
-    single, stepped = _single_stepped(doc)
+    said once). On a single-GPU run (``d``, a ``Diagnosis`` without ranks) the cross-rank rules are left
+    out: they cannot apply, and listing them on every report is noise (the JSON keeps them)."""
+    single, stepped = _single_stepped(d)
     return [(rules, "; ".join(str(m) for m in missing)) for rules, missing in _groups(items, single, stepped)]
 
 
-def _groups(items: list[dict], single: bool, stepped: set) -> list[tuple[list[str], list]]:
-    """(rules, their distinct reasons: notes.Note or text) per distinct set of reasons."""
+def _groups(items: list, single: bool, stepped: set) -> list[tuple[list[str], list]]:
+    """(rules, their distinct reasons: notes.Note or text) per distinct set of reasons; ``items``: the
+    engine's ``NotEvaluated`` entries."""
     groups: dict[tuple, tuple[list, list[str]]] = {}
     for n in items:
-        if single and any(_needs(m) == ("ranks",) for m in n["missing"]):
+        if single and any(_needs(m) == ("ranks",) for m in n.missing):
             continue
-        if n["rule"] in stepped and n["missing"] and all(_code(m) in _NCU_REASONS or "ncu" in _needs(m)
-                                                         for m in n["missing"]):
+        if n.rule in stepped and n.missing and all(_code(m) in _NCU_REASONS or "ncu" in _needs(m)
+                                                   for m in n.missing):
             continue
-        missing = list({str(m): m for m in n["missing"]}.values())
-        groups.setdefault(tuple(str(m) for m in missing), (missing, []))[1].append(n["rule"])
+        missing = list({str(m): m for m in n.missing}.values())
+        groups.setdefault(tuple(str(m) for m in missing), (missing, []))[1].append(n.rule)
     return [(rules, missing) for missing, rules in groups.values()]
 
 

@@ -32,13 +32,13 @@ def memkind(v, L) -> str:
     return "→".join(kinds.get(part, part) for part in v.split("→"))
 
 
-def actionable(findings: list[dict]) -> list[dict]:
-    """The findings whose advice the report lists: not a kernel's whose gain is known and under
-    MIN_KERNEL_ADVICE_GAIN_PCT of the window (ncu advice for a kernel at 0.05 % of it; launch_bound's
-    tail-effect once the critical path caps it at 0): the finding stays, its advice is noise."""
-    return [f for f in findings if f.get("advice") and not (
-        f.get("scope") and isinstance(f.get("estimated_gain_pct"), (int, float))
-        and f["estimated_gain_pct"] < MIN_KERNEL_ADVICE_GAIN_PCT)]
+def actionable(findings: list) -> list:
+    """The findings (``diagnosis.Ranked``) whose advice the report lists: not a kernel's whose gain is known
+    and under MIN_KERNEL_ADVICE_GAIN_PCT of the window (ncu advice for a kernel at 0.05 % of it;
+    launch_bound's tail-effect once the critical path caps it at 0): the finding stays, its advice is noise."""
+    return [f for f in findings if f.advice and not (
+        f.scope and isinstance(f.estimated_gain_pct, (int, float))
+        and f.estimated_gain_pct < MIN_KERNEL_ADVICE_GAIN_PCT)]
 
 
 def twin_read(warning, inputs: list[dict]) -> bool:

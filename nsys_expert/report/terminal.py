@@ -25,8 +25,9 @@ WORDS = {
            "main_idle": "main idle cause", "active": "GPU active", "of_window": "of the window",
            "not_evaluated": "rule(s) not evaluated", "warnings": "warning(s)", "notes": "note(s) on the inputs",
            "more": "Full report: add --format md (or html -o report.html); --lang zh for Chinese.",
-           "iter": "median iteration", "critical": "critical path: host"},
+           "iter": "median iteration", "critical": "critical path: host", "where_code": "where", "where_in": "in"},
     "zh": {"working": "正在诊断", "loading": "读取输入", "facts": "计算指标", "rules": "评估规则",
+           "where_code": "代码位置", "where_in": "函数",
            "charts": "计算图表数据", "ranks": "个 rank", "failed": "失败", "findings": "发现的问题", "gain": "预期收益",
            "window": "窗口", "whole": "整个采集", "main_idle": "主要空闲原因", "active": "GPU 活跃",
            "of_window": "（占窗口）", "not_evaluated": "条规则未评估", "warnings": "条警告", "notes": "条关于输入的说明",
@@ -137,8 +138,8 @@ def _pct(v) -> str:
 class _Words:
     """The summary's words in the report's language: its labels, the severity words, Chinese punctuation."""
 
-    def __init__(self, doc: dict, lang: str):
-        self.lang, self.L, self.W = lang, labels(lang, doc), WORDS.get(lang, WORDS["en"])
+    def __init__(self, d, lang: str):
+        self.lang, self.L, self.W = lang, labels(lang, d.facts), WORDS.get(lang, WORDS["en"])
         self.sev = severity_word(lang)
         self.zh = lang == "zh"        # Chinese punctuation: ：（）, one bracket for a value's notes
         self.colon = "：" if self.zh else ": "
@@ -147,52 +148,53 @@ class _Words:
         return f"（{text}）" if self.zh else f" ({text})"
 
 
-def summary(doc: dict, lang: str | None = "en", console=None, max_findings: int = 5) -> None:
-    """Verdict, GPU active %, main idle cause and the top findings with severity colours."""
+def summary(d, lang: str | None = "en", console=None, max_findings: int = 5) -> None:
+    """Verdict, GPU active %, main idle cause and the top findings with severity colours, of ``d`` (a
+    ``Diagnosis``)."""
     from rich.console import Console
 
     console = console or Console()
-    say = _Words(doc, lang or "en")
-    _verdict_lines(console, doc, say)
-    for line in (_activity_line(doc, say), _window_line(doc, say)):
+    say = _Words(d, lang or "en")
+    _verdict_lines(console, d, say)
+    for line in (_activity_line(d, say), _window_line(d, say)):
         if line.plain:
             console.print(line)
-    if doc["findings"]:
-        _findings_table(console, doc, say, max_findings)
-    _tail(console, doc, say)
+    if d.findings:
+        _findings_table(console, d, say, max_findings)
+    _tail(console, d, say)
 
 
-def _verdict_lines(console, doc: dict, say: _Words) -> None:
+def _verdict_lines(console, d, say: _Words) -> None:
     """The title and the inputs' folder, the verdict, what limits the run, the command to run next."""
     from rich.text import Text
 
     L, sev, colon = say.L, say.sev, say.colon
     head = Text()
     head.append(L["title"], style="bold")
-    where = _where([i["path"] for i in doc["inputs"]])
+    where = _where([i["path"] for i in d.inputs])
     if where:
         head.append(f"  {visible(where)}", style="dim")
     console.print(head)
 
-    vw = verdict.words(doc, L, sev)
+    vw = verdict.words(d, L, sev)
     v = Text(f"{vw['label']}{colon}", style="bold")
     v.append(visible(vw["text"]), style="green" if vw["ok"] else "")
     if vw["severity"]:
         v.append(f"  [{sev(vw['severity'])}]", style=SEVERITY_STYLES.get(vw["severity"], ""))
     console.print(v)
-    lim = doc["verdict"].get("limiter")
+    lim = d.verdict.limiter
     if lim:
-        console.print(Text("  " + L["limiter_short"].replace("{host}", f"{lim['critical_path_host_pct']:,.1f}"),
+        console.print(Text("  " + L["limiter_short"].replace("{host}", f"{lim.critical_path_host_pct:,.1f}"),
                            style="yellow"))
     if vw["command"]:
         console.print(Text(f"  {vw['command_label']}{colon}{vw['command']}", style="dim"))
 
 
-def _activity_line(doc: dict, say: _Words):
+def _activity_line(d, say: _Words):
     """GPU active (window, whole profile) and the main idle cause."""
     from rich.text import Text
 
-    f, t, W, zh, colon, par = doc["facts"], doc["tables"], say.W, say.zh, say.colon, say.par
+    f, t, W, zh, colon, par = d.facts, d.tables, say.W, say.zh, say.colon, say.par
     line = Text()
     if "gpu_active_pct" in f:
         a = f["gpu_active_pct"]
@@ -215,11 +217,11 @@ def _activity_line(doc: dict, say: _Words):
     return line
 
 
-def _window_line(doc: dict, say: _Words):
+def _window_line(d, say: _Words):
     """The window, the iteration time, the critical path's host / GPU shares."""
     from rich.text import Text
 
-    f, w, W, par = doc["facts"], doc["window"], say.W, say.par
+    f, w, W, par = d.facts, d.window, say.W, say.par
     line = Text(style="dim")
     if w.get("start_ns") is not None and w.get("end_ns") is not None and w.get("source") != "whole":
         t0 = w.get("span_start_ns") or 0      # times from the profile's first event, as the report says them
@@ -232,7 +234,7 @@ def _window_line(doc: dict, say: _Words):
     return line
 
 
-def _findings_table(console, doc: dict, say: _Words, max_findings: int) -> None:
+def _findings_table(console, d, say: _Words, max_findings: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -242,19 +244,23 @@ def _findings_table(console, doc: dict, say: _Words, max_findings: int) -> None:
     tab.add_column(no_wrap=True)
     tab.add_column(ratio=1, overflow="fold")
     tab.add_column(justify="right", no_wrap=True)
-    for x in doc["findings"][:max_findings]:
-        g, rng = x.get("estimated_gain_pct"), x.get("estimated_gain_range_pct")
+    for x in d.findings[:max_findings]:
+        g, rng = x.estimated_gain_pct, x.estimated_gain_range_pct
         gain = (f"{W['gain']} {rng[0]:.1f}–{rng[1]:.1f} %" if rng else f"{W['gain']} ≈ {g:.1f} %") if g is not None else ""
-        tab.add_row(str(x["rank"]), Text(sev(x["severity"]).upper() if say.lang == "en" else sev(x["severity"]),
-                                         style=SEVERITY_STYLES.get(x["severity"], "")),
-                    visible(x["title"]), gain)
+        tab.add_row(str(x.rank), Text(sev(x.severity).upper() if say.lang == "en" else sev(x.severity),
+                                      style=SEVERITY_STYLES.get(x.severity, "")),
+                    visible(x.title), gain)
+        if x.locations:
+            loc = x.locations[0]
+            tab.add_row("", "", Text(f"{W['where_code']}{say.colon}{visible(loc.file)}:{loc.line} "
+                                     f"{W['where_in']} {visible(loc.function)} ({loc.share_pct:.0f} %)", style="dim"), "")
     console.print(Text(f"{W['findings']}{say.colon.strip()}", style="bold"))
     console.print(tab)
-    if len(doc["findings"]) > max_findings:
-        console.print(Text(f"  … +{len(doc['findings']) - max_findings}", style="dim"))
+    if len(d.findings) > max_findings:
+        console.print(Text(f"  … +{len(d.findings) - max_findings}", style="dim"))
 
 
-def _tail(console, doc: dict, say: _Words) -> None:
+def _tail(console, d, say: _Words) -> None:
     """The counts of the full report's own lists (issue 48, item 15): its Not evaluated section (without
     the cross-rank rules of a single GPU, and the ncu rules said in Next steps), its Warnings (the notes
     on the inputs apart)."""
@@ -264,8 +270,8 @@ def _tail(console, doc: dict, say: _Words) -> None:
 
     W = say.W
     tail = []
-    n_ne = sum(len(rules) for rules, _ in group_not_evaluated(doc.get("not_evaluated") or [], doc))
-    important, notes = split_warnings(doc.get("warnings") or [])
+    n_ne = sum(len(rules) for rules, _ in group_not_evaluated(d.not_evaluated, d))
+    important, notes = split_warnings(d.warnings)
     if n_ne:
         tail.append(f"{n_ne} {W['not_evaluated']}")
     if important:

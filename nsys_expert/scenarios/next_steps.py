@@ -14,11 +14,12 @@ Decided from what the input holds, never from the wording of a reason:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import os
 import re
 
+from ..notes import Note
 from .commands import Command, era_of, kernel_regex, ncu_exports, nsys_export_sqlite, nsys_stats, report_name
 from .plans import DEFAULT_APP, Options, build, export_lines
 
@@ -54,16 +55,44 @@ def ncu_target(hint: str | None) -> tuple[list[str], int, int] | None:
 OSRT_HOST_IDLE_PCT = 5.0   # idle share with the host outside CUDA above which the OS runtime trace is worth a step
 
 
+@dataclass(frozen=True, slots=True)
+class NextStep:
+    """One step of "Next steps": what to collect (``need``) and why (``why``), each a ``Note`` the report says
+    in its language, the rules it lets run, the exact commands. ``limiter``: the host-sampling step the
+    verdict adds when the host's own work limits the run (a new profile of the host decides no rule). The
+    JSON contract's ``next_steps[]`` (``report.diagnosis``); it also reads as a mapping (``s["commands"]``)
+    for the tests."""
+    need: Note
+    why: Note
+    rules: list = field(default_factory=list)
+    commands: list = field(default_factory=list)
+    limiter: bool = False
+
+    __getitem__ = object.__getattribute__
+
+    def get(self, key: str, default=None):
+        v = getattr(self, key, None)
+        return default if v is None else v
+
+
+def _step(need: str, why: str, rules, commands, **fields) -> NextStep:
+    """A step whose need and why are the catalog's ``step.<need>`` / ``step.<why>`` phrases (notes/codes.py)."""
+    need_f = {k: v for k, v in fields.items() if k in ("reports", "what")}
+    why_f = {k: v for k, v in fields.items() if k not in need_f}
+    return NextStep(Note("step." + need, need_f), Note("step." + why, why_f), list(rules), list(commands))
+
+
 def _needs(not_evaluated, facts, held) -> dict[str, list[str]]:
-    """need -> rules. Needs: a table id (export or new profile), 'ncu', 'ncu_raw', 'graph-node', 'nvtx-steps'."""
+    """need -> rules. Needs: a table id (export or new profile), 'ncu', 'ncu_raw', 'graph-node', 'nvtx-steps'.
+    ``not_evaluated``: the engine's ``NotEvaluated`` entries (their ``rule`` and missing ``facts``)."""
     from ..facts import registry
 
     out: dict[str, list[str]] = {}
     graphs = bool((facts or {}).get("graph_launch_count") or (facts or {}).get("graph_launch_count_span"))
     for entry in not_evaluated or []:
-        rule = entry.get("rule", "?")
+        rule = entry.rule
         got: list[str] = []
-        for f in entry.get("facts") or []:
+        for f in entry.facts or []:
             d = registry.lookup("run", f) or registry.lookup("kernel", f)
             if d is None or "ranks" in d.needs:
                 continue
@@ -89,14 +118,14 @@ def _needs(not_evaluated, facts, held) -> dict[str, list[str]]:
     return {n: sorted(rules) for n, rules in out.items()}
 
 
-def next_steps(not_evaluated: list[dict], facts: dict, *, inputs: list[dict] | None = None,
-               report: str = "report.nsys-rep", app=DEFAULT_APP, ncu_hint: str | None = None) -> list[dict]:
+def next_steps(not_evaluated: list, facts: dict, *, inputs: list[dict] | None = None,
+               report: str = "report.nsys-rep", app=DEFAULT_APP, ncu_hint: str | None = None) -> list[NextStep]:
     """For the rules a diagnosis could not evaluate, the exact commands that collect what they lack.
 
-    ``not_evaluated``: the report's list (``{"rule", "facts": [missing facts], ...}``); ``facts``: its run
+    ``not_evaluated``: the engine's ``NotEvaluated`` entries (``rule``, missing ``facts``); ``facts``: its run
     facts; ``inputs``: its inputs (``kind``, ``table``, ``version``, ``path``) - what the input holds and
     which nsys wrote it; ``report``: the .nsys-rep they came from; ``ncu_hint``: the facts' ncu command.
-    Each step: ``{"need", "why", "rules", "commands"}``, in the order: export, new profile, Nsight Compute.
+    Each step a ``NextStep``, in the order: export, new profile, Nsight Compute.
     """
     inputs = inputs or []
     if any(i.get("kind") == "kineto" for i in inputs):
@@ -125,10 +154,10 @@ class _Asked:
     facts: dict
 
 
-def _export_steps(c: _Asked) -> list[dict]:
+def _export_steps(c: _Asked) -> list[NextStep]:
     """Reports to export from the same profile, or a profile that records them."""
     needs, held, exported, era, base, stem, app = c.needs, c.held, c.exported, c.era, c.base, c.stem, c.app
-    steps: list[dict] = []
+    steps: list[NextStep] = []
 
     tables = [n for n in _REPORT_OF if n in needs]   # one order whatever rules lack them
     # a report the input already holds under this era's name (before 2021 nvtx_sum is nvtxppsum, the push-pop
@@ -136,24 +165,21 @@ def _export_steps(c: _Asked) -> list[dict]:
     tables = [n for n in tables if _held_as(_REPORT_OF[n], era) not in held]
     if tables and not exported:
         reports = [_REPORT_OF[n] for n in tables]
-        steps.append({"need": ", ".join(report_name(r, era) for r in reports),
-                      "rules": sorted({r for n in tables for r in needs[n]}),
-                      "why": "these reports are missing from the input: export them from the same profile",
-                      "commands": [nsys_stats(reports, base + ".nsys-rep", base, era).line()]})
+        steps.append(_step("need_reports", "why_export", sorted({r for n in tables for r in needs[n]}),
+                           [nsys_stats(reports, base + ".nsys-rep", base, era).line()],
+                           reports=tuple(report_name(r, era) for r in reports)))
     trace = ",".join(dict.fromkeys(["cuda", "nvtx", "osrt"] + [_TRACE_FOR[n] for n in tables if n in _TRACE_FOR]))
     if tables and exported:
-        steps.append({"need": "a profile that records " + ", ".join(_REPORT_OF[n] for n in tables),
-                      "rules": sorted({r for n in tables for r in needs[n]}),
-                      "why": "the export holds no such events: nsys records them only when they are traced "
-                             f"(--trace={trace}) and happen",
-                      "commands": build("quick", Options(app=app, output=stem, trace=trace)).lines() + export_lines(stem)})
+        steps.append(_step("need_profile_records", "why_not_traced", sorted({r for n in tables for r in needs[n]}),
+                           build("quick", Options(app=app, output=stem, trace=trace)).lines() + export_lines(stem),
+                           what=tuple(_REPORT_OF[n] for n in tables), trace=trace))
     return steps
 
 
-def _nvtx_steps(c: _Asked) -> list[dict]:
+def _nvtx_steps(c: _Asked) -> list[NextStep]:
     """NVTX step ranges, when the input marks no repeated step."""
     needs, exported, stem, app, inputs, facts = c.needs, c.exported, c.stem, c.app, c.inputs, c.facts
-    steps: list[dict] = []
+    steps: list[NextStep] = []
     # NVTX ranges the input already holds (a summary or the trace) are never asked for again: with a step
     # among them (an iteration, or the step range the phases found) there is nothing to mark
     nvtx_held = any(i.get("table") in _NVTX_TABLES and (i.get("rows") is None or i.get("rows", 0) > 0) for i in inputs)
@@ -164,87 +190,70 @@ def _nvtx_steps(c: _Asked) -> list[dict]:
             and not (nvtx_held and steps_known):
         rules = sorted(set(needs.get("nvtx-steps", []) + needs.get("nvtx_trace", []) + needs.get("nvtx_sum", [])))
         held_nvtx = "nvtx-steps" in needs or nvtx_held
-        steps.append({"need": "NVTX step ranges", "rules": rules,
-                      "why": ("the profile's NVTX ranges mark no repeated step: " if held_nvtx else
-                              "if the profile has no NVTX ranges, ")
-                             + "mark each training step (torch.cuda.nvtx.range_push('step') ... range_pop()) and "
-                               "profile with --trace including nvtx",
-                      "commands": build("quick", Options(app=app, output=stem)).lines()})
+        steps.append(_step("need_nvtx", "why_nvtx_no_step" if held_nvtx else "why_nvtx_none", rules,
+                           build("quick", Options(app=app, output=stem)).lines()))
     return steps
 
 
-def _osrt_steps(c: _Asked) -> list[dict]:
+def _osrt_steps(c: _Asked) -> list[NextStep]:
     """The OS runtime summary and the per-thread OS runtime trace."""
     needs, held, exported, base, stem, app, facts = c.needs, c.held, c.exported, c.base, c.stem, c.app, c.facts
-    steps: list[dict] = []
+    steps: list[NextStep] = []
     if "osrt_sum" in needs and not exported:
-        steps.append({"need": "OS runtime trace", "rules": needs["osrt_sum"],
-                      "why": "if the profile was made without --trace=osrt, osrt_sum has no rows: profile again with it",
-                      "commands": build("quick", Options(app=app, output=stem)).lines()})
+        steps.append(_step("need_osrt_sum", "why_osrt_sum", needs["osrt_sum"],
+                           build("quick", Options(app=app, output=stem)).lines()))
     # the per-thread OS runtime trace tells the host's idle time apart (working, waiting for data, asleep,
     # waiting for the GIL): worth asking for only where the GPU is measured idle while the host is outside CUDA
     if "osrt_trace" in needs and (facts or {}).get("gpu_idle_host_pct", 0) >= OSRT_HOST_IDLE_PCT:
-        tells = ("whose OSRT_API table says whether the launching thread was working, waiting for data, asleep "
-                 "or waiting for Python's GIL while the GPU idled")
         if exported:   # an SQLite export without OSRT_API: the profile did not trace the OS runtime: a new one
-            why = "the export holds no OS runtime calls: profile again with --trace=osrt and diagnose its SQLite export, " + tells
+            why = "why_osrt_export"
             rep, profile = stem, build("quick", Options(app=app, output=stem)).lines()
         else:          # CSVs: nsys stats has no per-thread OS runtime report; the SQLite export has the calls
-            why = ("nsys stats has no per-thread OS runtime report: diagnose the SQLite export of the same report, " + tells
-                   + ("" if "osrt_sum" in held else " (a profile made without --trace=osrt has none: profile again with it)"))
+            why = "why_osrt_stats" if "osrt_sum" in held else "why_osrt_stats_none"
             rep, profile = base, []
-        steps.append({"need": "the per-thread OS runtime trace", "rules": needs["osrt_trace"], "why": why,
-                      "commands": profile + [nsys_export_sqlite(rep + ".nsys-rep", rep + ".sqlite").line(),
-                                             Command(("nsys-expert", "diagnose"), (), (rep + ".sqlite",)).line()]})
+        steps.append(_step("need_osrt_trace", why, needs["osrt_trace"],
+                           profile + [nsys_export_sqlite(rep + ".nsys-rep", rep + ".sqlite").line(),
+                                      Command(("nsys-expert", "diagnose"), (), (rep + ".sqlite",)).line()]))
     return steps
 
 
-def _tool_steps(c: _Asked, ncu_hint: str | None) -> list[dict]:
+def _tool_steps(c: _Asked, ncu_hint: str | None) -> list[NextStep]:
     """CUDA graph kernels in the trace, Nsight Compute's metrics and its raw page."""
     needs, stem, app, inputs = c.needs, c.stem, c.app, c.inputs
-    steps: list[dict] = []
+    steps: list[NextStep] = []
     if "graph-node" in needs:
-        steps.append({"need": "CUDA graph kernels in the GPU trace", "rules": needs["graph-node"],
-                      "why": "the run launches CUDA graphs and the default --cuda-graph-trace=graph leaves their kernels "
-                             "out of the GPU trace: profile again with --cuda-graph-trace=node",
-                      "commands": build("quick", Options(app=app, output=stem, cuda_graph_trace="node")).lines()
-                      + export_lines(stem)})
+        steps.append(_step("need_graph_nodes", "why_graph_nodes", needs["graph-node"],
+                           build("quick", Options(app=app, output=stem, cuda_graph_trace="node")).lines()
+                           + export_lines(stem)))
     target = ncu_target(ncu_hint)
     if "ncu" in needs and target:
         names, skip, count = target
         plan = build("ncu-kernel", Options(app=app, kernel=kernel_regex(names), output="ncu_kernel",
                                            launch_skip=skip, launch_count=count))
-        steps.append({"need": "Nsight Compute metrics", "rules": needs["ncu"],
-                      "why": "kernel-level rules need ncu's metrics of the hot kernels (" + ", ".join(names)
-                             + (f"; the {skip} launch(es) before the window are skipped" if skip else "") + ")",
-                      "commands": plan.lines()})
+        steps.append(_step("need_ncu", "why_ncu_skip" if skip else "why_ncu", needs["ncu"], plan.lines(),
+                           kernels=tuple(names), **({"n": skip} if skip else {})))
     if "ncu_raw" in needs:
         details = next((i["path"] for i in inputs if i.get("kind") == "ncu-details"), "ncu_kernel_details.csv")
         stem_ncu = re.sub(r"_details$", "", os.path.splitext(os.path.basename(details))[0])
-        steps.append({"need": "the Nsight Compute raw page", "rules": needs["ncu_raw"],
-                      "why": "the warp-stall, tensor-pipe and sector metrics are on the raw page only: export it "
-                             "from the same ncu report",
-                      "commands": [c.line() for c in ncu_exports(stem_ncu, pages=("raw",))]})
+        steps.append(_step("need_ncu_raw", "why_ncu_raw", needs["ncu_raw"],
+                           [c.line() for c in ncu_exports(stem_ncu, pages=("raw",))]))
     return steps
 
 
-def _kineto_steps(not_evaluated, facts, inputs, report, app, ncu_hint) -> list[dict]:
+def _kineto_steps(not_evaluated, facts, inputs, report, app, ncu_hint) -> list[NextStep]:
     """A torch.profiler trace: its steps are ProfilerStep ranges (prof.step()), not NVTX ranges; on an AMD
     GPU no step names nsys or ncu (NVIDIA's tools); on an NVIDIA GPU their steps stay (a second view)."""
-    from .plans import _P
-
     held = {i.get("table") for i in inputs if i.get("table")}
     needs = _needs(not_evaluated, facts, held)
-    words = _P["kineto_next_steps"]["steps"]
-    steps: list[dict] = []
+    steps: list[NextStep] = []
     step_rules = sorted(set(needs.get("nvtx-steps", []) + needs.get("nvtx_trace", []) + needs.get("nvtx_sum", [])))
     if step_rules:
-        steps.append({"need": words["need"], "rules": step_rules, "why": words["why"], "commands": []})
+        steps.append(_step("need_profiler_steps", "why_profiler_steps", step_rules, []))
     if (facts or {}).get("gpu_vendor") == "amd":
         return steps
-    rest = next_steps([e for e in not_evaluated or [] if e.get("rule") not in step_rules], facts,
+    rest = next_steps([e for e in not_evaluated or [] if e.rule not in step_rules], facts,
                       inputs=[dict(i, kind="kineto-as-nsys") for i in inputs], report=report, app=app,
                       ncu_hint=ncu_hint)
     # no .nsys-rep to export from: keep the steps that make a new nsys or ncu profile
-    return steps + [s for s in rest if s.get("need") != "NVTX step ranges" and s.get("commands")
-                    and not s["commands"][0].startswith(("nsys stats", "nsys export"))]
+    return steps + [s for s in rest if s.need.code != "step.need_nvtx" and s.commands
+                    and not s.commands[0].startswith(("nsys stats", "nsys export"))]

@@ -2,12 +2,14 @@
 it cannot decide; the report never promises more than its own critical path allows."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 
 import pytest
 
 from nsys_expert import pipeline
+from nsys_expert.engine.model import Finding
 from nsys_expert.errors import InputError
 from nsys_expert.report import verdict
 
@@ -93,9 +95,9 @@ def test_conv_pdl_console_estimate_near_threshold_is_undetermined():
 def test_estimate_well_above_threshold_stays_likely_healthy():
     facts = {"gpu_active_est_pct": 93.7, "gpu_work_to_iter_pct": 93.7}
     v = verdict.decide([], [], facts, [])
-    assert (v["state"], v["reason"]) == ("likely", "no_finding_partial")
+    assert (v.state, v.reason) == ("likely", "no_finding_partial")
     v = verdict.decide([], [], dict(facts, gpu_active_est_pct=55.0), [])
-    assert (v["state"], v["reason"]) == ("undetermined", "estimate_near_threshold")
+    assert (v.state, v.reason) == ("undetermined", "estimate_near_threshold")
 
 
 def test_window_holding_a_slow_warmup_step_is_not_the_steady_state():
@@ -104,16 +106,21 @@ def test_window_holding_a_slow_warmup_step_is_not_the_steady_state():
     phases = {"rows": [{"name": "train_step", "phase": "step", "count": 40, "total_ms": 2976.6,
                         "median_ms": 30.4, "parent": None}]}
     facts = {"gpu_active_pct": 20.3, "window_ms": 3055.9}
-    host = {"rule": "host-bound", "category": "host-bound", "severity": "medium", "confidence": "likely"}
-    v = verdict.decide([host], [], facts, [], {"source": "trace"}, phases)
-    assert (v["state"], v["reason"]) == ("undetermined", "window_not_steady")
-    assert v["steady"]["steps"] == 39 and v["steady"]["share"] < verdict.MIN_STEADY_SHARE
+    host = Finding("host-bound", "host-bound", "medium", "host-bound", "", [], None, None, "likely", {}, "builtin", [])
+    v = verdict.decide([host], [], facts, [], _Window("trace"), phases)
+    assert (v.state, v.reason) == ("undetermined", "window_not_steady")
+    assert v.steady.steps == 39 and v.steady.share < verdict.MIN_STEADY_SHARE
     # the same numbers with the window from the NVTX steps: the finding is the verdict
-    assert verdict.decide([host], [], facts, [], {"source": "nvtx:train_step"}, phases)["rule"] == "host-bound"
+    assert verdict.decide([host], [], facts, [], _Window("nvtx:train_step"), phases).rule == "host-bound"
     # an asynchronous loop: host ranges far shorter than the GPU's work say nothing (checkpoint_spikes)
     phases["rows"][0].update(count=60, total_ms=4400.0, median_ms=0.0446)
     facts = {"gpu_active_pct": 95.1, "window_ms": 2729.0}
-    assert verdict.decide([host], [], facts, [], {"source": "trace"}, phases)["reason"] != "window_not_steady"
+    assert verdict.decide([host], [], facts, [], _Window("trace"), phases).reason != "window_not_steady"
+
+
+@dataclasses.dataclass
+class _Window:
+    source: str
 
 
 def _doc(case: str) -> dict:
@@ -134,7 +141,7 @@ def test_pinned_copies_without_a_replay_promise_no_more_than_overlap_and_pinning
 
     f = finding(subject="copies", gain_basis="estimated")
     run = {"kernel_active_pct": 1.2, "memcpy_active_pct": 95.2, "memcpy_pageable_share_pct": 0.0}
-    assert critical.finding_cap(f, run, lambda a, b: False) == (pytest.approx(1.2), "copies")
+    assert critical.finding_cap(f, run, lambda a, b: False, {}) == (pytest.approx(1.2), "copies")
     assert critical.copies_cap(f, dict(run, memcpy_pageable_share_pct=100.0)) == pytest.approx(96.4)
     assert critical.copies_cap(finding(subject="copies", gain_basis="replayed"), run) is None
 

@@ -2,6 +2,11 @@
 
 
 from nsys_expert import scenarios as sc
+from nsys_expert.engine.missing import NotEvaluated
+
+
+def _ne(rule: str, missing: list, facts: list) -> NotEvaluated:
+    return NotEvaluated(rule, "", "run", "medium", missing, facts)
 
 ALL_REPORTS = ("cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace,cuda_gpu_kern_sum,cuda_api_sum,"
                "cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,nvtx_sum,osrt_sum,cuda_kern_exec_sum")
@@ -9,34 +14,32 @@ ALL_REPORTS = ("cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace,cuda_gpu_kern_s
 
 # ------------------------------------------------------------------------------- next steps
 def test_next_steps_for_summaries_only():
-    ne = [{"rule": "host-bound", "missing": ["needs the cuda_api_trace report (nsys stats -r cuda_api_trace) (gpu_idle_host_pct)"],
-           "facts": ["gpu_idle_host_pct"]},
-          {"rule": "iteration-jitter", "missing": ["needs NVTX ranges with timestamps (nsys stats -r nvtx_pushpop_trace; profile "
-                                                   "with --trace=nvtx and mark each step with an NVTX range) (iter_count)"],
-           "facts": ["iter_count"]},
-          {"rule": "slow-startup", "missing": ["needs the cuda_gpu_trace report (nsys stats -r cuda_gpu_trace) or NVTX ranges "
-                                               "with timestamps (nsys stats -r nvtx_pushpop_trace; profile with --trace=nvtx "
-                                               "and mark each step with an NVTX range) (startup_s)"], "facts": ["startup_s"]}]
+    ne = [_ne("host-bound", ["needs the cuda_api_trace report (nsys stats -r cuda_api_trace) (gpu_idle_host_pct)"],
+              ["gpu_idle_host_pct"]),
+          _ne("iteration-jitter", ["needs NVTX ranges with timestamps (nsys stats -r nvtx_pushpop_trace; profile "
+                                   "with --trace=nvtx and mark each step with an NVTX range) (iter_count)"], ["iter_count"]),
+          _ne("slow-startup", ["needs the cuda_gpu_trace report (nsys stats -r cuda_gpu_trace) or NVTX ranges "
+                               "with timestamps (nsys stats -r nvtx_pushpop_trace; profile with --trace=nvtx "
+                               "and mark each step with an NVTX range) (startup_s)"], ["startup_s"])]
     steps = sc.next_steps(ne, {}, report="prof.nsys-rep")
     # one order of the reports (GPU, API, NVTX trace), whichever rules lack them
     assert steps[0]["commands"] == ["nsys stats --report cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace --format csv "
                                     "--output prof prof.nsys-rep"]
     assert sc.next_steps(ne[::-1], {}, report="prof.nsys-rep")[0]["commands"] == steps[0]["commands"]
     assert steps[0]["rules"] == ["host-bound", "iteration-jitter", "slow-startup"]
-    assert steps[1]["need"] == "NVTX step ranges" and steps[1]["commands"][0].startswith("nsys profile --trace=cuda,nvtx,osrt")
+    assert str(steps[1].need) == "NVTX step ranges" and steps[1]["commands"][0].startswith("nsys profile --trace=cuda,nvtx,osrt")
 
 
 def test_next_steps_graphs_and_ncu():
     """A CSV folder holding the GPU trace of a graph-launching run: re-profile with node tracing (no export);
     the hot kernels by exact name from the facts' ncu hint (alternation kept, anchored)."""
-    ne = [{"rule": "launch-bound", "missing": ["CUDA graph work is not in the GPU trace"], "facts": ["gpu_idle_launch_pct"]},
-          {"rule": "low-occupancy", "missing": ["needs an Nsight Compute CSV of the hot kernels"],
-           "facts": ["achieved_occupancy_pct"]}]
+    ne = [_ne("launch-bound", ["CUDA graph work is not in the GPU trace"], ["gpu_idle_launch_pct"]),
+          _ne("low-occupancy", ["needs an Nsight Compute CSV of the hot kernels"], ["achieved_occupancy_pct"])]
     inputs = [{"kind": "nsys-csv", "table": t, "version": "2023+", "path": f"x_{t}.csv"} for t in ("gpu_trace", "api_trace")]
     hint = ('ncu --set full --target-processes all --kernel-name regex:"nvjet_tst|stencil" --launch-skip 7 '
             "--launch-count 10 -o hot <your command>")
     steps = sc.next_steps(ne, {"graph_launch_count": 199}, inputs=inputs, app=("python", "bench.py"), ncu_hint=hint)
-    assert [s["need"] for s in steps] == ["CUDA graph kernels in the GPU trace", "Nsight Compute metrics"]
+    assert [str(s.need) for s in steps] == ["CUDA graph kernels in the GPU trace", "Nsight Compute metrics"]
     assert "--cuda-graph-trace=node" in steps[0]["commands"][0] and steps[0]["commands"][0].endswith("python bench.py")
     assert steps[1]["commands"][0] == ("ncu --set full --target-processes all --kernel-name 'regex:^(nvjet_tst|stencil)$' "
                                        "--launch-skip 7 --launch-count 10 -o ncu_kernel -f python bench.py")
@@ -44,10 +47,11 @@ def test_next_steps_graphs_and_ncu():
 
 
 def test_next_steps_on_a_real_diagnosis():
-    from golden import produce
+    from conftest import FIXTURES
+    from nsys_expert import pipeline
 
-    doc = produce("launch_bound_summaries")[0]
-    steps = sc.next_steps(doc["not_evaluated"], doc["facts"])
+    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "launch_bound_summaries" / "input")]))
+    steps = sc.next_steps(doc.not_evaluated, doc.facts)
     export = steps[0]
     assert export["commands"][0].startswith("nsys stats --report ")
     for rep in ("cuda_gpu_trace", "cuda_api_trace", "nvtx_pushpop_trace"):
@@ -60,12 +64,12 @@ def test_next_steps_ask_for_the_os_runtime_trace_only_where_the_host_idles():
     """host-sleep / gil-contention lack the per-thread OS runtime trace: from CSVs, diagnose the SQLite export
     of the same report; from an SQLite export without OSRT_API, profile again with --trace=osrt; and only
     when the GPU idles while the host is outside CUDA."""
-    ne = [{"rule": r, "missing": ["needs the per-thread OS runtime trace"], "facts": [f]}
+    ne = [_ne(r, ["needs the per-thread OS runtime trace"], [f])
           for r, f in (("host-sleep", "gpu_idle_sleep_pct"), ("gil-contention", "gpu_idle_gil_pct"))]
     csvs = [{"kind": "nsys-csv", "table": t, "version": "2023+", "path": f"x_{t}.csv"}
             for t in ("gpu_trace", "api_trace", "osrt_sum")]
     steps = sc.next_steps(ne, {"gpu_idle_host_pct": 40.0}, inputs=csvs, report="run.nsys-rep")
-    assert [s["need"] for s in steps] == ["the per-thread OS runtime trace"]
+    assert [str(s.need) for s in steps] == ["the per-thread OS runtime trace"]
     assert steps[0]["rules"] == ["gil-contention", "host-sleep"]
     assert steps[0]["commands"] == ["nsys export --type=sqlite --force-overwrite=true --output=run.sqlite run.nsys-rep",
                                     "nsys-expert diagnose run.sqlite"]

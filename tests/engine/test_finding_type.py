@@ -17,7 +17,7 @@ from nsys_expert.facts import FactSet, registry
 # the JSON report's finding keys, in order (report.finding_json); * only when set
 CONTRACT = ["rule", "category", "severity", "rank", "title", "message", "evidence", "advice", "estimated_gain_pct",
             "gain_basis*", "gain_capped_by*", "estimated_gain_range_pct*", "confidence", "scope", "pack", "references",
-            "subject", "subject_share_pct", "cause", "supporting", "phase*"]
+            "subject", "subject_share_pct", "cause", "supporting", "phase*", "locations*"]
 PARTS = {"evidence": Evidence, "supporting": Support}
 
 
@@ -54,7 +54,7 @@ def test_no_key_is_added_outside_the_type():
 def test_the_report_makes_the_contract_dict_in_one_place():
     ev = _evaluate([_rule("b"), _rule("a")], {"gpu_active_pct": 40.0, "gpu_idle_pct": 60.0})
     before = [dataclasses.asdict(f) for f in ev.findings]
-    rows = report._ordered(ev.findings)                 # noqa: SLF001
+    rows = report.findings.ordered(ev.findings)                 # noqa: SLF001
     assert [r["rule"] for r in rows] == ["a", "b"] and [r["rank"] for r in rows] == [1, 2]
     assert [dataclasses.asdict(f) for f in ev.findings] == before      # ordering wrote nothing into them
     want = [k.rstrip("*") for k in CONTRACT if not k.endswith("*") or k == "gain_basis*"]
@@ -129,7 +129,7 @@ def test_no_stage_adds_a_key_after_the_engine(case, monkeypatch):
         os.chdir(here)
     [ev] = seen
     after = [dataclasses.asdict(f) for f in ev.findings]
-    assert doc["findings"] == report._ordered(ev.findings)                  # noqa: SLF001
+    assert doc["findings"] == report.findings.ordered(ev.findings)                  # noqa: SLF001
     assert doc["recoverable"] == report.recoverable_json(ev.recoverable) and doc["recoverable"]["subjects"]
     assert [dataclasses.asdict(f) for f in ev.findings] == after             # converting again changed nothing
     for row in doc["findings"]:

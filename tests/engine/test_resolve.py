@@ -28,7 +28,7 @@ conditions:
 
 
 def _rule(rid, **kw):
-    base = {"id": rid, "title": rid, "category": kw.pop("category", "other"), "severity": kw.pop("severity", "high"),
+    base = {"id": rid, "title": rid, "category": kw.pop("category", "stability"), "severity": kw.pop("severity", "high"),
             "message": rid, "when": kw.pop("when", {"fact": "gpu_active_pct", "op": "gte", "value": 0})}
     base.update(kw)
     return base

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from conftest import FIXTURES
+from nsys_expert.engine.missing import NotEvaluated
 from nsys_expert import pipeline, report
 from nsys_expert.report import _fmt, html, split_warnings
 
@@ -57,9 +58,10 @@ def test_single_gpu_run_lists_no_rank_rules_and_each_need_once(launch):
 
 def test_multi_rank_run_keeps_its_rank_rules():
     doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "ddp_derived_4rank" / "input")]))
-    groups = report.group_not_evaluated(doc["not_evaluated"] + [
-        {"rule": "rank-imbalance", "missing": ["needs several ranks of one job (per-rank CSV sets or SQLite files, "
-                                               "or one export with several processes)"]}], doc)
+    groups = report.group_not_evaluated(doc.not_evaluated + [
+        NotEvaluated("rank-imbalance", "comm-bound", "run", "medium",
+                     ["needs several ranks of one job (per-rank CSV sets or SQLite files, or one export with several "
+                      "processes)"])], doc)
     assert any("rank-imbalance" in rules for rules, _ in groups)
 
 

@@ -7,7 +7,11 @@ import json
 import pytest
 
 from conftest import FIXTURES, fixture_cases
+from nsys_expert.engine.missing import NotEvaluated
+from nsys_expert.engine.model import Finding
+from nsys_expert.notes import Note
 from nsys_expert.report import LABELS, verdict
+from nsys_expert.scenarios.next_steps import NextStep
 
 NONE_FOUND = LABELS["en"]["none_found"]
 
@@ -42,31 +46,35 @@ def test_golden_verdicts_are_honest(case):
 
 
 def _f(rule, cat, sev, conf="measured"):
-    return {"rule": rule, "category": cat, "severity": sev, "confidence": conf, "title": rule}
+    return Finding(rule, cat, sev, rule, "", [], None, None, conf, {}, "builtin", [])
+
+
+def _ne(rule, cat, scope):
+    return NotEvaluated(rule, cat, scope, "medium")
 
 
 def test_states():
-    steps = [{"rules": ["host-bound"], "commands": ["nsys stats --report cuda_api_trace --format csv --output p p.nsys-rep"]}]
+    steps = [NextStep(Note("step.need_reports", {"reports": ("cuda_api_trace",)}), Note("step.why_export"), ["host-bound"],
+                      ["nsys stats --report cuda_api_trace --format csv --output p p.nsys-rep"])]
     busy = {"gpu_active_pct": 99.0}
-    assert verdict.decide([], [], busy, steps)["state"] == "diagnosed"
+    assert verdict.decide([], [], busy, steps).state == "diagnosed"
     # a system rule not evaluated: the busy GPU is only "likely" healthy, and the export is named
-    ne = [{"rule": "host-bound", "category": "host-bound", "scope": "run"}]
-    v = verdict.decide([], ne, busy, steps)
-    assert (v["state"], v["reason"]) == ("likely", "no_finding_partial") and v["next_command"].startswith("nsys stats")
+    v = verdict.decide([], [_ne("host-bound", "host-bound", "run")], busy, steps)
+    assert (v.state, v.reason) == ("likely", "no_finding_partial") and v.next_command.startswith("nsys stats")
     # a kernel rule not evaluated does not count against the system-level verdict
-    assert verdict.decide([], [{"rule": "tail-effect", "category": "launch-config", "scope": "kernel"}], busy, steps)["state"] == "diagnosed"
+    assert verdict.decide([], [_ne("tail-effect", "launch-config", "kernel")], busy, steps).state == "diagnosed"
     # idle GPU and no finding: undetermined, never healthy
-    assert verdict.decide([], [], {"gpu_active_pct": 4.4}, steps)["reason"] == "idle_unexplained"
-    assert verdict.decide([], [], {"gpu_active_est_pct": 100.0}, steps)["state"] == "likely"
-    assert verdict.decide([], [], {}, steps)["reason"] == "utilization_unknown"
+    assert verdict.decide([], [], {"gpu_active_pct": 4.4}, steps).reason == "idle_unexplained"
+    assert verdict.decide([], [], {"gpu_active_est_pct": 100.0}, steps).state == "likely"
+    assert verdict.decide([], [], {}, steps).reason == "utilization_unknown"
     # a finding on summaries: likely; measured: diagnosed; low severity is not a verdict
-    assert verdict.decide([_f("sync-bound", "sync-bound", "high", "likely")], [], {}, steps)["state"] == "likely"
-    assert verdict.decide([_f("sync-bound", "sync-bound", "high")], [], busy, steps)["state"] == "diagnosed"
-    assert verdict.decide([_f("sync-bound", "sync-bound", "low", "likely")], [], {}, steps)["state"] == "undetermined"
+    assert verdict.decide([_f("sync-bound", "sync-bound", "high", "likely")], [], {}, steps).state == "likely"
+    assert verdict.decide([_f("sync-bound", "sync-bound", "high")], [], busy, steps).state == "diagnosed"
+    assert verdict.decide([_f("sync-bound", "sync-bound", "low", "likely")], [], {}, steps).state == "undetermined"
     # without the GPU utilization a precision finding is no verdict; with it, it is
     prec = [_f("fp32-gemm-without-tensor-cores", "precision", "medium", "likely")]
-    assert verdict.decide(prec, [], {}, steps)["state"] == "undetermined"
-    assert verdict.decide(prec, [], busy, steps)["rule"] == "fp32-gemm-without-tensor-cores"
+    assert verdict.decide(prec, [], {}, steps).state == "undetermined"
+    assert verdict.decide(prec, [], busy, steps).rule == "fp32-gemm-without-tensor-cores"
 
 
 def test_an_idle_gpu_whose_gaps_have_causes_is_not_unexplained():
@@ -83,9 +91,11 @@ def test_an_idle_gpu_whose_gaps_have_causes_is_not_unexplained():
 
 def test_a_title_many_findings_share_is_said_once_with_the_count():
     """Issue 56, item 11: an undetermined verdict listed "Latency-bound kernel ..." twelve times (one per kernel)."""
-    lat = {"rule": "latency-bound", "title": "Latency-bound kernel", "severity": "medium", "category": "latency"}
-    doc = {"verdict": {"state": "undetermined", "reason": "utilization_unknown", "gpu_active_pct": None,
-                       "system_rules_not_evaluated": []},
-           "findings": [dict(lat) for _ in range(12)] + [{"rule": "x", "title": "Other", "severity": "low", "category": "c"}]}
-    text = verdict.words(doc, LABELS["en"], lambda s: s)["text"]
+    from types import SimpleNamespace as NS
+
+    from nsys_expert.report.diagnosis import Verdict
+    lat = [NS(rule="latency-bound", title="Latency-bound kernel", severity="medium", category="latency") for _ in range(12)]
+    d = NS(verdict=Verdict(state="undetermined", reason="utilization_unknown"), too_little_work=None,
+           findings=lat + [NS(rule="x", title="Other", severity="low", category="c")])
+    text = verdict.words(d, LABELS["en"], lambda s: s)["text"]
     assert text.count("Latency-bound kernel") == 1 and "Latency-bound kernel (medium) × 12; Other (low)." in text

@@ -1,0 +1,184 @@
+"""The memory budget (issue 58): how much memory one run may hold, and the watch that keeps it there.
+
+The budget is ``--max-memory SIZE`` (``diagnose``, ``diff``), else ``NSX_MAX_MEMORY``, else half of this
+machine's memory (the smaller of the physical memory and a cgroup's limit). SIZE is bytes, or a number
+with ``K`` / ``M`` / ``G`` / ``T`` (powers of 1024; ``GiB`` and ``GB`` read the same), or a share of the
+machine's memory (``50%``).
+
+Readers bound what they can: gzipped CSVs stream into a private file, SQLite names come once per distinct
+name, names past 64 KiB are cut (``load/sanity.py``), Nsight Compute text is capped at a share of the
+budget. What nothing can bound in advance (a valid file with a hundred million rows) is caught by the
+watch: a thread that reads the process's resident memory every 20 ms (``/proc/self/statm``: about 10 us
+a read) and, past the budget, writes one line naming the file being read (or the command's inputs) and
+the flag, removes the private temporary folders, and ends the process with exit code 2, before the
+machine's OOM killer would end it without a word. It ends the process from its own thread because the
+main thread may be inside Polars or SQLite, where no Python exception can reach it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import sys
+import threading
+
+from .errors import InputError
+
+ENV = "NSX_MAX_MEMORY"
+FLAG = "--max-memory"
+DEFAULT_SHARE = 0.5
+PERIOD_S = 0.02
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*(?:([kmgt]?)(?:i?b)?|(%))\s*", re.IGNORECASE)
+
+_given: int | None = None                 # --max-memory, once parsed
+_reading: dict[int, str] = {}             # thread id -> the file it reads now
+_folders: set[str] = set()                # private temporary folders to remove if the watch ends the run
+_lock = threading.Lock()
+
+
+def machine_bytes() -> int:
+    """This machine's memory, or the cgroup's limit where that is smaller."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < total:
+            total = int(text)
+    return total
+
+
+def parse(text: str, where: str) -> int:
+    """``8G`` / ``512MiB`` / ``25%`` / ``1073741824`` -> bytes; anything else is one line naming ``where``."""
+    m = _SIZE.fullmatch(str(text))
+    if not m:
+        raise InputError(f"'{text}' is not a memory size (e.g. 8G, 512M, 25%)", where,
+                         "give bytes, a number with K, M, G or T, or a share of the machine's memory")
+    value = float(m.group(1))
+    n = int(machine_bytes() * value / 100) if m.group(3) else int(value * _UNITS[m.group(2).lower()])
+    if n < 64 << 20:
+        raise InputError(f"'{text}' is less than 64 MiB, too little to read any profile", where,
+                         "give at least 64M")
+    return n
+
+
+def set_limit(text: str | None) -> None:
+    """The budget given on the command line (``--max-memory``); also passed to worker processes."""
+    global _given
+    if text is None:
+        return
+    _given = parse(text, FLAG)
+
+
+def limit() -> int:
+    """The budget in bytes: the flag's, the environment's, or half of the machine's memory."""
+    if _given is not None:
+        return _given
+    env = os.environ.get(ENV)
+    if env:
+        return parse(env, ENV)
+    return int(machine_bytes() * DEFAULT_SHARE)
+
+
+def hint() -> str:
+    return f"give a larger budget with {FLAG} SIZE or {ENV}=SIZE (now {limit() >> 20:,} MiB)"
+
+
+def too_big(path: str, needs: int, what: str) -> InputError:
+    """The one line for an input that a reader knows ahead would need more than the budget."""
+    return InputError(f"{what} needs about {needs >> 20:,} MiB of memory, more than the memory budget of "
+                      f"{limit() >> 20:,} MiB; not read", path, hint())
+
+
+@contextlib.contextmanager
+def reading(path: str):
+    """Name ``path`` as the file this thread reads (for the watch's message)."""
+    me = threading.get_ident()
+    before = _reading.get(me)
+    _reading[me] = path
+    try:
+        yield
+    finally:
+        if before is None:
+            _reading.pop(me, None)
+        else:
+            _reading[me] = before
+
+
+def private_folder(folder: str) -> None:
+    """A temporary folder the watch removes if it ends the run (:func:`released` when removed normally)."""
+    with _lock:
+        _folders.add(folder)
+
+
+def released(folder: str) -> None:
+    with _lock:
+        _folders.discard(folder)
+
+
+def _rss() -> int:
+    with open("/proc/self/statm", "rb") as fh:
+        return int(fh.read().split()[1]) * _PAGE
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class _Watch(threading.Thread):
+    def __init__(self, most: int, inputs: list[str]):
+        super().__init__(name="nsys-expert-memory-watch", daemon=True)
+        self.most, self.inputs, self.stop = most, inputs, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(PERIOD_S):
+            try:
+                rss = _rss()
+            except (OSError, ValueError, IndexError):
+                return
+            if rss > self.most:
+                self.over(rss)
+
+    def over(self, rss: int) -> None:
+        files = sorted(set(_reading.values())) or self.inputs
+        where = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        line = (f"nsys-expert: error: {where}: needs more memory than the budget of {self.most >> 20:,} MiB "
+                f"(held {rss >> 20:,} MiB when stopped); not finished (give a larger budget with {FLAG} SIZE or "
+                f"{ENV}=SIZE, or fewer or smaller inputs)")
+        try:
+            sys.stderr.write(" ".join(line.split()) + "\n")
+            sys.stderr.flush()
+        finally:
+            with _lock:
+                for folder in list(_folders):
+                    shutil.rmtree(folder, ignore_errors=True)
+            os._exit(2)
+
+
+@contextlib.contextmanager
+def watch(inputs: list[str]):
+    """Keep the run within the budget while the block runs (no watch where /proc is not there). The flag's
+    budget holds for this block (and the worker processes it starts, through the environment) only."""
+    global _given
+    before = os.environ.get(ENV)
+    try:
+        most = limit()
+        if _given is not None:
+            os.environ[ENV] = str(_given)
+        w = _Watch(most, [str(p) for p in inputs]) if os.path.exists("/proc/self/statm") else None
+        if w is not None:
+            w.start()
+        try:
+            yield
+        finally:
+            if w is not None:
+                w.stop.set()
+    finally:
+        _given = None
+        if before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = before
