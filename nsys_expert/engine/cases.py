@@ -63,7 +63,7 @@ def run_case(rule: Rule, case: dict, overrides: dict | None = None) -> CaseResul
     hits = [f for f in ev.findings if f.rule == rule.id]
     name = case.get("name", "?")
     if ev.not_evaluated:
-        return CaseResult(rule.id, name, False, "not evaluated: " + "; ".join(ev.not_evaluated[0]["missing"]))
+        return CaseResult(rule.id, name, False, "not evaluated: " + "; ".join(str(m) for m in ev.not_evaluated[0]["missing"]))
     if case["expect"] == "quiet":
         return CaseResult(rule.id, name, not hits, "stayed quiet" if not hits else f"fired ({hits[0].severity})")
     if not hits:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..notes import Note
 from . import conditions, critical
 from .gains import (PARENT, SHARE_FACT, SUMMARY_RANGE, allowed_severity, gain_basis, guard, overlap,  # noqa: F401
                     recoverable, settle, share, within)
@@ -255,7 +256,9 @@ def resolve(findings: list[Finding], rules: dict[str, Rule], run: dict, kernels:
         res.too_little_work, note = guarded
         res.notes.append(note)
     place_idle(res.findings, run)                      # 6. where the idle time is
-    place_code(res.findings, rules, where or {})       # 7. where in the user's code
+    unplaced = place_code(res.findings, rules, where or {})       # 7. where in the user's code
+    if unplaced and run.get("stacks_source") is None:
+        res.notes.append(Note("engine.no_stacks", {"rules": ", ".join(unplaced)}))
     return res
 
 
@@ -268,10 +271,11 @@ def idle_phase(run: dict) -> IdlePhase | None:
     return IdlePhase(run.get("idle_top_phase"), run.get("idle_top_phase_names"), round(float(share_pct), 1))
 
 
-def place_code(findings: list[Finding], rules: dict[str, Rule], where: dict) -> None:
+def place_code(findings: list[Finding], rules: dict[str, Rule], where: dict) -> list[str]:
     """A finding whose rule names the points it is about (``locate``) lists their places in the user's
     code (facts/locations.py), largest share first; a folded finding's points count when its cause has
-    none of its own."""
+    none of its own. -> the rules whose findings wanted places and got none."""
+    unplaced = []
     for f in findings:
         sel = rules[f.rule].locate
         if sel is None:
@@ -279,6 +283,9 @@ def place_code(findings: list[Finding], rules: dict[str, Rule], where: dict) -> 
         w = where.get(sel) if sel else None
         if w is not None and w.locations:
             f.locations = list(w.locations)
+        elif sel:
+            unplaced.append(f.rule)
+    return unplaced
 
 
 def place_idle(findings: list[Finding], run: dict) -> None:

@@ -22,8 +22,8 @@ from typing import Callable
 
 from ..notes import Note
 from ..load import Profile
-from . import (absent, allocator, locations, api, api_shares, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit,
-               kernels, memcpy, ncu, nccl, nvtx, osrt, overlap, phase_work, phases, platform, replay, starved, summaries, timeline, waits,
+from . import (absent, allocator, locations, sync_context, api, api_shares, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit,
+               kernels, memcpy, multigpu, ncu, nccl, nvtx, osrt, overlap, phase_work, phases, platform, replay, starved, summaries, timeline, waits,
                window as window_mod)
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, Options, RankShare, Work
 from .kernels import with_kernel_classes
@@ -88,11 +88,13 @@ GROUPS: list[Group] = [
     Group("api_shares", api_shares.compute, _always, "last"),   # API time by class, of CUDA API time and of the window
     Group("phases", phases.compute, _always, "last"),          # NVTX phases: nesting, data share of the step, idle in data ranges
     Group("phase_work", phase_work.compute, _timeline, "last"),   # per phase: optimizer, pauses between steps, per-step read-backs
+    Group("multigpu", multigpu.compute, _timeline, "last"),   # one process driving several GPUs; all-reduces per micro-batch
     Group("summaries", summaries.compute, _always, "last"),   # after the trace facts: it only fills what they could not
     Group("estimates", estimates.compute, _always, "last"),   # the summary tier: per-iteration estimates without a trace
     Group("starved", starved.compute, _always, "last"),       # idle time the cause facts leave unexplained
     Group("ncu", ncu.compute, _always, "last"),                # Nsight Compute kernel facts, joined with the nsys kernels
     Group("gpu_metrics", gpu_metrics.compute, _has("gpu_metrics"), "last"),   # after ncu: ncu's verdict wins per kernel
+    Group("sync_context", sync_context.compute, sync_context.applies, "last"),   # what precedes each sync, where in the step
     Group("locations", locations.compute, _has("api_trace"), "last"),   # where in the user's code (stacks)
     Group("absent", absent.compute, _always, "last"),
 ]

@@ -74,11 +74,11 @@ def _inside(points: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
     return j["_in"]
 
 
-def _thr(expr_pid: str = "pid", expr_tid: str = "tid") -> pl.Expr:
+def thread_key(expr_pid: str = "pid", expr_tid: str = "tid") -> pl.Expr:
     return (pl.col(expr_pid).fill_null(0) * (1 << 32) + pl.col(expr_tid).fill_null(0)).alias("thr")
 
 
-def _holders(calls: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
+def holders(calls: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     """For each call (``cid``, ``thr``, ``t0``, ``t1``): the outermost and innermost operator of the same
     thread whose span holds it (``outer``, ``inner``; null when none does)."""
     if calls.height == 0:
@@ -102,7 +102,7 @@ def _holders(calls: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
 def compute(ctx: Context) -> None:
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
     src = prof.source_name("cpu_trace")
-    ops = prof.tables["cpu_trace"].with_columns(_thr())
+    ops = prof.tables["cpu_trace"].with_columns(thread_key())
     wlen = win.length_ns
     steps = fs.run.get("iter_count")
     loader = _ranges(ctx, DATALOADER)
@@ -143,7 +143,7 @@ def _launches(ctx: Context) -> pl.DataFrame | None:
     if "kind" in k.columns:
         k = k.filter(pl.col("kind").is_in(list(timeline.KERNEL_WORK)))
     k = k.filter(pl.col("corr_id").is_not_null()).select("corr_id", "dur_ns")
-    calls = api.filter(pl.col("corr_id").is_not_null()).select("corr_id", pl.col("start_ns").alias("t"), _thr()) \
+    calls = api.filter(pl.col("corr_id").is_not_null()).select("corr_id", pl.col("start_ns").alias("t"), thread_key()) \
                .unique("corr_id", keep="first")
     return k.join(calls, on="corr_id", how="inner")
 
@@ -185,7 +185,7 @@ def _sync_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
     a = api.filter((pl.col("end_ns") > win.start_ns) & (pl.col("start_ns") < win.end_ns)).with_columns(
         api_base(api).alias("api"))
     calls = a.filter(pl.col("api").is_in(blocking)).select(
-        pl.col("start_ns").alias("t0"), pl.col("end_ns").alias("t1"), "api", _thr()).sort("t0").with_row_index("cid")
+        pl.col("start_ns").alias("t0"), pl.col("end_ns").alias("t1"), "api", thread_key()).sort("t0").with_row_index("cid")
     if calls.height == 0:
         return
     # the idle time each call left: the sync gaps (facts/gaps.py) whose start the call held
@@ -200,7 +200,7 @@ def _sync_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
         idle = calls.select("cid").join(per, on="cid", how="left", maintain_order="left")["len"].fill_null(0)
     calls = calls.with_columns(idle.alias("idle"), (pl.col("t1").clip(upper_bound=win.end_ns)
                                                     - pl.col("t0").clip(lower_bound=win.start_ns)).alias("wait"))
-    held = _holders(calls, ops)
+    held = holders(calls, ops)
     none = pl.concat_str(pl.col("api"), pl.lit(" " + NO_OP))
     held = held.with_columns(pl.coalesce("outer", none).alias("outer"), pl.coalesce("inner", none).alias("inner"))
     rows = held.group_by("outer", "inner").agg(pl.len().alias("calls"), pl.col("api").mode().sort().first().alias("api"),
@@ -240,11 +240,11 @@ def _pageable_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
         return
     copy_apis = sorted(SYNC_MEM_APIS | ASYNC_MEM_APIS)
     calls = api.filter(pl.col("corr_id").is_in(corr)).filter(api_base(api).is_in(copy_apis)).select(
-        "corr_id", pl.col("start_ns").alias("t0"), pl.col("end_ns").alias("t1"), _thr()).unique("corr_id", keep="first")
+        "corr_id", pl.col("start_ns").alias("t0"), pl.col("end_ns").alias("t1"), thread_key()).unique("corr_id", keep="first")
     calls = calls.join(cp, on="corr_id", how="inner").with_row_index("cid")
     if calls.height == 0:
         return
-    held = _holders(calls, ops).with_columns(pl.col("outer").fill_null(NO_OP))
+    held = holders(calls, ops).with_columns(pl.col("outer").fill_null(NO_OP))
     rows = held.group_by("outer").agg(pl.len().alias("n"), pl.col("dur_ns").sum()).sort(
         ["dur_ns", "outer"], descending=[True, False])
     top = rows.row(0, named=True)

@@ -39,11 +39,28 @@ def compute(ctx: Context) -> None:
     fs.put("module_loads_per_iter", loads.height / n_iter, src)
     fs.put("module_load_iters_pct", pct(iters_with, n_iter), src)
     fs.put("module_load_ms_per_iter", float(loads["dur_ns"].sum()) / 1e6 / n_iter if loads.height else 0.0, src)
+    _compiled_share(ctx, s0, e0)
+
+
+COMPILED_KERNEL = r"(?i)^triton_|^triton__|nvfuser|^kernel_cuda_fused|CudaCodeGen|^jit_|^cupy_|nvrtc"
+
+
+def _compiled_share(ctx: Context, s0: int, e0: int) -> None:
+    """Where kernel code is loaded in the steady state: the share of the steady iterations' kernels that a
+    compiler made (Triton, nvFuser, nvrtc / CuPy). None: the loads are a library's kernels for new shapes."""
+    gpu = ctx.prof.tables.get("gpu_trace")
+    if gpu is None or "kind" not in gpu.columns:
+        return
+    k = timeline.starting_in(gpu, s0, e0).filter(pl.col("kind") == "kernel").select(pl.col("name").cast(pl.String))
+    if k.height:
+        n = k.filter(pl.col("name").str.contains(COMPILED_KERNEL)).height
+        ctx.fs.put("compiled_kernel_share_pct", pct(n, k.height), ctx.prof.source_name("gpu_trace"))
 
 
 # the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its
 # table; a doc changed here loses its translation in locale/zh/LC_MESSAGES/facts.po until that is updated
 FACTS = [
+    fact("compiled_kernel_share_pct", "%", "where kernel code is loaded in the steady iterations: the share of their kernels that a compiler made (Triton's triton_*, nvFuser, nvrtc / CuPy); 0: the loads are libraries loading kernels for new shapes, not a compiler", ("gpu_trace", "api_trace")),
     fact("module_loads_steady", "", "kernel-code loads (cuModuleLoad*, cuLibraryLoad*) inside the steady iterations, after the warm-up ones", ("api_trace",)),
     fact("module_loads_per_iter", "", "kernel-code loads per steady iteration", ("api_trace",)),
     fact("module_load_iters_pct", "%", "share of the steady iterations that load kernel code (recurring loads: a JIT compiler at work)", ("api_trace",)),

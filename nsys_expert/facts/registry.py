@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from . import (window, busy, platform, gaps, waits, memcpy, summaries, jit, overlap, kernels, api, graph,
     nccl, nvtx, iterations, replay, osrt, phase_work, estimates, allocator, starved, cpu_ops, ranks,
-    gpu_metrics, api_shares, phases, ncu, ncu_metrics, locations)
+    gpu_metrics, api_shares, phases, ncu, ncu_metrics, locations, sync_context, multigpu)
 from .declare import INPUTS, Fact  # noqa: F401 - INPUTS: the registry's readers take it from here
 
 # the fact group modules, each declaring the facts it puts beside its code (a module-level FACTS list):
 # the order of the table (``nsys-expert facts``, docs/rules.md's fact list)
 DECLARING_GROUPS = (window, busy, platform, gaps, waits, memcpy, summaries, jit, overlap, kernels, api,
     graph, nccl, nvtx, iterations, replay, osrt, phase_work, estimates, allocator, starved, cpu_ops, ranks,
-    gpu_metrics, api_shares, phases, ncu, ncu_metrics, locations,)
+    gpu_metrics, api_shares, phases, ncu, ncu_metrics, locations, sync_context, multigpu,)
 
 
 # inputs a profile has only when the user opted in at collection time (a costly option): a rule that

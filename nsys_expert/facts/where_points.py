@@ -44,16 +44,16 @@ def points(api: pl.DataFrame, gpu: pl.DataFrame | None, lo: int, hi: int) -> dic
     out = {}
     out["sync"] = _points(a.filter(pl.col("base").is_in(sorted(SYNC_APIS | SYNC_MEM_APIS))), pl.col("dur_ns"))
     out["alloc"] = _points(a.filter(pl.col("base").is_in(sorted(ALLOC_APIS))), pl.col("dur_ns"))
-    if gpu is not None and gpu.height and "corr_id" in gpu.columns:
-        g = gpu.filter(pl.col("corr_id").is_not_null())
-        copies = g.filter(pl.col("name").str.starts_with("[CUDA memcpy"))
-        d2h = copies.filter(pl.col("name").str.contains("DtoH")).select("corr_id")
+    if gpu is not None and gpu.height and {"corr_id", "kind", "copy_kind"} <= set(gpu.columns):
+        g = gpu.filter(pl.col("corr_id").is_not_null()).with_columns(pl.col("name").cast(pl.String))
+        copies = g.filter(pl.col("kind") == "memcpy")
+        d2h = copies.filter(pl.col("copy_kind") == "DtoH").select("corr_id")
         out["readback"] = _points(a.join(d2h, on="corr_id", how="semi"), pl.col("dur_ns"))
         if "src_kind" in copies.columns:
             pg = copies.filter((pl.col("src_kind") == "Pageable") | (pl.col("dst_kind") == "Pageable"))
             out["pageable"] = _points(a.join(pg.select("corr_id", pl.col("dur_ns").alias("copy_ns")), on="corr_id"),
                                       pl.col("copy_ns"))
-        kern = g.filter(~pl.col("name").str.starts_with("[CUDA "))
+        kern = g.filter(pl.col("kind") == "kernel")
         for sel, rx in KERNEL_CLASSES.items():
             k = kern if rx is None else kern.filter(pl.col("name").str.contains(rx))
             if k.height:

@@ -396,6 +396,11 @@ CODES: dict[str, Code] = {
     "pipeline.rank_note": Code("same", "[{rank}] {note}"),
     "pipeline.rank_failed": Code("warning", "[{rank}] not diagnosed: {error}; the job is diagnosed from the other {n} "
                                             "of {total} ranks"),
+    "engine.no_stacks": Code("input", "the profile holds no call stacks, so {rules} cannot say where in your code the "
+                                      "cause sits; nsys profile --python-backtrace=cuda --cudabacktrace=all records them "
+                                      "(the playbook's template B; nsys-expert command pytorch)",
+                             torch="the trace holds no Python stacks, so {rules} cannot say where in your code the "
+                                   "cause sits; torch.profiler.profile(..., with_stack=True) records them"),
     "engine.too_little_work": Code("warning", "only {work:.3g} ms of GPU work in the {window:.3g} ms window (less than "
                                               "{limit:g} ms): too little to judge the run; findings are capped at low "
                                               "severity; profile more steps"),

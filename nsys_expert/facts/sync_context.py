@@ -1,0 +1,97 @@
+"""What surrounds each blocking sync (issue 54, "evidence before pattern"): the copy that precedes it and
+where in the step it falls.
+
+A blocking read of a result (``loss.item()``, ``.cpu()``) and a data-dependent shape (boolean-mask
+indexing, ``nonzero``, ``masked_select``, ``unique``) both show as a small device-to-host copy followed by
+a stream synchronisation. They differ in how often and where: a read for a log line comes once or twice
+a step, at its end; a data-dependent shape comes inside the forward and backward passes, once per layer
+(per expert), with the step's work queued before and after it. So, over the blocking calls of the window:
+
+- ``sync_small_d2h_share_pct``: the share that follows (same thread, just before) a device-to-host copy
+  of at most 64 bytes (a count or a scalar), or is one;
+- ``sync_mid_step_share_pct``: the share with a fifth or more of their step's kernel launches still to
+  come (inside the passes, not at the step's end);
+- ``sync_small_d2h_per_iter``: those syncs after small copies, per iteration.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+from .base import Context, pct
+from .declare import fact
+from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
+
+SMALL_BYTES = 64
+MID_SHARE = 0.2
+
+
+def applies(ctx: Context) -> bool:
+    api = ctx.prof.tables.get("api_trace")
+    return api is not None and api.height > 0 and ctx.win.length_ns > 0 and "tid" in api.columns
+
+
+def compute(ctx: Context) -> None:
+    prof, win = ctx.prof, ctx.win
+    api, gpu = prof.tables["api_trace"], prof.tables.get("gpu_trace")
+    a = (api.filter((pl.col("start_ns") >= win.start_ns) & (pl.col("start_ns") < win.end_ns))
+         .with_columns(api_base(api).alias("base")).sort("start_ns"))
+    blocking = sorted(SYNC_APIS | SYNC_MEM_APIS)
+    syncs = a.filter(pl.col("base").is_in(blocking))
+    src = prof.source_name("api_trace")
+    if syncs.height == 0:           # no blocking call: none after a small copy, none mid-step
+        for name in ("sync_small_d2h_share_pct", "sync_small_d2h_per_iter", "sync_mid_step_share_pct"):
+            ctx.fs.put(name, 0.0, src)
+        return
+    if gpu is None or not {"corr_id", "bytes", "copy_kind"} <= set(gpu.columns):
+        return
+    small = gpu.filter((pl.col("copy_kind") == "DtoH") & (pl.col("bytes") <= SMALL_BYTES)).select("corr_id")
+    calls = a.with_columns(pl.col("corr_id").is_in(small["corr_id"].implode()).alias("small_d2h"),
+                           pl.col("base").is_in(blocking).alias("sync"))
+    # the call just before each sync on its thread
+    calls = calls.with_columns(pl.col("small_d2h").shift(1).over("tid").fill_null(False).alias("prev_small"))
+    s = calls.filter(pl.col("sync")).with_columns((pl.col("small_d2h") | pl.col("prev_small")).alias("after_small"))
+    n = s.height
+    n_small = int(s["after_small"].sum())
+    ctx.fs.put("sync_small_d2h_share_pct", pct(n_small, n), src)
+    iters = win.iterations
+    if iters is None or iters.height - win.skipped < 1:
+        return
+    it = iters.slice(win.skipped).select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e")).drop_nulls()
+    it = it.filter((pl.col("s") >= win.start_ns) & (pl.col("s") < win.end_ns)).with_row_index("it")
+    if it.height == 0:
+        return
+    ctx.fs.put("sync_small_d2h_per_iter", n_small / it.height, src)
+    launches = a.filter(pl.col("base").is_in(sorted(KERNEL_LAUNCH_APIS))).select("start_ns")
+    mid = _mid_step(s.select("start_ns"), launches, it)
+    if mid is not None:
+        ctx.fs.put("sync_mid_step_share_pct", mid, src)
+
+
+def _in_iter(points: pl.DataFrame, it: pl.DataFrame) -> pl.DataFrame:
+    """``points`` (start_ns) with the iteration (``it``) whose host range holds each; the others dropped."""
+    j = points.sort("start_ns").join_asof(it.sort("s"), left_on="start_ns", right_on="s", strategy="backward")
+    return j.filter(pl.col("e").is_not_null() & (pl.col("start_ns") <= pl.col("e")))
+
+
+def _mid_step(syncs: pl.DataFrame, launches: pl.DataFrame, it: pl.DataFrame) -> float | None:
+    """Share of the syncs (inside an iteration) with MID_SHARE or more of that iteration's launches after them."""
+    sy, la = _in_iter(syncs, it), _in_iter(launches, it)
+    if sy.height == 0 or la.height == 0:
+        return None
+    la = la.sort("start_ns").with_columns(pl.len().over("it").alias("n_it"),
+                                          pl.int_range(pl.len()).over("it").alias("k"))
+    # launches of the same iteration at or before each sync: an as-of join by iteration
+    j = sy.sort("start_ns").join_asof(la.select("start_ns", "it", "k", "n_it"), on="start_ns", by="it",
+                                      strategy="backward")
+    tot = la.group_by("it").agg(pl.len().alias("tot"))
+    j = j.join(tot, on="it", how="left").with_columns(
+        (pl.col("tot") - pl.col("k").fill_null(-1) - 1).alias("after"))
+    mid = j.filter(pl.col("after") >= MID_SHARE * pl.col("tot")).height
+    return pct(mid, j.height)
+
+
+FACTS = [
+    fact("sync_small_d2h_share_pct", "%", "share of the window's blocking sync calls that follow (or are) a device-to-host copy of 64 bytes or less on their thread: a scalar or a count read back (loss.item(), or a data-dependent shape: nonzero, a boolean-mask index)", ("api_trace", "gpu_trace")),
+    fact("sync_small_d2h_per_iter", "", "blocking syncs after such small device-to-host copies, per iteration", ("api_trace", "gpu_trace")),
+    fact("sync_mid_step_share_pct", "%", "share of the blocking syncs inside an iteration with a fifth or more of that iteration's kernel launches still to come (in the middle of the forward / backward passes, not at the step's end)", ("api_trace",)),
+]
