@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import timeline
+from ..notes import Note
+from . import graph
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, in_window, of_kinds, pct
 from .names import (CONV_KERNEL, FUSED_ATTENTION_KERNEL, FUSED_KERNEL, LOG_SOFTMAX_KERNEL, SOFTMAX_KERNEL,
-                    LAYOUT_KERNEL, NCHW_KERNEL, NHWC_KERNEL, fused_kernel_expr, kernel_class_expr, simt_gemm_expr)
+                    LAYOUT_KERNEL, NCHW_KERNEL, NHWC_KERNEL, TRITON_ELEMENTWISE, fused_kernel_expr, kernel_class_expr, simt_gemm_expr)
 from .declare import fact
 
 
@@ -21,14 +22,22 @@ def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
 def compute(ctx: Context) -> None:
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
     src = prof.source_name("gpu_trace")
-    w = in_window(prof.tables["gpu_trace"], win).select("name", "dur_ns", "kind")
+    gpu = prof.tables["gpu_trace"]
+    w = in_window(gpu, win).select("name", "dur_ns", "kind", *(c for c in ("start_ns", "end_ns", "corr_id") if c in gpu.columns))
     k = of_kinds(w, ("kernel",))
     fs.put("kernel_count", k.height, src)
-    # the small-launch share counts a CUDA graph execution as one launch (its kernels are not
-    # itemized); graphs never enter the kernel count, the median or the kernel table
-    units = of_kinds(w, timeline.KERNEL_WORK) if k.height < w.height else k
+    # the small-launch share counts what the host launched: a CUDA graph execution, or the kernels one graph
+    # launch replayed, is one launch (no per-kernel launch cost); graph executions never enter the kernel
+    # count, the median or the kernel table
+    # (no graph launch in the window: no pass over the API trace for their ids)
+    ids = graph.launch_ids(prof) if fs.run.get("graph_launch_count") else None
+    units, g = graph.launch_units(w, k, ids)
     if units.height:
         fs.put("kernel_small_share_pct", pct(float((units["dur_ns"] < SMALL_KERNEL_NS).sum()), units.height), src)
+    if fs.run.get("graph_launch_count") or g["graph_ns"]:   # put where the run launches graphs
+        fs.put("graph_kernel_count", g["graph_kernels"], src)
+        if g["work_ns"]:
+            fs.put("graph_share_of_kernel_pct", 100.0 * g["graph_ns"] / g["work_ns"], src)
     if k.height == 0:
         return
     fs.put("kernel_median_us", float(k["dur_ns"].median()) / 1e3, src)
@@ -37,6 +46,17 @@ def compute(ctx: Context) -> None:
              .sort(["total_ns", "name"], descending=[True, False]))   # ties by name: one order
     kernel_table(fs, per, src)
     _attention_by_hand(fs, k, src)
+    whole = 100.0 * g["whole_ns"] / g["work_ns"] if g["work_ns"] else 0.0
+    if whole >= graph.WHOLE_GRAPHS_MAX_PCT:   # the kernels seen one by one are not the step's
+        for f in CLASS_SHARES:
+            fs.run.pop(f, None)
+            fs.absent[f] = Note("absent.graph_whole_classes", {"pct": whole})
+
+
+# what the kernel classes say: shares of the kernel time by name
+CLASS_SHARES = ("matmul_share_of_kernel_pct", "elementwise_share_of_kernel_pct", "elementwise_fused_share_of_kernel_pct",
+                "layout_convert_share_of_kernel_pct", "conv_share_of_kernel_pct", "nchw_kernel_share_of_kernel_pct",
+                "simt_gemm_share_of_kernel_pct", "attention_by_hand_share_of_kernel_pct")
 
 
 MIN_SOFTMAX_SHARE_PCT = 3.0
@@ -76,12 +96,15 @@ def kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str = 
     fs.put("elementwise_share_of_kernel_pct" + suffix, share.get("elementwise", 0.0), src)
     fs.put("elementwise_fused_share_of_kernel_pct" + suffix,
            float(per.filter((pl.col("kernel_class") == "elementwise") & pl.col("fused"))["total_ns"].sum()) / tot * 100, src)
-    fs.put("layout_convert_share_of_kernel_pct" + suffix,
-           float(per.filter(pl.col("name").cast(pl.String).str.contains(LAYOUT_KERNEL))["total_ns"].sum()) / tot * 100, src)
+    # a compiler's generated kernel is named after the aten ops it fused (..._convolution_backward_...,
+    # ..._max_pool2d_with_indices_...): never a convolution, a layout conversion or an NCHW kernel
     name = pl.col("name").cast(pl.String)
-    conv = float(per.filter(name.str.contains(CONV_KERNEL))["total_ns"].sum()) / tot * 100
+    own = per.filter(~name.str.contains(TRITON_ELEMENTWISE))
+    fs.put("layout_convert_share_of_kernel_pct" + suffix,
+           float(own.filter(name.str.contains(LAYOUT_KERNEL))["total_ns"].sum()) / tot * 100, src)
+    conv = float(own.filter(name.str.contains(CONV_KERNEL))["total_ns"].sum()) / tot * 100
     fs.put("conv_share_of_kernel_pct" + suffix, conv, src)
-    nchw = per.filter(name.str.contains(NCHW_KERNEL) & ~name.str.contains(NHWC_KERNEL)
+    nchw = own.filter(name.str.contains(NCHW_KERNEL) & ~name.str.contains(NHWC_KERNEL)
                       & ~name.str.contains(LAYOUT_KERNEL))   # a conv net's NCHW kernels, conversions apart
     fs.put("nchw_kernel_share_of_kernel_pct" + suffix, float(nchw["total_ns"].sum()) / tot * 100 if conv else 0.0, src)
     fs.put("simt_gemm_share_of_kernel_pct" + suffix,

@@ -120,7 +120,13 @@ NCHW_KERNEL = (r"(?i)batch_norm_\w*kernel|conv_depthwise[23]d|nchw|max_pool|avg_
 NHWC_KERNEL = r"(?i)channels_?last|nhwc"
 SIMT_GEMM = r"(?i)simt|sgemm|dgemm|_ffma|_dfma"
 # elementwise kernels a compiler already fused (torch.compile's Triton kernels, nvFuser): a chain in one pass
-FUSED_KERNEL = r"(?i)^triton_(poi|red|per)_fused|nvfuser|^kernel_cuda_fused|CudaCodeGen"
+FUSED_KERNEL = r"(?i)^triton_(poi|red|per)_|nvfuser|^kernel_cuda_fused|CudaCodeGen"
+# Inductor's generated kernels: pointwise, reduction and persistent-reduction kernels are elementwise work
+# whatever aten ops their names list (``triton_poi_fused_..._convolution_backward_...`` is the elementwise
+# part around a convolution, never the convolution; ``..._max_pool2d_with_indices_...`` no NCHW pooling
+# kernel); its template kernels (``triton_tem_fused_mm_...``, convolutions, flex attention) are GEMMs
+TRITON_ELEMENTWISE = r"(?i)^triton_(poi|red|per)_"
+TRITON_TEMPLATE = r"(?i)^triton_tem_"
 
 
 def _copy_kernel_regex() -> str:
@@ -157,7 +163,9 @@ LIBRARY_DOMAINS = ("NCCL:", "cuBLAS:", "cuDNN:", "cuBLASLt:", "CUDA:", "nvtx:", 
 def kernel_class_expr(col: str = "name") -> pl.Expr:
     """nccl / matmul / elementwise / other."""
     n = pl.col(col).cast(pl.String)
-    return (pl.when(n.str.contains(NCCL_KERNEL)).then(pl.lit("nccl"))
+    return (pl.when(n.str.contains(TRITON_ELEMENTWISE)).then(pl.lit("elementwise"))
+            .when(n.str.contains(TRITON_TEMPLATE)).then(pl.lit("matmul"))
+            .when(n.str.contains(NCCL_KERNEL)).then(pl.lit("nccl"))
             .when(n.str.contains(MATMUL_KERNEL)).then(pl.lit("matmul"))
             .when(n.str.contains(ELEMENTWISE_KERNEL)).then(pl.lit("elementwise"))
             .otherwise(pl.lit("other")))

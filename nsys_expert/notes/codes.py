@@ -84,6 +84,9 @@ CODES: dict[str, Code] = {
                                                  "nvtx_gpu_proj_sum: mark each step with torch.cuda.nvtx.range_push("
                                                  "'step') ... range_pop() and profile with --trace=nvtx)"),
     "absent.graph_hidden": Code("absent", "CUDA graph work is not in the GPU trace"),
+    "absent.graph_whole_classes": Code("absent", "whole CUDA graph executions hold {pct:.0f} % of the kernel work and "
+                                                 "their kernels are not traced one by one (--cuda-graph-trace=graph): "
+                                                 "the kernels seen outside them do not say what the step runs"),
     "absent.graph_maybe_hidden": Code("absent", "CUDA graph work may be missing from the GPU trace"),
     "absent.graph_iterations": Code("absent", "the iterations' CUDA graph work is not in the GPU trace (host time only)"),
     "absent.graph_summaries": Code("absent", "CUDA graph launches: the summary reports leave the graphs' kernels out "

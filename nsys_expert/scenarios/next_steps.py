@@ -88,7 +88,10 @@ def _needs(not_evaluated, facts, held) -> dict[str, list[str]]:
     from ..facts import registry
 
     out: dict[str, list[str]] = {}
-    graphs = bool((facts or {}).get("graph_launch_count") or (facts or {}).get("graph_launch_count_span"))
+    f = facts or {}
+    # graph launches whose kernels the GPU trace does not hold one by one (torch.profiler and an export traced
+    # by node hold them: graph_kernel_count > 0 there)
+    graphs = bool((f.get("graph_launch_count") or f.get("graph_launch_count_span")) and not f.get("graph_kernel_count"))
     for entry in not_evaluated or []:
         rule = entry.rule
         got: list[str] = []
