@@ -99,7 +99,7 @@ def main():
     listings, anything else only with --force); --format picks the format where there is
     more than one. Exit codes: 0 ran, 1 a gate tripped (--fail-on,
     --fail-on-regression, a failing rule case; stderr says which),
-    2 bad input or usage, 3 internal error.
+    2 bad input or usage, 3 internal error, 130 interrupted (Ctrl-C).
     """
     import atexit
     import gc

@@ -54,11 +54,26 @@ def _comment(text: str, prefix: str = "# ") -> str:
     return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines())
 
 
-def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_line: bool = False) -> str:
+def _said(plan: sc.Plan, lang: str) -> sc.Plan:
+    """The plan's title and notes in ``lang`` (the message catalog: issue 56, item 9, where ``--lang zh``
+    translated only the --explain lines); commands, file names and the files' code stay as they are."""
+    if lang == "en":
+        return plan
+    from ..report.i18n import translate
+    plan.title = translate(plan.title, lang)
+    plan.notes = [translate(n, lang) for n in plan.notes]
+    return plan
+
+
+def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_line: bool = False,
+                lang: str = "en") -> str:
     """What ``command`` prints: a valid shell script (comments, heredocs for wrappers, the commands)."""
+    from ..report.i18n import translate
+    plan = _said(plan, lang)
+    note = "说明：" if lang == "zh" else "note: "
     out = [_comment(plan.title)]   # every user value in a comment stays in it (_comment: each line prefixed)
     if plan.container:
-        out.append("# in a container, start it with the capabilities nsys / ncu need:")
+        out.append("# " + translate("in a container, start it with the capabilities nsys / ncu need:", lang))
         out += [_comment(c, "#   ") for c in plan.container]
     def files(fs):
         for f in fs:
@@ -66,7 +81,8 @@ def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_lin
                 path = next(p for p in written if os.path.basename(p) == f.name)
                 out.append(_comment(f"wrote {path}" + (" (executable)" if f.executable else "")))
             else:
-                out.append(f"# {f.name} (--out-dir DIR writes it for you):")
+                out.append(f"# {f.name}（--out-dir DIR 会替你写出该文件）：" if lang == "zh" else
+                           f"# {f.name} (--out-dir DIR writes it for you):")
                 body = f.content.rstrip(chr(10))
                 tag = heredoc_tag(body)   # a terminator no line of the file can end early
                 out.append(f"cat > {shlex.quote(f.name)} <<'{tag}'\n{body}\n{tag}")
@@ -76,11 +92,11 @@ def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_lin
     files([f for f in plan.files if f.executable])   # wrappers the commands run: before them
     out.append(plan.shell(multiline=not one_line))
     for n in plan.notes:
-        out.append(_comment("note: " + n))
+        out.append(_comment(note + n))
     if not one_line:   # code to paste into the user's script (the torch.profiler twin): after, never in --one-line
         files([f for f in plan.files if not f.executable])
     if explain and plan.explain:
-        out.append("# why each option is there:")
+        out.append("# " + translate("why each option is there:", lang))
         for flag, why in plan.explain:
             out.append(_comment(flag, "#   "))
             out.append(_comment(why, "#       "))
@@ -150,6 +166,7 @@ def command_cmd(scenario, app, output, name, trace, pytorch_modes, ranks, nproc_
         raise InputError(str(e)) from None
     written = _write_files(plan, out_dir) if out_dir and plan.files else None
     if fmt == "json":
+        plan = _said(plan, lang)
         emit(json.dumps({
             "scenario": plan.scenario, "title": plan.title, "commands": plan.lines(),
             "files": [{"name": f.name, "executable": f.executable, "content": f.content,
@@ -158,4 +175,4 @@ def command_cmd(scenario, app, output, name, trace, pytorch_modes, ranks, nproc_
             "explain": [{"option": a, "why": b} for a, b in plan.explain]}, indent=2, ensure_ascii=False) + "\n",
             output)
         return
-    emit(render_plan(plan, written, explain, one_line), output)
+    emit(render_plan(plan, written, explain, one_line, lang), output)

@@ -103,9 +103,10 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     """Diagnose a profile. PATHS: a folder of `nsys stats --format csv` reports (or the CSV files);
     an `nsys export --type sqlite` file, or the .nsys-rep itself when nsys is on PATH; console text
     holding nsys stats tables (a `nsys profile --stats=true` log, pasted output); Nsight Compute
-    CSVs (`ncu -i X.ncu-rep --csv --page details` or `--page raw`) beside them or in ncu/; any of
-    these gzipped; several ranks of one job (a folder per rank, per-rank files, or one export with
-    several processes).
+    CSVs (`ncu -i X.ncu-rep --csv --page details` or `--page raw`) beside them or in ncu/;
+    torch.profiler (Kineto) Chrome traces (NAME.pt.trace.json, .json.gz, a folder of per-rank
+    traces); any of these gzipped; several ranks of one job (a folder per rank, per-rank files, or
+    one export with several processes).
 
     \b
     -o FILE writes the report to FILE (its own earlier report too; never an input, and no
@@ -113,7 +114,7 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
     --format md|json|html picks what is written (html: use -o); --scheduler picks where a
     multi-rank job's per-rank work runs.
     Exit codes: 0 ran, 1 --fail-on tripped (stderr names the findings), 2 bad input or usage,
-    3 internal error.
+    3 internal error, 130 interrupted (Ctrl-C).
     """
     settings = resolve_settings(config_path, packs=packs, select=select, ignore=ignore, overrides=overrides,
                                 window=window, skip_iterations=skip_iterations, lang=lang,

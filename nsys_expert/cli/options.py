@@ -92,8 +92,15 @@ def command(name: str, **settings):
     return decorate
 
 
+# what users type for a choice under another name: suggested, not taken ('cn' was answered "did you mean
+# 'en'?", the closest spelling, where a Chinese user means zh: issue 56, item 12)
+ALIASES = {"cn": "zh", "zh-cn": "zh", "zh_cn": "zh", "zh-hans": "zh", "chinese": "zh", "中文": "zh",
+           "english": "en", "en-us": "en", "en_us": "en", "markdown": "md", "htm": "html", "txt": "text"}
+
+
 class Choice(click.Choice):
-    """``click.Choice`` that suggests the closest choice ("did you mean 'quick'?")."""
+    """``click.Choice`` that suggests the closest choice ("did you mean 'quick'?"), or the one a known
+    other name means (:data:`ALIASES`)."""
 
     def convert(self, value, param, ctx):
         try:
@@ -101,7 +108,9 @@ class Choice(click.Choice):
         except click.BadParameter:
             import difflib
 
-            hint = difflib.get_close_matches(str(value), list(self.choices), 1, 0.5)
+            alias = ALIASES.get(str(value).strip().lower())
+            hint = [alias] if alias in self.choices else \
+                difflib.get_close_matches(str(value), list(self.choices), 1, 0.5)
             msg = f"'{value}' is not one of {', '.join(map(str, self.choices))}"
             self.fail(msg + (f" (did you mean '{hint[0]}'?)" if hint else ""), param, ctx)
 

@@ -85,12 +85,13 @@ def check_rules_cmd(pack, strict, fmt, output):
     all pass, 1 when a case fails, 2 when the pack cannot be read or does not validate.
 
     A valid rule with no cases file is reported as a warning naming it (an error with --strict)."""
-    from ..engine import load_packs
+    from ..engine import load_packs, relations
     from ..engine.cases import run_all
     from ..engine.rules import load_pack
 
     p = load_pack(pack)
-    load_packs([pack])  # duplicate ids against the built-in pack
+    packs = load_packs([pack])  # duplicate ids against the built-in pack
+    twins = relations.unordered_twins(next((q for q in packs if q.path == p.path), p), packs)
     results = run_all(p.rules, strict=strict)
     bad = [r for r in results if not r.ok]
     untested = [r.rule for r in results if r.warning]
@@ -105,6 +106,10 @@ def check_rules_cmd(pack, strict, fmt, output):
                      f"{len(results) - len(untested)} checks passed"
                      + (f"; untested (no .cases.yaml): {', '.join(untested)}" if untested else ""))
         emit("\n".join(lines) + "\n", output)
+    for mine, other in twins:
+        click.echo(f"warning: rule {mine} estimates a gain on the subject and category of {other}, with no relation "
+                   f"between them: if they are one cause, both gains count in the total recoverable time (give "
+                   f"{mine} 'cause: {other}' and 'supersedes: [{other}]', or 'refines: {other}')", err=True)
     if untested:
         click.echo(f"warning: {len(untested)} rule(s) have no fixture cases: {', '.join(untested)} (--strict makes this an error)",
                    err=True)

@@ -5,16 +5,43 @@ from __future__ import annotations
 def _promise_lines(p: dict) -> list[str]:
     out = [f"per step: {p['step_ms_before']:.4g} ms → {p['step_ms_after']:.4g} ms ({p['basis']}): "
            f"**{p['measured_gain_pct']:.1f} % measured**"]
+    together = p.get("applied_promised_pct")      # one change matched the advice of several findings
     for r in p["rows"]:
         head = f"`{r['rule']}` promised {r['promised_pct']:.1f} %"
         if r["applied"]:
-            ev = f" (`{r['fact']}` {_num(r['fact_before'], r['fact'])} → {_num(r['fact_after'], r['fact'])})"
-            verdict = ("came true" if r["came_true"] else
-                       f"**did not come true**: {abs(r['promised_pct'] - p['measured_gain_pct']):.1f} points off")
-            out.append(f"{head}; the change matches its advice{ev}: {verdict}")
+            ev = f" (`{r['fact']}` {_num(r['fact_before'], r['fact'])} → {_num(r['fact_after'], r['fact'])})" \
+                if r["fact"] else ""
+            out.append(f"{head}; the change matches its advice{ev}" +
+                       ("" if together is not None else ": " + _came_true(r["promised_pct"], p)))
+        elif (r["evidence_drop_pct"] or 0) >= 50:
+            out.append(f"{head}; its evidence fell {r['evidence_drop_pct']:.0f} % but the after-run still has the "
+                       "finding: not the change made")
         else:
             out.append(f"{head}; its evidence did not fall: not the change made")
+    if together is not None:
+        names = ", ".join(f"`{r['rule']}`" for r in p["rows"] if r["applied"])
+        out.append(f"one change, several findings ({names}): {together:.1f} % promised together (overlapping "
+                   f"gains combined, not summed): {_came_true(together, p)}")
     return out
+
+
+def _came_true(promised: float, p: dict) -> str:
+    off = abs(promised - p["measured_gain_pct"])
+    return "came true" if off <= p["within_points"] else f"**did not come true**: {off:.1f} points off"
+
+
+def _why(basis: dict | None) -> str:
+    """What the verdict rests on, after it: the time per step, or the counts of what got better and worse."""
+    if not basis:
+        return ""
+    if basis["by"] == "step_time":
+        ch = basis["change_pct"]
+        how = (f"{abs(ch):.1f} % faster" if ch < 0 else f"{ch:.1f} % slower") if abs(ch) >= basis["noise_pct"] else \
+            f"within {basis['noise_pct']:g} %"
+        return (f" (time per step {basis['step_ms_before']:.4g} → {basis['step_ms_after']:.4g} ms, {how}; "
+                f"{basis['basis']})")
+    return (f" (no time per step on both sides: {basis['better']} key facts or findings got better, "
+            f"{basis['worse']} worse)")
 
 
 def gate_reasons(d: dict, n: int = 3) -> str:
@@ -66,7 +93,7 @@ def _graphed_sides(rows: list[dict]) -> str | None:
 def _blocks(d: dict) -> list[tuple]:
     """The diff as blocks both renderers draw: ("h1"|"h2"|"p", text), ("ul", items),
     ("table", header, rows); text marks code with backticks and bold with ``**``."""
-    out: list[tuple] = [("h1", "nsys-expert diff"), ("p", f"**Verdict:** {d['verdict']}")]
+    out: list[tuple] = [("h1", "nsys-expert diff"), ("p", f"**Verdict:** {d['verdict']}" + _why(d.get("verdict_basis")))]
     head = [f"before: `{d['before']['inputs']}` ({d['before']['window'].get('source')})",
             f"after: `{d['after']['inputs']}` ({d['after']['window'].get('source')})"]
     if d["gate"]:

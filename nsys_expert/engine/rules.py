@@ -228,6 +228,16 @@ def load_rule_file(path: str, pack: str) -> Rule:
     return rule
 
 
+def _estimate(est):
+    """``estimate`` with its ``expr`` bare: a Jinja2 expression, taken also as a template prints one
+    (``"{{ x * 0.5 }}"``, as the texts write them: issue 56, item 13, where that failed to load)."""
+    if isinstance(est, dict) and isinstance(est.get("expr"), str):
+        e = est["expr"].strip()
+        if e.startswith("{{") and e.endswith("}}") and "{{" not in e[2:-2] and "}}" not in e[2:-2]:
+            return dict(est, expr=e[2:-2].strip())
+    return est
+
+
 def _rule(data: dict, path: str, pack: str) -> Rule:
     """The rule of a file's (validated) data; its conditions are parsed here (Rule.__post_init__)."""
     advice, advice_when = _textlist(data.get("advice"))
@@ -240,7 +250,7 @@ def _rule(data: dict, path: str, pack: str) -> Rule:
         supersedes=_relations(data.get("supersedes")), refutes=_relations(data.get("refutes")), refines=data.get("refines"),
         actionable=data.get("actionable", True), locate=data.get("locate"), lends_severity=data.get("lends_severity", True), combine=data.get("combine"),
         requires=list(data.get("requires", [])), escalate=list(data.get("escalate", [])),
-        evidence=list(data.get("evidence", [])), estimate=data.get("estimate"),
+        evidence=list(data.get("evidence", [])), estimate=_estimate(data.get("estimate")),
         references=list(data.get("references", [])), why=_text(data.get("why")) or None, pack=pack, path=path)
 
 

@@ -27,7 +27,7 @@ import polars as pl
 from ..notes import Note
 from . import api_oneoff
 from .base import Context, pct
-from .names import ALLOC_APIS, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr, data_range_expr
+from .names import DEVICE_ALLOC_APIS, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr, data_range_expr
 from .window import iteration_from_summary
 from .declare import fact
 
@@ -125,7 +125,7 @@ def _api_counts(api: pl.DataFrame, prof, put) -> dict:
         sel = steady.filter(base_expr("name").is_in(sorted(names)))
         return int(sel["count"].sum()), float(sel["total_ns"].sum())
     counts = {"sync": calls(SYNC_APIS | SYNC_MEM_APIS), "launch": calls(KERNEL_LAUNCH_APIS),
-              "alloc": calls(ALLOC_APIS), "graph": calls(GRAPH_LAUNCH_APIS)}
+              "alloc": calls(DEVICE_ALLOC_APIS), "graph": calls(GRAPH_LAUNCH_APIS)}
     n_sync, _ = counts["sync"]
     n_launch, _ = counts["launch"]
     if n_sync:
@@ -222,11 +222,11 @@ FACTS = [
     fact("sync_calls_per_iter_est", "", "blocking sync calls per iteration (whole profile / iterations)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
     fact("sync_wait_share_est_pct", "%", "host time in blocking sync calls / iteration time, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
     fact("launch_api_share_est_pct", "%", "host time in kernel-launch calls / iteration time, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
-    fact("alloc_calls_per_iter_est", "", "cudaMalloc / cudaFree (and driver, pinned-host) calls per iteration, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("alloc_calls_per_iter_est", "", "cudaMalloc / cudaFree (and driver) calls per iteration, from the summaries (pinned-host allocations left out: a pinned DataLoader's buffers)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
     fact("data_range_share_est_pct", "%", "time in NVTX ranges named like input work / iteration time, from the summaries", ("nvtx_sum", "nvtx_gpu_proj_sum")),
     fact("launches_per_sync", "", "kernel launch calls per blocking sync call (whole profile)", ("api_sum", "api_trace")),
     fact("sync_calls", "", "blocking sync calls (whole profile)", ("api_sum", "api_trace")),
-    fact("alloc_calls", "", "allocator calls: cudaMalloc / cudaFree and their driver and pinned-host forms", ("api_sum", "api_trace")),
-    fact("alloc_api_ms", "ms", "host time in allocator calls", ("api_sum", "api_trace")),
-    fact("alloc_api_share_est_pct", "%", "host time in allocator calls / iteration time, from the summaries (start-up included)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+    fact("alloc_calls", "", "device allocator calls in cuda_api_sum: cudaMalloc / cudaFree and their driver forms (pinned-host allocations left out)", ("api_sum", "api_trace")),
+    fact("alloc_api_ms", "ms", "host time in device allocator calls (cuda_api_sum; pinned-host allocations left out)", ("api_sum", "api_trace")),
+    fact("alloc_api_share_est_pct", "%", "host time in device allocator calls / iteration time, from the summaries (start-up included; pinned-host allocations left out)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
 ]

@@ -26,7 +26,9 @@ def iteration_ends(prof: Profile, win) -> list[int]:
         else:
             t = gpu["launch_s"] if "launch_s" in gpu.columns else gpu["start_ns"]
             ops = pl.DataFrame({"end_ns": gpu["end_ns"], "i": timeline.iteration_of(t, marks)})
-        for i, e in ops.filter(pl.col("i") >= 0).group_by("i").agg(pl.col("end_ns").max()).iter_rows():
+        # (a step left out of the iterations after the launch look-up, a cut-off last ProfilerStep: no index)
+        for i, e in ops.filter(pl.col("i").is_between(0, len(starts) - 1)).group_by("i").agg(
+                pl.col("end_ns").max()).iter_rows():
             gend[int(i)] = int(e)
     ends, run = [], None
     for i in range(len(starts)):

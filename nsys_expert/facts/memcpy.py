@@ -108,7 +108,7 @@ def compute_bursts(ctx: Context) -> None:
     if "launch_iter" not in gpu.columns or n < 5:
         return
     c = (in_window(gpu, win).filter((pl.col("kind") == "memcpy") & pl.col("copy_kind").is_in(["HtoD", "DtoH"])
-                                    & (pl.col("launch_iter") >= win.skipped))
+                                    & pl.col("launch_iter").is_between(win.skipped, win.iterations.height - 1))
          .group_by("launch_iter").agg(pl.col("dur_ns").sum().alias("t")).sort("t", descending=True))
     total = float(c["t"].sum()) if c.height else 0.0
     if total <= 0:

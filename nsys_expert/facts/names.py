@@ -63,6 +63,15 @@ ALLOC_APIS = {
     "hipMalloc", "hipFree", "hipMallocAsync", "hipFreeAsync", "hipMallocManaged", "hipMallocPitch",
     "hipHostMalloc", "hipHostFree", "hipExtMallocWithFlags", "hipMalloc3D",
 }
+# Pinned host memory: a DataLoader with pin_memory=True allocates its buffers (PyTorch's host caching
+# allocator, on the pin-memory thread) until its cache is warm. Counted from summaries, they are not device
+# allocator churn (issue 56, item 4: 66 cudaHostAlloc calls of such a run were "allocator churn (high)" with
+# empty_cache advice); the trace sees where and when they run.
+PINNED_HOST_ALLOC_APIS = {
+    "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "cuMemAllocHost", "cuMemFreeHost", "cuMemHostAlloc",
+    "hipHostMalloc", "hipHostFree",
+}
+DEVICE_ALLOC_APIS = ALLOC_APIS - PINNED_HOST_ALLOC_APIS
 
 
 def _base(name: str) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from ..notes import Note
-from . import intervals
+from . import intervals, profiler_steps
 from .names import LIBRARY_DOMAINS
 from .period import periodic_start
 from .declare import fact
@@ -362,8 +362,13 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
             w.skipped = int((iters["s"] < s).sum())
         return w
     if iters is not None and iters.height >= 2:
+        notes, steps_why = [], ""
+        if name == PROFILER_STEP:
+            iters, skip_iterations, steps_why, notes = profiler_steps.steady_steps(iters, nvtx, skip_iterations)
         skip = 1 if skip_iterations is None else max(0, skip_iterations)
         if skip >= iters.height:
+            if skip_iterations is not None:   # --skip-iterations past the run: said, not silently one step
+                notes.append(Note("facts.skip_past_run", {"asked": skip_iterations, "n": iters.height}))
             skip = iters.height - 1
         start = int(iters["s"][skip])
         host_end = int(iters["e"][-1])
@@ -373,8 +378,8 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
             f"first {skip} iterations left out as warm-up" if skip else "no iteration left out")
         how = "by correlation id" if (api is not None and api.height) else "queued back to back"
         reason = (f"{iters.height} NVTX '{name}' ranges mark iterations; {warm}; the window ends with the GPU "
-                  f"work the last iteration launched ({how})")
-        return Window(start, end, f"nvtx:{name}", reason, iters, skip, span_s, span_e)
+                  f"work the last iteration launched ({how})" + (f"; {steps_why}" if steps_why else ""))
+        return Window(start, end, f"nvtx:{name}", reason, iters, skip, span_s, span_e, notes)
     if gpu is not None and gpu.height:
         found_period = periodic_start(gpu)
         start, reason = (found_period[0], found_period[1]) if found_period else dense_start(gpu)

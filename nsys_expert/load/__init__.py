@@ -144,7 +144,7 @@ def _load_read(files, logical, stems, sniffs, exports, unread, prefetched, prof,
     if pid is not None:
         _keep_process(loaded, pid, prof)
     used = {e.path for e in loaded.values()}
-    said_empty = _said_of_parts(prof, used)
+    said_empty = _said_of_parts(prof, used, {(e.path, e.table) for e in loaded.values()})
     _said_superseded(prof, used)
     for e in loaded.values():
         prof.tables[e.table] = e.frame
@@ -241,15 +241,19 @@ def _ncu_failed(path: str) -> bool:
     return ncu.looks_like(path) and any(ln.startswith("==ERROR==") for ln in ncu._head(path).splitlines())
 
 
-def _said_of_parts(prof: Profile, used: set) -> list:
+def _said_of_parts(prof: Profile, used: set, used_tables: set) -> list:
     """The parts' own warnings, said where one of their tables is used or where a file gave nothing
-    (it still says why); -> the warnings of the files with nsys sections that gave no table."""
+    (it still says why); a warning about some of a file's tables (``tables``: names cut by nsys) only where
+    one of those is used, not where a richer source gave them (issue 56, item 11); -> the warnings of the
+    files with nsys sections that gave no table."""
     said_empty = []
     for path, (ws, had_tables) in prof.meta.pop("_part_warnings", {}).items():
         if not had_tables:
             said_empty += ws
         if path in used or not had_tables:
-            prof.warnings += ws
+            prof.warnings += [w for w in ws if not (had_tables and isinstance(w, Note) and w.fields.get("tables")
+                                                    and w.code == "load.console_truncated"
+                                                    and not any((path, t) in used_tables for t in w.fields["tables"]))]
     return said_empty
 
 

@@ -131,15 +131,19 @@ def _warnings(path: str, first: _Run, runs: list[_Run], unused: list[str]) -> li
     out = []
     if len(runs) > 1:
         out.append(split_advice(path, [r.start for r in runs]))
-    truncated = 0
+    truncated, cut = 0, []
     for table, (frame, t) in first.tables.items():
-        truncated += sum(int(frame[c].str.ends_with(_TRUNCATED).sum()) for c in _NAME_COLS
-                         if c in frame.columns and frame[c].dtype == pl.String)
+        n = sum(int(frame[c].str.ends_with(_TRUNCATED).sum()) for c in _NAME_COLS
+                if c in frame.columns and frame[c].dtype == pl.String)
+        truncated += n
+        if n:
+            cut.append(table)
         if t is not None and t.skipped_lines:
             out.append(Note("load.console_skipped_lines", {"file": base, "n": t.skipped_lines, "table": table,
                                                            "line": t.line, "first": t.first_skipped}))
     if truncated:
-        out.append(Note("load.console_truncated", {"file": base, "n": truncated, "k": 100}))
+        # the tables with cut names: said only where one of them is used (load/__init__.py, _said_of_parts)
+        out.append(Note("load.console_truncated", {"file": base, "n": truncated, "k": 100, "tables": tuple(cut)}))
     if unused:
         out.append(Note("load.console_unused", {"file": base, "tables": tuple(sorted(set(unused)))}))
     return out

@@ -43,6 +43,10 @@ API_CATS = {"cuda_runtime", "cuda_driver", "Runtime", "Driver"}
 RANGE_CATS = {"user_annotation"}
 CPU_CATS = {"cpu_op", "Operator", "python_function"}
 STEP = re.compile(r"^ProfilerStep#\d+$")
+# before user_annotation (the 2021 format), PyTorch's own record_function ranges come as Operator events: the
+# step, the DataLoader's next batch, the optimizer's step and zero_grad (issue 56, item 10: a num_workers=0
+# ResNet trace's DataLoader ranges were dropped, and its data wait called host-bound)
+RECORD_FUNCTION_2021 = re.compile(r"^(ProfilerStep#\d+$|enumerate\(DataLoader\)#|Optimizer\.(step|zero_grad)#)")
 
 _COPY = re.compile(r"^Memcpy\s+(\w+)(?:\s*\(\s*([^)]*?)\s*->\s*([^)]*?)\s*\))?")
 _SET = re.compile(r"^Memset\s*(?:\(\s*([^)]*?)\s*\))?")
@@ -129,7 +133,8 @@ class _Columns:
                 for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name),
                              ("corr_id", (e.args or no_args).correlation), ("pid", _int(e.pid)), ("tid", _int(e.tid))):
                     api[k].append(v)
-            elif cat in RANGE_CATS or (cat in CPU_CATS and STEP.match(name)):
+            elif cat in RANGE_CATS or (cat in CPU_CATS and STEP.match(name)) or \
+                    (cat == "Operator" and RECORD_FUNCTION_2021.match(name)):
                 for k, v in (("start_ns", ts), ("dur_ns", dur), ("name", name), ("pid", _int(e.pid)),
                              ("tid", _int(e.tid))):
                     rng[k].append(v)

@@ -148,6 +148,10 @@ def _value(name: str, v, x: Note, lang: Language):
         return said
     if name == "file" and x.fields.get("more_files"):
         return lang.and_more.format(names=v, more=x.fields["more_files"])
+    if name == "why" and isinstance(v, str):
+        # why a file was not read: a reader's one-line error, said in the language where the catalog has it
+        # (issue 56, item 9: "an ncu CSV without a Kernel Name column" stayed English in a Chinese report)
+        return lang.template(v) or v
     return v
 
 

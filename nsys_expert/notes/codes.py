@@ -133,6 +133,10 @@ CODES: dict[str, Code] = {
     "facts.iteration_range_unknown": Code("warning", "--iteration-range {range}: no NVTX range of that name repeats "
                                                      "in the trace; the window is chosen as without it"),
     "facts.window_empty": Code("warning", "the analysis window is empty ({start}..{end} ns): no window facts"),
+    "facts.profiler_step_cut": Code("warning", "the trace's last ProfilerStep ({ms:.3g} ms, the others {median:.3g} ms) "
+                                               "was cut off when the profiler stopped: left out of the window"),
+    "facts.skip_past_run": Code("warning", "--skip-iterations {asked} leaves no step of the {n}: the window is the "
+                                           "last step alone; give fewer than {n}"),
     "facts.one_iteration": Code("warning", "only one NVTX iteration found; the window comes from the GPU trace"),
     "facts.graph_not_traced": Code("warning", "{n} CUDA graph launches (cudaGraphLaunch) in the window, but none of "
                                               "the graphs' GPU work is in {file}: nsys records graphs as a whole by "

@@ -200,6 +200,20 @@ def _fmt(v, nd: int = 1) -> str:
     return str(v)
 
 
+def _window_span(w) -> str:
+    """The window's start and end in seconds as ``--window`` takes them back (``START–END``): as ``fmt(3)``
+    under 100 s; from 100 s up without thousands separators and with the decimals that tell start from end
+    (a torch.profiler trace's clock reads 5,656,674 s: 'fmt' printed '5,656,674–5,656,674', issue 56, item 10)."""
+    a, b = w["start_ns"] / 1e9, w["end_ns"] / 1e9
+    if max(abs(a), abs(b)) < 100:
+        return f"{_fmt(a, 3)}–{_fmt(b, 3)}"
+    for d in range(3, 10):
+        sa, sb = f"{a:.{d}f}", f"{b:.{d}f}"
+        if sa != sb:
+            break
+    return f"{sa}–{sb}"
+
+
 # A name shown in full (an HTML tooltip) is cut to this many characters: a 1 MB kernel name is kept once,
 # whole, in the JSON report (tables.top_kernels), not copied into every tooltip.
 MAX_SHOWN_NAME = 1000
@@ -233,6 +247,7 @@ def _env() -> jinja2.Environment:
     env.filters["mdtext"] = _md_text
     env.filters["mdsafe"] = _md_safe
     env.filters["fmt"] = _fmt
+    env.filters["wspan"] = _window_span
     env.filters["short"] = short_kernel_name
     env.filters["basename"] = lambda p: os.path.basename(str(p))
     env.filters["actionable"] = shaping.actionable

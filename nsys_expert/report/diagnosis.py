@@ -26,7 +26,7 @@ SCHEMA_VERSION = 1
 # why no finding is the verdict (docs/json-contract.md, ``verdict.reason``)
 Reason = Literal["no_finding", "no_finding_partial", "no_finding_bound", "utilization_unknown", "idle_unexplained",
                  "idle_explained", "too_little_work", "estimate_near_threshold", "window_not_steady", "no_rows",
-                 "no_gpu_work"]
+                 "no_gpu_work", "copies_unjudged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +70,7 @@ class Verdict:
     steady: Steady | None = None                 # reason "window_not_steady"
     gpu_idle_attributed_pct: float | None = None  # reason "idle_explained"
     limiter: Limiter | None = None
+    memcpy_host_share_of_busy_pct: float | None = None  # reason "copies_unjudged"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +182,8 @@ def verdict_json(v: Verdict) -> dict:
                          "window_ms": s.window_ms, "share": s.share}
     if v.gpu_idle_attributed_pct is not None:
         out["gpu_idle_attributed_pct"] = v.gpu_idle_attributed_pct
+    if v.memcpy_host_share_of_busy_pct is not None:
+        out["memcpy_host_share_of_busy_pct"] = v.memcpy_host_share_of_busy_pct
     if v.limiter is not None:
         lim = v.limiter
         out["limiter"] = {"side": lim.side, "critical_path_host_pct": lim.critical_path_host_pct,

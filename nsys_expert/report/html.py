@@ -23,7 +23,7 @@ import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
 from ..textsafe import visible
-from . import SEVERITY_ZH, labels, _fmt, localized, severity_word, shown_name, template_env, verdict
+from . import SEVERITY_ZH, labels, _fmt, _window_span, localized, severity_word, shown_name, template_env, verdict
 from . import _gbps as report_gbps
 from .shaping import actionable as report_actionable
 from .shaping import memkind as report_memkind
@@ -371,6 +371,7 @@ def charts(d, ser: dict | None, zoom: dict | None, lang: str) -> dict:
 def _env() -> jinja2.Environment:
     env = template_env(True)
     env.filters["fmt"] = _fmt
+    env.filters["wspan"] = _window_span
     env.filters["short"] = short_kernel_name
     env.filters["shown"] = shown_name
     env.filters["basename"] = lambda p: str(p).replace("\\", "/").rsplit("/", 1)[-1]

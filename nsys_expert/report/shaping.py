@@ -25,6 +25,8 @@ def recorded(prof: Profile) -> str:
 def memkind(v, L) -> str:
     """'Device→Pinned' in the report's language (L["mem_kinds"]: zh), the arrow kept."""
     kinds = (L or {}).get("mem_kinds") if hasattr(L, "get") else None
+    if isinstance(v, str) and all(part in ("Unknown", "") for part in v.split("→")):
+        return "–"      # nsys names no memory kind (unified-memory migrations): not 'Unknown→Unknown' (issue 56, item 11)
     if not kinds or not isinstance(v, str):
         return "–" if v is None else str(v)
     return "→".join(kinds.get(part, part) for part in v.split("→"))

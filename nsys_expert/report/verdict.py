@@ -33,6 +33,10 @@ ESTIMATE_MARGIN_PCT = 10.0
 # utilization is not the steady state's (conv_pdl's CSVs: 39 x 30.4 ms of 3,056 ms)
 MIN_STEADY_SHARE = 0.6
 EXPLAINED_SHARE = 0.5   # idle time the gap causes attribute, above which an idle GPU is not "unexplained"
+# host-device copies this share of the GPU's busy time (memcpy-bound's min_share_pct) that only a trace can
+# judge (exposed or under kernels): summaries then cannot say "no bottleneck" (issue 56, item 4: copy_serial's
+# summaries, copies 39 % of the busy time, said "No system-level bottleneck" where its trace says memcpy-bound)
+COPY_SHARE_UNJUDGED = 30.0
 
 
 def _command(next_steps: list[NextStep], system_rules: set[str]) -> str | None:
@@ -82,7 +86,7 @@ def decide(findings: list[Finding], not_evaluated: list[NotEvaluated], facts: di
             out, state="likely" if conf == "likely" else "diagnosed", category=primary.category, rule=primary.rule,
             severity=primary.severity, confidence=conf,
             next_command=_command(next_steps, set(sys_missing) | {primary.rule}) if conf == "likely" else None)
-    attributed = None
+    attributed = copies = None
     if active is None:
         state, reason = "undetermined", "utilization_unknown"
     elif active < MIN_ACTIVE_PCT and basis == "measured" and \
@@ -91,6 +95,10 @@ def decide(findings: list[Finding], not_evaluated: list[NotEvaluated], facts: di
         state, reason, attributed = "undetermined", "idle_explained", facts["gpu_idle_attributed_pct"]
     elif active < MIN_ACTIVE_PCT:
         state, reason = "undetermined", "idle_unexplained"
+    elif basis in ("estimated", "bound") and "memcpy_exposed_pct" not in facts and \
+            (facts.get("memcpy_host_share_of_busy_pct") or 0) >= COPY_SHARE_UNJUDGED:
+        state, reason = "undetermined", "copies_unjudged"
+        copies = round(float(facts["memcpy_host_share_of_busy_pct"]), 1)
     elif basis == "bound":
         state, reason = "likely", "no_finding_bound"
     elif basis == "estimated" and active < MIN_ACTIVE_PCT + ESTIMATE_MARGIN_PCT:
@@ -100,6 +108,7 @@ def decide(findings: list[Finding], not_evaluated: list[NotEvaluated], facts: di
     else:
         state, reason = "diagnosed", "no_finding"
     return dataclasses.replace(out, state=state, reason=reason, gpu_idle_attributed_pct=attributed,
+                               memcpy_host_share_of_busy_pct=copies,
                                next_command=_command(next_steps, set(sys_missing)) if state != "diagnosed" else None)
 
 
@@ -137,8 +146,12 @@ def limiter(findings: list[Finding], facts: dict, categories: dict | None = None
     if not isinstance(offload, (int, float)) or offload < HOST_LIMITER_GAIN_PCT:
         return None   # the host's time is in CUDA calls (launches, copies, syncs) that the findings name
     sides_of = sides(categories or builtin_categories())
+    # a whole-step cause on both sides of medium or more (a checkpoint saved on the training thread, a
+    # read-back for host math) names the host's work too: "no finding names it" beside it was untrue (issue 56,
+    # item 7)
     named = [f for f in findings
-             if side(f, within, sides_of) == "host" and SEVERITIES.index(f.severity) >= SEVERITIES.index("low")]
+             if (side(f, within, sides_of) == "host" and SEVERITIES.index(f.severity) >= SEVERITIES.index("low"))
+             or (side(f, within, sides_of) == "both" and SEVERITIES.index(f.severity) >= SEVERITIES.index("medium"))]
     # a host-side finding names the host's work only when its fix wins back a fair part of what taking the
     # work off the path would (issue 54: a sync before 90 % of numpy work is 'sync-bound, 3.5 %', and the
     # host's own work is still the limiter)
@@ -169,6 +182,16 @@ def _steady_share(window, phases: dict | None, facts: dict) -> Steady | None:
     return Steady(r["name"], r["count"] - 1, round(r["median_ms"], 4), round(ms, 3), round(win, 3), round(ms / win, 3))
 
 
+def _listed(findings: list, sev) -> str:
+    """Findings named in the verdict's sentence, each title once with how many findings share it ("Latency-bound
+    kernel ... (medium) × 12", not the title twelve times: issue 56, item 11)."""
+    seen: dict[tuple, int] = {}
+    for f in findings:
+        k = (f.title, f.severity)
+        seen[k] = seen.get(k, 0) + 1
+    return "; ".join(f"{t} ({sev(s)})" + (f" × {n}" if n > 1 else "") for (t, s), n in seen.items())
+
+
 def words(d, L: dict, sev) -> dict:
     """The verdict of ``d`` (a ``Diagnosis``) in words, for every renderer: ``label`` (Verdict / Verdict
     (likely ...) / ...), ``text`` (one sentence), ``severity`` (of the top finding or None), ``command_label``
@@ -192,8 +215,7 @@ def words(d, L: dict, sev) -> dict:
         # no bottleneck, but a minor finding (low: a warm-up cost in the window, a small share) is named
         minor = [f for f in findings if f.severity == "low"]
         busy = any(f.category == "compute-bound" for f in findings)   # at the roof: a finding, not "nothing"
-        text = (L["compute_ok"] if busy else L["none_found"]) + (f" {L['also_noted']}: " + "; ".join(f"{f.title} ({sev(f.severity)})" for f in minor)
-                                  + "." if minor else "")
+        text = (L["compute_ok"] if busy else L["none_found"]) + (f" {L['also_noted']}: " + _listed(minor, sev) + "." if minor else "")
         out.update(text=text, ok=True)
         return out
     active = v.gpu_active_pct
@@ -208,13 +230,14 @@ def words(d, L: dict, sev) -> dict:
             .replace("{active}", f"{active:,.1f}" if active is not None else "–")
             .replace("{basis}", basis).replace("{work}", f"{work:,.0f}" if work is not None else "–")
             .replace("{attributed}", f"{v.gpu_idle_attributed_pct or 0:,.1f}")
+            .replace("{copies}", f"{v.memcpy_host_share_of_busy_pct or 0:,.1f}")
             .replace("{steady_ms}", f"{st.steady_ms if st else 0:,.0f}")
             .replace("{window_ms}", f"{st.window_ms if st else 0:,.0f}")
             .replace("{steps}", str(st.steps if st else ""))
             .replace("{range}", str(st.range if st else ""))
             .replace("{median_ms}", f"{st.median_ms if st else 0:,.3g}")) + "."
     if state == "undetermined" and findings:
-        text += f" {L['found_so_far']}: " + "; ".join(f"{f.title} ({sev(f.severity)})" for f in findings) + "."
+        text += f" {L['found_so_far']}: " + _listed(findings, sev) + "."
     if v.system_rules_not_evaluated and reason not in ("no_rows", "no_gpu_work"):
         text += f" {L['not_checked']}: " + ", ".join(v.system_rules_not_evaluated) + "."
     out["text"] = text

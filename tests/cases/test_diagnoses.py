@@ -298,6 +298,7 @@ def test_lazy_module_loading_is_warm_up_not_host_work():
     assert "host-bound" not in {x["rule"] for x in doc["findings"]}
 
 
+@pytest.mark.slow   # 6-37 s in the fast set on the shared 2-core machine (issue 56, item 14)
 def test_checkpoint_copies_are_memcpy_bound():
     """fixtures/checkpoint_spikes: every 10th step copies 1 GiB of weights to pageable host memory. From the
     CSVs (no NVTX trace) memcpy-bound; from the SQLite export, whose steps show the pauses, the checkpoint
@@ -318,6 +319,7 @@ def test_checkpoint_copies_are_memcpy_bound():
     assert not any("come in bursts" in a for a in every["findings"][0]["advice"])
 
 
+@pytest.mark.slow   # 6-37 s in the fast set on the shared 2-core machine (issue 56, item 14)
 def test_syncs_after_small_pageable_copies_get_the_batching_advice():
     """fixtures/small_h2d_copies: 200 tensor.to('cuda') of 1 KiB pageable tensors a step, each followed by
     PyTorch's cudaStreamSynchronize."""

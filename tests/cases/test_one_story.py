@@ -185,6 +185,23 @@ def test_host_work_no_finding_names_is_the_named_limiter():
     assert "py-spy" not in (doc["verdict"]["next_command"] or "")
 
 
+@pytest.mark.parametrize("case", ["pair_checkpoint_sqlite", "cpu_side_math"])
+def test_host_work_a_whole_step_finding_names_is_no_unnamed_limiter(case):
+    """Issue 56, item 7: beside the checkpoint finding (a save on the training thread) and the per-step
+    read-back for host math, the verdict said the host's own work was the limiter "which no finding names"
+    and Next steps asked for a host profile."""
+    doc = _doc(case)
+    assert "limiter" not in doc["verdict"]
+    assert not any(st.get("limiter") for st in doc.get("next_steps", []))
+
+
+def test_the_checkpoint_advice_says_whose_gain_the_finding_gives():
+    """Issue 56, item 7: "every 25 steps ... 78.5 % back" beside a finding and a total of 41 %."""
+    md = (FIXTURES / "pair_checkpoint_sqlite" / "expected.md").read_text(encoding="utf-8")
+    assert "(78.5 % of the window back; the gain above is the asynchronous save's" in md
+    assert "expected gain ≈ 41 % of the window" in md
+
+
 def test_host_time_in_cuda_calls_is_no_unnamed_limiter():
     """small_h2d_copies: the host's time is 200 copy + sync calls a step, which sync-bound names."""
     doc = _doc("small_h2d_copies")

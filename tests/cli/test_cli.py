@@ -108,6 +108,8 @@ def test_o_means_the_output_file_in_every_subcommand(tmp_path, args):
     (["command", "quik"], "did you mean 'quick'?"),
     (["diagnose", "x", "--format", "jsno"], "did you mean 'json'?"),
     (["diagnose", "x", "--lang", "zn"], "did you mean 'zh'?"),
+    (["diagnose", "x", "--lang", "cn"], "did you mean 'zh'?"),      # issue 56, item 12: was 'en', the closest spelling
+    (["diagnose", "x", "--format", "markdown"], "did you mean 'md'?"),
     (["rules", "--format", "jsn"], "did you mean 'json'?"),
     (["diagnos", "x"], "did you mean 'diagnose'?"),
     (["explain", "lunch-bound"], "did you mean 'launch-bound'?"),
@@ -117,6 +119,12 @@ def test_o_means_the_output_file_in_every_subcommand(tmp_path, args):
 def test_every_choice_suggests_the_closest(args, hint):
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 2 and hint in r.output + r.stderr
+
+
+def test_diagnose_help_names_torch_profiler_traces_and_every_exit_code():
+    """Issue 56, item 13 / 12: the help left out torch.profiler traces, and exit 130 on Ctrl-C."""
+    out = " ".join(CliRunner().invoke(main, ["diagnose", "--help"]).output.split())
+    assert "torch.profiler (Kineto) Chrome traces" in out and "130 interrupted (Ctrl-C)" in out
 
 
 def test_explain_takes_a_category_and_reads_like_prose():

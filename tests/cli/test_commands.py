@@ -166,3 +166,17 @@ def test_the_torch_profiler_twin_is_printed_beside_the_nsys_command(scenario, fu
     assert set(kw) >= {"activities", "schedule", "record_shapes", "with_stack", "on_trace_ready"}
     assert kw["with_stack"] == str(full) and "tensorboard_trace_handler('kineto_trace')" == kw["on_trace_ready"]
     assert "prof.step()" in snippet.content and "nsys-expert diagnose kineto_trace" in snippet.content
+
+
+def test_every_scenario_says_its_title_and_notes_in_chinese():
+    """Issue 56, item 9: `command --lang zh` translated only the --explain lines."""
+    from nsys_expert import scenarios as sc
+    from nsys_expert.cli.command import render_plan
+    from nsys_expert.report import i18n
+    for name in sc.SCENARIOS:
+        plan = sc.build(name, sc.Options(lang="zh", nnodes=2, container="docker"))
+        texts = [plan.title, *plan.notes]
+        missing = [t for t in texts if i18n.untranslated(t, "zh")]
+        assert not missing, (name, missing)
+        text = render_plan(plan, None, True, lang="zh")
+        assert "# note:" not in text and "writes it for you" not in text and "why each option" not in text

@@ -187,3 +187,37 @@ def test_installed_pack_through_an_entry_point(monkeypatch):
     packs = rules_mod.load_packs()
     assert [p.name for p in packs] == ["builtin", "team"]
     assert "team-min-gpu-util" in [r.id for r in packs[1].rules]
+
+
+TWIN = """id: team-sync-stalls
+title: Host syncs stall the GPU
+category: sync-bound
+severity: medium
+subject: idle
+when:
+  all:
+    - {fact: gpu_idle_sync_pct, op: gte, value: 5}
+estimate:
+  expr: "{{ gpu_idle_sync_pct * 0.5 }}"
+message: "The GPU waits after syncs {{ gpu_idle_sync_pct | round(1) }} % of the window."
+"""
+
+
+def test_a_team_rule_for_a_builtin_cause_is_warned_of_and_a_wrapped_expr_loads(tmp_path):
+    """Issue 56, item 13: a team rule for the built-in sync-bound cause counted its gain again in the total
+    recoverable time and check-rules said nothing; its "{{ ... }}" estimate (the guide calls it a Jinja2
+    expression) failed to load."""
+    from click.testing import CliRunner
+
+    from nsys_expert.cli import main
+    from nsys_expert.engine.rules import load_pack
+    (tmp_path / "pack.yaml").write_text("name: t\nversion: '1'\ndescription: d\n", encoding="utf-8")
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "team-sync-stalls.yaml").write_text(TWIN, encoding="utf-8")
+    assert load_pack(str(tmp_path)).rules[0].estimate["expr"] == "gpu_idle_sync_pct * 0.5"
+    r = CliRunner().invoke(main, ["check-rules", str(tmp_path)])
+    assert "rule team-sync-stalls estimates a gain on the subject and category of sync-bound" in r.stderr
+    (tmp_path / "rules" / "team-sync-stalls.yaml").write_text(
+        TWIN + "cause: sync-bound\nsupersedes: [sync-bound]\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["check-rules", str(tmp_path)])
+    assert "estimates a gain on the subject" not in r.stderr

@@ -1,5 +1,7 @@
 """engine/resolve.py and engine/relations.py on small packs: folding, refuting, combining, gains that add up,
 severity from gain, the minimum-work guard, and the validation errors of the relation keys."""
+import json
+
 import pytest
 
 from nsys_expert import engine
@@ -8,7 +10,7 @@ from nsys_expert.engine.rules import load_packs
 from nsys_expert.errors import RuleError
 from nsys_expert.facts import FactSet
 
-from conftest import finding
+from conftest import FIXTURES, finding
 
 PACK = """\
 name: t
@@ -166,3 +168,19 @@ def test_a_pack_without_params_uses_the_builtin_ones(tmp_path):
     packs = load_packs([_pack(tmp_path, [_rule("custom-x")], "name: t\nversion: '1'\n")], installed=False)
     custom = next(r for p in packs for r in p.rules if r.id == "custom-x")
     assert custom.pack_params["gain_for_high_pct"] == 10 and "library-kernel" in custom.pack_conditions
+
+
+def test_without_a_trace_a_subject_is_bounded_by_its_summary_estimate():
+    """Issue 56, item 4: from summaries, the fp32 GEMM finding (subject: kernels) was bounded by the whole
+    window, and its range reached 12.8 % where the kernels are at most 11.6 % of it (sync_bound's console
+    text: kernel time over the iterations' time, an upper bound of their share)."""
+    from nsys_expert.engine import gains
+    run = {"kernel_active_est_pct": 11.6, "gpu_active_est_pct": 14.0, "memcpy_active_est_pct": 2.4,
+           "gpu_idle_est_pct": 86.0}
+    assert gains.share("kernels", run, {}) == 11.6 and gains.share("busy", run, {}) == 14.0
+    assert gains.share("copies", run, {}) == 2.4
+    assert gains.share("idle", run, {}) == 100.0        # 100 - an upper bound of busy is no bound of idle
+    assert gains.share("kernels", dict(run, kernel_active_pct=9.0), {}) == 9.0   # the trace's own first
+    doc = json.loads((FIXTURES / "sync_bound_summaries" / "expected.json").read_text(encoding="utf-8"))
+    f = next(x for x in doc["findings"] if x["rule"] == "fp32-gemm-without-tensor-cores")
+    assert f["estimated_gain_range_pct"][1] <= doc["facts"]["kernel_active_est_pct"] + 0.05

@@ -474,3 +474,24 @@ def test_console_loses_to_csv_for_the_same_table(tmp_path):
     assert prof.source_name("kern_sum") == "launch_bound_cuda_gpu_kern_sum.csv"
     assert prof.source_name("api_sum") == "stats_column.txt"
     assert any("richest source" in str(w) for w in prof.warnings)
+
+
+def test_names_cut_in_a_table_a_richer_source_gave_are_not_warned_about(tmp_path):
+    """Issue 56, item 11: the "names were cut by nsys" warning was said of a console file whose cut table
+    the report took from the CSVs beside it. launch_bound's console text (its kernel summary cut, its API
+    summary whole) beside launch_bound's CSVs but their API summary: the kernel table comes from the CSV and
+    the API summary from the console text, the warning goes; alone, it stays."""
+    import shutil
+
+    from nsys_expert import config, pipeline
+    console = FIXTURES / "console_launch_bound" / "input" / "stats_column.txt"
+    alone = pipeline.diagnose(pipeline.Request([str(console)], config.Settings()))
+    assert any("were cut by nsys" in str(w) for w in alone["warnings"])
+    for f in (FIXTURES / "launch_bound" / "input").glob("*.csv"):
+        if not f.name.endswith("_cuda_api_sum.csv"):
+            shutil.copy(f, tmp_path / f.name)
+    shutil.copy(console, tmp_path / "stats_column.txt")
+    both = pipeline.diagnose(pipeline.Request([str(tmp_path)], config.Settings()))
+    used = {(i["table"], i["path"].rsplit("/", 1)[-1]) for i in both["inputs"]}
+    assert ("api_sum", "stats_column.txt") in used and ("kern_sum", "launch_bound_cuda_gpu_kern_sum.csv") in used
+    assert not any("were cut by nsys" in str(w) for w in both["warnings"])

@@ -129,3 +129,21 @@ def test_a_trace_beside_nsys_reports_is_set_aside(tmp_path):
     prof = load_paths([str(tmp_path)])
     assert all(i["kind"] != "kineto" for i in prof.inputs) and "nvtx_trace" not in prof.tables
     assert any("torch.profiler trace beside nsys reports" in str(w) for w in prof.warnings)
+
+
+def test_2021_dataloader_and_optimizer_ranges_are_ranges(tmp_path):
+    """Issue 56, item 10: in the 2021 format PyTorch's own record_function ranges are Operator events; the
+    DataLoader's were dropped, so a num_workers=0 trace's data wait read as host-bound. The real
+    kineto_dataloader_bound trace written in the 2021 category names diagnoses as the trace does."""
+    src = json.loads(gzip.open(next((FIXTURES / "kineto_dataloader_bound" / "input").glob("*.json.gz")), "rt").read())
+    old = {"kernel": "Kernel", "gpu_memcpy": "Memcpy", "gpu_memset": "Memset", "cuda_runtime": "Runtime",
+           "cuda_driver": "Runtime", "user_annotation": "Operator", "cpu_op": "Operator"}
+    ev = [dict(e, cat=old.get(e.get("cat"), e.get("cat"))) for e in src["traceEvents"]
+          if e.get("cat") != "gpu_user_annotation"]
+    path = _write(tmp_path / "old.pt.trace.json", dict(src, traceEvents=ev))
+    rng = load_paths([str(path)]).tables["nvtx_trace"]["name"].to_list()
+    assert sum(n.startswith("enumerate(DataLoader)#") for n in rng) == 6
+    from nsys_expert import config, pipeline
+    doc = pipeline.diagnose(pipeline.Request([str(path)], config.Settings()))
+    want = json.loads((FIXTURES / "kineto_dataloader_bound" / "expected.json").read_text(encoding="utf-8"))
+    assert doc["verdict"]["rule"] == want["verdict"]["rule"] == "data-io-bound"

@@ -83,3 +83,77 @@ def test_not_a_report_is_exit_2(tmp_path):
     (tmp_path / "x.json").write_text("{\"hello\": 1}")
     p = run("diff", tmp_path / "x.json", FIXTURES / "sync_bound" / "input")
     assert p.returncode == 2 and "not an nsys-expert JSON report" in p.stderr
+
+
+def _pairs():
+    """Every measured before / after pair among the fixtures (pair_X and pair_X_fixed, CSV or SQLite)."""
+    out = []
+    for d in sorted(FIXTURES.glob("pair_*")):
+        name = d.name
+        fixed = name[:-len("_sqlite")] + "_fixed_sqlite" if name.endswith("_sqlite") else name + "_fixed"
+        if "_fixed" not in name and (FIXTURES / fixed / "expected.json").is_file():
+            out.append((name, fixed))
+    return out
+
+
+def _golden(case):
+    """A fixture's golden as diff reads a report (the golden keeps the not-evaluated rules' names
+    and the inputs' rows only)."""
+    doc = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    return dict(doc, not_evaluated=[{"rule": r} for r in doc["not_evaluated"]],
+                inputs=[{"path": i[0]} for i in doc["inputs"]])
+
+
+@pytest.mark.parametrize("before,after", _pairs())
+def test_a_faster_step_is_improved_and_a_slower_one_regressed(before, after):
+    """Issue 56, item 1: ResNet-50 60.1 -> 34.3 ms a step and the fp32 GEMM 11.1 -> 1.5 ms were headed
+    "regressed" (the faster step left the GPU idle a larger share); swapped, "improved" beside a tripped gate.
+    The headline follows the time per step, the gate agrees with it."""
+    from nsys_expert import diff
+    b, a = _golden(before), _golden(after)
+    d = diff.compare(b, a, fail_pct=5)
+    assert d["verdict"] == "improved" and d["verdict_basis"]["by"] == "step_time", d["verdict_basis"]
+    assert d["verdict_basis"]["change_pct"] <= -diff.STEP_NOISE_PCT
+    r = diff.compare(a, b, fail_pct=5)
+    assert r["verdict"] == "regressed" and r["gate"]["tripped"], r["verdict_basis"]
+    assert len(_pairs()) >= 20
+
+
+def test_without_a_time_per_step_the_verdict_counts_what_moved():
+    from nsys_expert import diff
+    b = {"facts": {"gpu_active_pct": 50.0}, "findings": []}
+    a = {"facts": {"gpu_active_pct": 60.0}, "findings": []}
+    d = diff.compare(b, a)
+    assert d["verdict"] == "improved" and d["verdict_basis"] == {"by": "counts", "better": 1, "worse": 0}
+    assert diff.compare(a, b)["verdict"] == "regressed"
+
+
+def test_a_step_within_the_noise_is_unchanged_and_a_slower_one_trips_the_gate():
+    from nsys_expert import diff
+    from nsys_expert.diff import render
+    b = {"facts": {"window_ms": 100.0, "iter_count": 10, "gpu_active_pct": 80.0}, "findings": []}
+    same = {"facts": {"window_ms": 101.0, "iter_count": 10, "gpu_active_pct": 90.0}, "findings": []}
+    assert diff.compare(b, same)["verdict"] == "unchanged"
+    slow = {"facts": {"window_ms": 150.0, "iter_count": 10, "gpu_active_pct": 90.0}, "findings": []}
+    d = diff.compare(b, slow, fail_pct=20)
+    assert d["verdict"] == "regressed" and d["gate"]["tripped"]
+    assert d["regressions"][0] == "time per step: 10 -> 15 ms (50.0 % > 20)"
+    assert "**Verdict:** regressed (time per step 10 → 15 ms, 50.0 % slower" in render.render_markdown(d)
+
+
+@pytest.mark.parametrize("before,after,main", [("pair_dataloader_bound", "pair_dataloader_bound_fixed", "host-bound"),
+                                               ("pair_loader_between_sqlite", "pair_loader_between_fixed_sqlite",
+                                                "loader-between-steps")])
+def test_one_change_that_fixes_two_findings_credits_both(before, after, main):
+    """Issue 56, item 2: DataLoader workers with pinned buffers end the host / between-steps idle and the
+    pageable copies; the 1.6 % pageable-copy finding took the credit ("did not come true: 49 points off")
+    because its evidence fell 100 % and the 53 % finding's 99.8 %."""
+    from nsys_expert import diff
+    from nsys_expert.diff import render
+    p = diff.promises(_golden(before), _golden(after))
+    applied = {r["rule"]: r for r in p["rows"] if r["applied"]}
+    assert set(applied) == {main, "pageable-memcpy"} and all(r["came_true"] for r in applied.values())
+    assert abs(p["applied_promised_pct"] - p["measured_gain_pct"]) <= diff.CAME_TRUE_POINTS
+    assert p["applied_promised_pct"] < applied[main]["promised_pct"] + applied["pageable-memcpy"]["promised_pct"]
+    text = " ".join(render._promise_lines(p))
+    assert "not the change made" not in text and "promised together" in text and "did not come true" not in text

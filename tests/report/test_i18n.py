@@ -319,3 +319,21 @@ def test_zh_terminal_summary_uses_chinese_punctuation():
     assert "结论：同步瓶颈" in out and "发现的问题：" in out
     assert "GPU 活跃 13.7 %（占窗口，整个采集 9.9 %） · 主要空闲原因：阻塞同步之后（85.9 %）" in out
     assert "窗口 0.412–1.460 s（nvtx:step）" in out and " (" not in out
+
+
+def test_the_ncu_sentences_are_said_in_chinese(tmp_path):
+    """Issue 56, item 9: the raw-page next step, the "nsys records them only when they are traced" step and
+    why an Nsight Compute file was not read stayed English in a Chinese report."""
+    import shutil
+
+    for text in ("the Nsight Compute raw page",
+                 "the warp-stall, tensor-pipe and sector metrics are on the raw page only: export it from the same ncu report",
+                 "the export holds no such events: nsys records them only when they are traced (--trace=cuda,nvtx,osrt) and happen"):
+        assert i18n.untranslated(text, "zh") == [], text
+    (tmp_path / "ncu").mkdir()
+    for f in (FIXTURES / "sync_bound" / "input").glob("*.csv"):
+        shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "ncu" / "x_details.csv").write_text('"ID","Process ID"\n', encoding="utf-8")
+    doc = pipeline.diagnose(pipeline.Request([str(tmp_path)], config.Settings(lang="zh")))
+    md = report.render_markdown(doc, "zh")
+    assert "x_details.csv（缺少 Kernel Name 列的 ncu CSV）" in md and "without a Kernel Name" not in md

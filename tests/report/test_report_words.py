@@ -99,3 +99,48 @@ def test_diff_shows_a_share_change_in_points():
     assert "| `gpu_active_pct` | 4.70 | 98.50 | +93.8 pp |" in text
     assert "| `iter_median_ms` | 3.00 | 1.50 | -1.50 (-50.0 %) |" in text
     assert "1995" not in text
+
+
+def test_the_window_on_the_profile_clock_is_a_window_argument():
+    """Issue 56, item 10: a torch.profiler trace's clock reads millions of seconds, and the report printed
+    '5,656,674–5,656,674 s' (start = end, with separators --window does not read). In every golden, the
+    range 'as --window takes them' is two plain numbers, start before end."""
+    seen = 0
+    for md in sorted(FIXTURES.glob("*/expected.md")):
+        m = re.search(r"; (\S+)–(\S+) s on the (?:nsys timeline|trace's clock), as --window takes them", md.read_text(encoding="utf-8"))
+        if m:
+            a, b = float(m.group(1)), float(m.group(2))     # no thousands separator
+            assert a < b, (md.parent.name, m.group(0))
+            seen += 1
+    assert seen >= 100
+
+
+def test_the_printed_window_gives_the_same_window_back():
+    import json
+
+    from nsys_expert import config
+    from nsys_expert.cli.diagnose import _parse_time
+    case = FIXTURES / "kineto_rocm_mi250"
+    md = (case / "expected.md").read_text(encoding="utf-8")
+    a, b = md.split(" s on the trace's clock, as --window takes them")[0].rsplit("; ", 1)[1].split("–")
+    doc = pipeline.diagnose(pipeline.Request([str(case / "input")],
+                                             config.Settings(window=(_parse_time(a + "s"), _parse_time(b + "s")))))
+    w = json.loads((case / "expected.json").read_text(encoding="utf-8"))["window"]
+    assert doc["window"]["source"] == "user"
+    assert abs(doc["window"]["start_ns"] - w["start_ns"]) < 1_000_000 and abs(doc["window"]["end_ns"] - w["end_ns"]) < 1_000_000
+
+
+def test_a_torch_profiler_report_names_nsys_for_an_nsys_flag():
+    """Issue 56, item 10: host-bound on a torch.profiler trace said "profile with --trace=osrt" (an nsys
+    flag) and offered nsys's Python sampling; now it says torch.profiler records no OS calls and names nsys."""
+    lines = [ln for md in sorted(FIXTURES.glob("kineto_*/expected.md"))
+             for ln in md.read_text(encoding="utf-8").splitlines() if "--trace=" in ln]
+    assert lines and all("nsys" in ln for ln in lines), [ln for ln in lines if "nsys" not in ln]
+    ddp = (FIXTURES / "kineto_hta_ddp_v100" / "expected.md").read_text(encoding="utf-8")
+    assert "torch.profiler records no OS calls" in ddp and "torch.profiler(with_stack=True)" in ddp
+
+
+def test_a_copy_with_no_memory_kind_is_not_unknown_to_unknown():
+    """Issue 56, item 11: unified-memory copies were labelled 'Unknown→Unknown'."""
+    from nsys_expert.report import shaping
+    assert shaping.memkind("Unknown→Unknown", {}) == "–" and shaping.memkind("Pageable→Device", {}) == "Pageable→Device"

@@ -87,3 +87,15 @@ def test_an_idle_gpu_whose_gaps_have_causes_is_not_unexplained():
     assert doc["facts"]["gpu_active_pct"] < 10
     md = (FIXTURES / "cpu_side_math" / "expected.md").read_text(encoding="utf-8")
     assert "no rule names a cause" not in md
+
+
+def test_a_title_many_findings_share_is_said_once_with_the_count():
+    """Issue 56, item 11: an undetermined verdict listed "Latency-bound kernel ..." twelve times (one per kernel)."""
+    from types import SimpleNamespace as NS
+
+    from nsys_expert.report.diagnosis import Verdict
+    lat = [NS(rule="latency-bound", title="Latency-bound kernel", severity="medium", category="latency") for _ in range(12)]
+    d = NS(verdict=Verdict(state="undetermined", reason="utilization_unknown"), too_little_work=None,
+           findings=lat + [NS(rule="x", title="Other", severity="low", category="c")])
+    text = verdict.words(d, LABELS["en"], lambda s: s)["text"]
+    assert text.count("Latency-bound kernel") == 1 and "Latency-bound kernel (medium) × 12; Other (low)." in text

@@ -1,0 +1,45 @@
+"""The HTML report shows what the Markdown shows (issue 56, item 6: the HTML left out "Where each step's
+time goes, by phase", the sentence that names the phase holding the idle time and "and N more kernel(s)").
+
+Statically: every label, table, fact and document key the Markdown template reads, the HTML template reads
+too. Rendered: on the fixtures that have them, the HTML holds the phase table's rows and those sentences."""
+import html as htmlmod
+import re
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+from nsys_expert import config, pipeline, report
+from nsys_expert.report import html
+
+TEMPLATES = ROOT / "nsys_expert" / "report" / "templates"
+KEYS = re.compile(r"\b(?:L|t|f|doc)\.[a-z_]+")
+
+
+def _keys(name: str) -> set[str]:
+    return set(KEYS.findall((TEMPLATES / name).read_text(encoding="utf-8")))
+
+
+def test_every_key_the_markdown_reads_the_html_reads():
+    missing = _keys("report.md.j2") - _keys("report.html.j2")
+    assert not missing, f"the HTML report leaves out what the Markdown shows: {sorted(missing)}"
+
+
+def _both(case):
+    doc, ser, zoom = pipeline.diagnose_with_series(pipeline.Request([str(FIXTURES / case / "input")], config.Settings()))
+    return report.render_markdown(doc, "en"), htmlmod.unescape(re.sub(r"<[^>]+>", "", html.render_html(doc, ser, "en", zoom)))
+
+
+@pytest.mark.parametrize("case,texts", [
+    ("dataloader_bound", ["Where each step's time goes, by phase", "Where: "]),
+    ("memory_bound_ncu", ["more kernel(s)"]),
+])
+def test_the_html_holds_the_sections_of_the_markdown(case, texts):
+    md, page = _both(case)
+    for text in texts:
+        assert text in md, (case, text)        # the fixture still has it
+        assert text in page, (case, text)
+    if "by phase" in texts[0]:
+        table = md.split("Where each step's time goes, by phase")[1].split("\n\n")[1]
+        for row in table.splitlines()[2:]:
+            assert row.split(" | ")[1] in page, row       # each phase's ms a step
