@@ -16,6 +16,7 @@ import os
 
 from ..engine.rules import SEVERITIES
 from ..errors import InputError
+from .where import places_gone
 
 # fact -> True when a larger value is better
 KEY_FACTS = {
@@ -168,7 +169,7 @@ def compare(before: dict, after: dict, fail_pct: float | None = None) -> dict:
             "regressions": regressions, "gate": None if fail_pct is None else {"threshold_pct": fail_pct,
                                                                                "tripped": bool(regressions)},
             "facts": facts, "resolved": resolved, "new": new, "persisting": persisting, "not_comparable": unknown,
-            "comparability": notes}
+            "comparability": notes, **({"places_gone": gone} if (gone := places_gone(before, after)) else {})}
 
 
 STEP_NOISE_PCT = 2.0   # a time per step within this many percent of the other run's is unchanged

@@ -104,6 +104,10 @@ def _blocks(d: dict) -> list[tuple]:
         out += [("p", "Comparability:"), ("ul", list(d["comparability"]))]
     if d.get("promises"):
         out += [("h2", "Promised and measured"), ("ul", _promise_lines(d["promises"]))]
+    if d.get("places_gone"):
+        out += [("p", "The change made, in the code (places that held a cause before and none of it after):"),
+                ("ul", [f"`{g['file']}:{g['line']}` in `{g['function']}`" + (f" (`{g['operator']}`)" if g.get("operator") else "")
+                        + f": {g['share_before_pct']} % of `{g['rule']}` before" for g in d["places_gone"][:5]])]
     out.append(("h2", "Findings"))
     cut: dict[str, str] = {}
     empty = []
