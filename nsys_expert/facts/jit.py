@@ -10,7 +10,7 @@ import polars as pl
 from ..notes import Note
 from . import timeline
 from .base import Context, pct
-from .names import MODULE_LOAD_APIS, api_base
+from .names import MODULE_LOAD_APIS, api_base, matching
 from .declare import fact
 
 
@@ -51,9 +51,9 @@ def _compiled_share(ctx: Context, s0: int, e0: int) -> None:
     gpu = ctx.prof.tables.get("gpu_trace")
     if gpu is None or "kind" not in gpu.columns:
         return
-    k = timeline.starting_in(gpu, s0, e0).filter(pl.col("kind") == "kernel").select(pl.col("name").cast(pl.String))
+    k = timeline.starting_in(gpu, s0, e0).filter(pl.col("kind") == "kernel").select("name")
     if k.height:
-        n = k.filter(pl.col("name").str.contains(COMPILED_KERNEL)).height
+        n = matching(k, COMPILED_KERNEL).height
         ctx.fs.put("compiled_kernel_share_pct", pct(n, k.height), ctx.prof.source_name("gpu_trace"))
 
 

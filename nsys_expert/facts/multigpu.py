@@ -31,6 +31,7 @@ import polars as pl
 
 from . import intervals, timeline
 from .base import Context, in_window, of_kinds, pct
+from .names import matching
 from .declare import fact
 
 # DataParallel's collectives: broadcast (replicate) and reduce (the broadcast's backward), never AllReduce
@@ -88,7 +89,7 @@ def _data_parallel(ctx: Context, ops: pl.DataFrame) -> None:
     fs, win = ctx.fs, ctx.win
     src = ctx.prof.source_name("gpu_trace")
     names = pl.col("name").cast(pl.String)
-    if ops.filter((pl.col("kind") == "kernel") & names.str.contains(DP_COLLECTIVE)).height == 0:
+    if matching(ops.filter(pl.col("kind") == "kernel"), DP_COLLECTIVE).height == 0:
         fs.put("dp_broadcast_reduce_count", 0, src)   # no broadcast or reduce to tell apart: nothing to count
     work = _process_of(ctx, ops)
     if work is None:
@@ -101,7 +102,7 @@ def _data_parallel(ctx: Context, ops: pl.DataFrame) -> None:
     fs.put("gpu_devices_per_process", most, src)
     procs = per.filter(pl.col("n") >= 2)["proc"].implode()
     mine = work.filter(pl.col("proc").is_in(procs))
-    coll = mine.filter((pl.col("kind") == "kernel") & names.str.contains(DP_COLLECTIVE))
+    coll = matching(mine.filter(pl.col("kind") == "kernel"), DP_COLLECTIVE)
     peer = mine.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "PtoP")) \
         if "copy_kind" in mine.columns else mine.clear()
     fs.put("dp_broadcast_reduce_count", coll.height, src)
@@ -110,7 +111,8 @@ def _data_parallel(ctx: Context, ops: pl.DataFrame) -> None:
         fs.put("dp_broadcast_reduce_per_iter", coll.height / n_it, src)
         fs.put("dp_peer_copies_per_iter", peer.height / n_it, src)
     transfers = pl.concat([coll.select("start_ns", "end_ns", "device_id"), peer.select("start_ns", "end_ns", "device_id")])
-    compute = of_kinds(mine, timeline.KERNEL_WORK).filter(~names.str.contains(r"(?i)nccl"))
+    kern = of_kinds(mine, timeline.KERNEL_WORK)
+    compute = kern.join(matching(kern, r"(?i)nccl").select("name").unique(), on="name", how="anti")
     worst = max(_exposed_by_device(transfers, compute, win).values(), default=0)
     fs.put("dp_transfer_exposed_pct", pct(worst, win.length_ns) or 0.0, src)
 
@@ -142,7 +144,7 @@ def _step_thread(ctx: Context, launches: pl.DataFrame) -> int | None:
 
 def _passes(ctx: Context, ops: pl.DataFrame) -> None:
     fs, win = ctx.fs, ctx.win
-    if of_kinds(ops, timeline.KERNEL_WORK).filter(pl.col("name").cast(pl.String).str.contains(ALLREDUCE)).height == 0:
+    if matching(of_kinds(ops, timeline.KERNEL_WORK), ALLREDUCE).height == 0:
         # no all-reduce kernel in the window: none per micro-batch either
         fs.put("allreduce_passes_per_opt_step", 0.0, ctx.prof.source_name("gpu_trace"))
         return

@@ -7,8 +7,8 @@ a stream synchronisation. They differ in how often and where: a read for a log l
 a step, at its end; a data-dependent shape comes inside the forward and backward passes, once per layer
 (per expert), with the step's work queued before and after it. So, over the blocking calls of the window:
 
-- ``sync_small_d2h_share_pct``: the share that follows (same thread, just before) a device-to-host copy
-  of at most 64 bytes (a count or a scalar), or is one;
+- ``sync_small_d2h_share_pct``: the share that follows (same thread, within 200 us) a device-to-host
+  copy call of at most 64 bytes (a count or a scalar), or is one;
 - ``sync_mid_step_share_pct``: the share with a fifth or more of their step's kernel launches still to
   come (inside the passes, not at the step's end);
 - ``sync_small_d2h_per_iter``: those syncs after small copies, per iteration.
@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import timeline
 from .base import Context, pct
 from .declare import fact
 from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
 SMALL_BYTES = 64
+FOLLOW_NS = 200_000       # a sync this soon after a small copy call on its thread reads that copy back
 MID_SHARE = 0.2
 
 
@@ -33,8 +35,8 @@ def applies(ctx: Context) -> bool:
 def compute(ctx: Context) -> None:
     prof, win = ctx.prof, ctx.win
     api, gpu = prof.tables["api_trace"], prof.tables.get("gpu_trace")
-    a = (api.filter((pl.col("start_ns") >= win.start_ns) & (pl.col("start_ns") < win.end_ns))
-         .with_columns(api_base(api).alias("base")).sort("start_ns"))
+    a = timeline.starting_in(api, win.start_ns, win.end_ns).select(
+        "start_ns", "end_ns", "tid", "corr_id", api_base(api).alias("base"))
     blocking = sorted(SYNC_APIS | SYNC_MEM_APIS)
     syncs = a.filter(pl.col("base").is_in(blocking))
     src = prof.source_name("api_trace")
@@ -45,11 +47,12 @@ def compute(ctx: Context) -> None:
     if gpu is None or not {"corr_id", "bytes", "copy_kind"} <= set(gpu.columns):
         return
     small = gpu.filter((pl.col("copy_kind") == "DtoH") & (pl.col("bytes") <= SMALL_BYTES)).select("corr_id")
-    calls = a.with_columns(pl.col("corr_id").is_in(small["corr_id"].implode()).alias("small_d2h"),
-                           pl.col("base").is_in(blocking).alias("sync"))
-    # the call just before each sync on its thread
-    calls = calls.with_columns(pl.col("small_d2h").shift(1).over("tid").fill_null(False).alias("prev_small"))
-    s = calls.filter(pl.col("sync")).with_columns((pl.col("small_d2h") | pl.col("prev_small")).alias("after_small"))
+    copies = a.join(small, on="corr_id", how="semi").select("tid", pl.col("start_ns").alias("copy_s"),
+                                                          pl.col("corr_id").alias("copy_corr"))
+    # a sync that is the small copy (a synchronous cudaMemcpy), or that follows one on its thread closely
+    s = syncs.sort("start_ns").join_asof(copies.sort("copy_s"), left_on="start_ns", right_on="copy_s", by="tid",
+                                         strategy="backward", tolerance=FOLLOW_NS, check_sortedness=False)
+    s = s.with_columns((pl.col("copy_s").is_not_null()).alias("after_small"))
     n = s.height
     n_small = int(s["after_small"].sum())
     ctx.fs.put("sync_small_d2h_share_pct", pct(n_small, n), src)
