@@ -258,7 +258,9 @@ def resolve(findings: list[Finding], rules: dict[str, Rule], run: dict, kernels:
     place_idle(res.findings, run)                      # 6. where the idle time is
     unplaced = place_code(res.findings, rules, where or {})       # 7. where in the user's code
     if unplaced and run.get("stacks_source") is None:
-        res.notes.append(Note("engine.no_stacks", {"rules": ", ".join(unplaced)}))
+        # a torch.profiler trace (the only input that names its GPUs' maker) gets its own words: with_stack
+        words = "torch" if "gpu_vendor" in run else "full"
+        res.notes.append(Note("engine.no_stacks", {"rules": ", ".join(unplaced)}, words=words))
     return res
 
 

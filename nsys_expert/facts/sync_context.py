@@ -7,8 +7,8 @@ a stream synchronisation. They differ in how often and where: a read for a log l
 a step, at its end; a data-dependent shape comes inside the forward and backward passes, once per layer
 (per expert), with the step's work queued before and after it. So, over the blocking calls of the window:
 
-- ``sync_small_d2h_share_pct``: the share that follows (same thread, within 200 us) a device-to-host
-  copy call of at most 64 bytes (a count or a scalar), or is one;
+- ``sync_small_d2h_share_pct``: the share that follows (same thread, within 200 us of its end) a
+  device-to-host copy call of at most 64 bytes (a count or a scalar), or is one;
 - ``sync_mid_step_share_pct``: the share with a fifth or more of their step's kernel launches still to
   come (inside the passes, not at the step's end);
 - ``sync_small_d2h_per_iter``: those syncs after small copies, per iteration.
@@ -23,7 +23,7 @@ from .declare import fact
 from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
 SMALL_BYTES = 64
-FOLLOW_NS = 200_000       # a sync this soon after a small copy call on its thread reads that copy back
+FOLLOW_NS = 200_000       # a sync this soon after a small copy call ended on its thread reads that copy back
 MID_SHARE = 0.2
 
 
@@ -48,11 +48,14 @@ def compute(ctx: Context) -> None:
         return
     small = gpu.filter((pl.col("copy_kind") == "DtoH") & (pl.col("bytes") <= SMALL_BYTES)).select("corr_id")
     copies = a.join(small, on="corr_id", how="semi").select("tid", pl.col("start_ns").alias("copy_s"),
-                                                          pl.col("corr_id").alias("copy_corr"))
-    # a sync that is the small copy (a synchronous cudaMemcpy), or that follows one on its thread closely
-    s = syncs.sort("start_ns").join_asof(copies.sort("copy_s"), left_on="start_ns", right_on="copy_s", by="tid",
+                                                          pl.col("end_ns").alias("copy_e"))
+    # a sync that is the small copy (a synchronous cudaMemcpy), or that starts soon after one ended on its
+    # thread (a copy into pageable memory waits for the GPU itself: from its end, not its start)
+    s = syncs.sort("start_ns").join_asof(copies.sort("copy_e"), left_on="start_ns", right_on="copy_e", by="tid",
                                          strategy="backward", tolerance=FOLLOW_NS, check_sortedness=False)
-    s = s.with_columns((pl.col("copy_s").is_not_null()).alias("after_small"))
+    s = s.join(copies.select("tid", pl.col("copy_s").alias("same_s")), left_on=["tid", "start_ns"],
+               right_on=["tid", "same_s"], how="left", coalesce=False)
+    s = s.with_columns((pl.col("copy_e").is_not_null() | pl.col("same_s").is_not_null()).alias("after_small"))
     n = s.height
     n_small = int(s["after_small"].sum())
     ctx.fs.put("sync_small_d2h_share_pct", pct(n_small, n), src)
