@@ -34,8 +34,7 @@ def _points(df: pl.DataFrame, weight: pl.Expr) -> pl.DataFrame:
             pl.col("start_ns").alias("ts"), weight.cast(pl.Float64).alias("weight"),
             pl.col("base").cast(pl.String).alias("operator"),
             pl.col("corr_id").cast(pl.Int64) if "corr_id" in df.columns else pl.lit(None, pl.Int64).alias("corr_id")]
-    extra = [c for c in ("callchain_id",) if c in df.columns]
-    return df.select(*cols, *extra)
+    return df.select(*cols)
 
 
 def points(api: pl.DataFrame, gpu: pl.DataFrame | None, lo: int, hi: int) -> dict[str, pl.DataFrame]:
