@@ -21,29 +21,29 @@ ends in ``_or`` holds alternatives (``A or B``: each translated, joined with 或
 from __future__ import annotations
 
 import functools
-import gettext
 import os
 import re
 
 from .. import notes
+from ..notes import catalogs
 
 DOMAIN = "nsys_expert"
-LOCALE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale")
+LOCALE_DIR = catalogs.PACKAGE_LOCALE
 _FIELD = re.compile(r"\\\{(\w+)\\\}")
 _SPEC = re.compile(r"\{\w+:[^{}]*\}")
 
 
-@functools.lru_cache(maxsize=None)
 def _catalog(lang: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
     """(exact message ids -> translations, [(pattern of a message id with fields, translation)])."""
-    try:
-        t = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang])
-    except OSError:
-        return {}, []
+    return _compiled(lang, tuple(catalogs.locale_dirs()))
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(lang: str, dirs: tuple[str, ...]) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
     exact: dict[str, str] = {}
     patterns = []
-    for msgid, msgstr in t._catalog.items():   # noqa: SLF001 - GNUTranslations keeps its catalog here
-        if not isinstance(msgid, str) or not msgid or not msgstr:
+    for msgid, msgstr in catalogs.catalog(DOMAIN, lang).items():
+        if "\x04" in msgid:
             continue
         if "{" in msgid:
             if _SPEC.search(msgid) or msgid in _loose():   # said from their notes only (notes/codes.py)
@@ -134,25 +134,24 @@ def _field(name: str, value: str, lang: str) -> str:
     return translate(value, lang) if " " in value else value
 
 
-@functools.lru_cache(maxsize=None)
 def _templates(lang: str) -> dict[str, str]:
     """Every message id of ``lang``'s catalog -> its translation (a note's English template -> its own)."""
-    try:
-        t = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang])
-    except OSError:
-        return {}
-    return {k: v for k, v in t._catalog.items() if isinstance(k, str) and k and v}   # noqa: SLF001
+    return catalogs.catalog(DOMAIN, lang)
 
 
 _LANGUAGES = {"zh": dict(items="，", either=" 或 ", both=" 和 ", clauses="；", and_more="{names} 等另外 {more} 个文件",
                          join_either=lambda items: _either_zh(items), fill=lambda t, v: _fill(t, v))}
 
 
-@functools.lru_cache(maxsize=None)
 def language(lang: str | None) -> notes.Language:
     """How ``lang`` says the notes: its templates from the message catalog, its joining words."""
     if not lang or lang == "en":
         return notes.ENGLISH
+    return _language(lang, tuple(catalogs.locale_dirs()))
+
+
+@functools.lru_cache(maxsize=None)
+def _language(lang: str, dirs: tuple[str, ...]) -> notes.Language:
     return notes.Language(template=_templates(lang).get, **_LANGUAGES.get(lang, {}))
 
 
