@@ -51,3 +51,29 @@ def languages() -> list[str]:
         if os.path.isdir(d):
             found |= {x for x in os.listdir(d) if os.path.isdir(os.path.join(d, x, "LC_MESSAGES"))}
     return ["en"] + sorted(found - {"en"})
+
+
+RULES = "rules"
+
+
+def rule_text(d: dict | None, lang: str | None):
+    """A rule's words (``{en: ..., zh: ...}`` in its file: a title, a message, a because) in ``lang``: the
+    file's own, else the ``rules`` catalog's translation of the English, else the English."""
+    if not d:
+        return None
+    own = d.get(lang) if lang else None
+    if own:
+        return own
+    en = d.get("en")
+    return catalog(RULES, lang).get(en, en) if isinstance(en, str) else en
+
+
+def rule_texts(d: dict | None, lang: str | None) -> list:
+    """A rule's list of words (its advice) in ``lang``, item by item as :func:`rule_text`."""
+    if not d:
+        return []
+    own = d.get(lang) if lang else None
+    if own:
+        return own
+    cat = catalog(RULES, lang)
+    return [cat.get(x, x) if isinstance(x, str) else x for x in d.get("en") or []]
