@@ -60,7 +60,9 @@ def _decided(findings: list[Ranked], facts: dict, inputs: list, tables: dict, ev
     out = verdict.decide(typed, evaluation.not_evaluated, facts, steps, window, tables.get("phases"),
                          evaluation.categories)
     # a torch.profiler trace (the only input that names its GPUs' maker) is profiled again with torch.profiler
-    again = shaping.PROFILE_AGAIN_TORCH if "gpu_vendor" in facts else shaping.PROFILE_AGAIN
+    # (on an AMD GPU no command: `command quick` prints nsys beside the torch.profiler snippet)
+    again = shaping.PROFILE_AGAIN if "gpu_vendor" not in facts else \
+        None if facts["gpu_vendor"] == "amd" else shaping.PROFILE_AGAIN_TORCH
     if evaluation.too_little_work is not None:     # engine/gains.py's minimum-work guard: no finding decides
         # more steps decide, not ncu on the few kernels there are (a new profile or an export stays)
         keep = out.next_command and not out.next_command.startswith("ncu ")
