@@ -411,6 +411,15 @@ CODES: dict[str, Code] = {
     "engine.too_little_work": Code("warning", "only {work:.3g} ms of GPU work in the {window:.3g} ms window (less than "
                                               "{limit:g} ms): too little to judge the run; findings are capped at low "
                                               "severity; profile more steps"),
+    "engine.too_few_gpu_ops": Code("warning", "only {ops} GPU kernel(s) in the {window:.3g} ms window (fewer than "
+                                              "{least}): they show what those kernels are, not where a run's time "
+                                              "goes; too little to judge the run; findings are capped at low "
+                                              "severity; profile more steps"),
+    "engine.one_profiler_step": Code("warning", "the trace holds one torch.profiler step ({window:.3g} ms window): the "
+                                                "profiler's stop may have cut it short, and with no other step to "
+                                                "compare it cannot be told from a stub; too little to judge the run; "
+                                                "findings are capped at low severity; record three or more steps "
+                                                "(schedule(wait=1, warmup=1, active=3))"),
     "engine.too_little_work_summaries": Code("warning", "only {work:.3g} ms of GPU work in the whole profile (kernels "
                                                         "and copies in the summary reports) (less than {limit:g} ms): "
                                                         "too little to judge the run; findings are capped at low "
