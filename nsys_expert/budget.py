@@ -174,20 +174,25 @@ def drop_workers(pids) -> None:
 _own_share: str | None = None             # the shared folder of the run this process watches
 
 
-def _rss(pid: str = "self") -> int:
-    with open(f"/proc/{pid}/statm", "rb") as fh:
+def _rss() -> int:
+    with open("/proc/self/statm", "rb") as fh:
         return int(fh.read().split()[1]) * _PAGE
+
+
+def _child_rss(pid: int) -> int | None:
+    """The resident memory of ``pid`` if it is still a child of this process (a worker that has ended, or a
+    process that took its pid since, is None: never counted, never ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return int(fields[21]) * _PAGE if int(fields[1]) == os.getpid() else None
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _workers_rss() -> int:
     """The resident memory of this run's worker processes (one that has ended counts nothing)."""
-    total = 0
-    for pid in list(_workers):
-        try:
-            total += _rss(str(pid))
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
+    return sum(_child_rss(pid) or 0 for pid in list(_workers))
 
 
 def _from_workers(suffix: str) -> list[str]:
@@ -230,8 +235,9 @@ class _Watch(threading.Thread):
     def over(self, rss: int) -> None:
         many = bool(_workers)
         for pid in list(_workers):     # this run's own worker processes, ended first: they hold the memory
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+            if _child_rss(pid) is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
         files = sorted(set(_reading.values()) | set(_from_workers(".reading"))) or self.inputs
         where = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
         held = f"{'this run and its worker processes' if many else 'this run'} held {rss >> 20:,} MiB when stopped"

@@ -404,6 +404,10 @@ CODES: dict[str, Code] = {
                                            "{minutes:.0f} minutes or more on this machine; --scheduler dask (a local "
                                            "Dask cluster) or --scheduler tcp://HOST:PORT (a cluster's scheduler) "
                                            "spreads the ranks over more cores (docs/multi-rank.md)"),
+    "pipeline.remote_budget": Code("input", "the memory budget (--max-memory, NSX_MAX_MEMORY) holds for this "
+                                            "machine's process only: the workers of the Dask cluster at {address} "
+                                            "are bounded by their own memory limit (dask worker --memory-limit), "
+                                            "and a rank whose worker Dask ends is reported as not diagnosed"),
     "pipeline.rank_note": Code("same", "[{rank}] {note}"),
     "pipeline.rank_failed": Code("warning", "[{rank}] not diagnosed: {error}; the job is diagnosed from the other {n} "
                                             "of {total} ranks"),

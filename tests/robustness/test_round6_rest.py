@@ -342,3 +342,24 @@ def test_a_multi_rank_run_past_the_budget_is_one_line_and_leaves_nothing(tmp_pat
         assert json.loads(ok.stdout)["ranks"]
     finally:
         ENV = saved
+
+
+@pytest.mark.slow
+def test_a_remote_cluster_says_where_the_budget_does_not_reach(tmp_path, monkeypatch):
+    """With a budget given, a run on a cluster's scheduler (tcp://) says that the workers are bounded by their own
+    memory limit; without one it says nothing (the JSON of a tcp:// run is the local pool's)."""
+    distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
+    from nsys_expert import config, scheduler
+    from ranks.make_ranks import make
+
+    make(str(tmp_path), ranks=4, slow=1, factor=1.2)
+    with distributed.LocalCluster(**scheduler.local_cluster_options(1)) as c:
+        def notes():
+            doc = pipeline.diagnose(pipeline.Request([str(tmp_path)], config.Settings(scheduler=c.scheduler_address)))
+            import re
+            return re.findall(r'the memory budget \(--max-memory[^"]*', report.to_json(doc))
+        monkeypatch.delenv(budget.ENV, raising=False)
+        assert not [n for n in notes() if "memory budget" in n]
+        monkeypatch.setenv(budget.ENV, "4G")
+        said = [n for n in notes() if "memory budget" in n]
+    assert said and c.scheduler_address in said[0] and "--memory-limit" in said[0]
