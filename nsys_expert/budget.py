@@ -110,7 +110,7 @@ def too_big(path: str, needs: int, what: str) -> InputError:
 def _shared(suffix: str) -> str | None:
     """This worker's file in the run's shared folder (None in the process that watches, or with no watch)."""
     d = os.environ.get(SHARE_ENV)
-    if not d or not os.path.isdir(d) or d == _own_share:
+    if not d or d == _own_share or not os.path.isdir(d):
         return None
     return os.path.join(d, f"{os.getpid()}{suffix}")
 
@@ -132,16 +132,18 @@ def reading(path: str):
     folder)."""
     me = threading.get_ident()
     before = _reading.get(me)
-    _reading[me] = path
-    _tell(".reading", set(_reading.values()))
+    with _lock:   # (the reader threads of one worker write one file)
+        _reading[me] = path
+        _tell(".reading", set(_reading.values()))
     try:
         yield
     finally:
-        if before is None:
-            _reading.pop(me, None)
-        else:
-            _reading[me] = before
-        _tell(".reading", set(_reading.values()))
+        with _lock:
+            if before is None:
+                _reading.pop(me, None)
+            else:
+                _reading[me] = before
+            _tell(".reading", set(_reading.values()))
 
 
 def private_folder(folder: str) -> None:
@@ -238,7 +240,9 @@ class _Watch(threading.Thread):
             if _child_rss(pid) is not None:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-        files = sorted(set(_reading.values()) | set(_from_workers(".reading"))) or self.inputs
+        with _lock:
+            mine = set(_reading.values())
+        files = sorted(mine | set(_from_workers(".reading"))) or self.inputs
         where = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
         held = f"{'this run and its worker processes' if many else 'this run'} held {rss >> 20:,} MiB when stopped"
         line = (f"nsys-expert: error: {where}: needs more memory than the budget of {self.most >> 20:,} MiB "
