@@ -28,7 +28,7 @@ import polars as pl
 from ..notes import Note
 from ..load import Profile
 from . import ncu_metrics
-from .ncu_metrics import (TOP_KERNELS_FOR_COMMAND, _RAW_ONLY, _RULE_THEMES, _kernel_facts, _launch_facts, _long, base_name, norm_name)  # noqa: F401
+from .ncu_metrics import (TOP_KERNELS_FOR_COMMAND, RAW_ONLY, RULE_THEMES, kernel_facts, launch_facts, long_form, base_name, norm_name)  # noqa: F401
 from .names import kernel_class_expr, simt_gemm_expr
 from .declare import fact, group
 
@@ -97,11 +97,11 @@ def _classes(names: list[str]) -> dict[str, tuple[str, bool]]:
 
 def attach(fs, prof: Profile) -> None:
     """Add the ncu kernel facts to ``fs.kernels`` (see the module docstring)."""
-    long = _long(prof)
+    long = long_form(prof)
     if long is None:
         _without_ncu(fs, prof)
         return
-    launches, sources = _launch_facts(long)
+    launches, sources = launch_facts(long)
     rules = prof.tables.get("ncu_rules")
     rules_by: dict[str, list] = {}
     for r in (rules.to_dicts() if rules is not None else []):
@@ -120,7 +120,7 @@ def attach(fs, prof: Profile) -> None:
     used: set[int] = set()
     unmatched, table = [], []
     for key, g in groups.items():
-        facts, rule_rows = _kernel_facts(g["launches"], rules_by.get(key, []))
+        facts, rule_rows = kernel_facts(g["launches"], rules_by.get(key, []))
         seen = sections_by.get(key, set()) | {r["section"] for r in rules_by.get(key, [])}
         _zero_quiet_rules(facts, seen, bool(rules_by.get(key)))
         k, how = matches[key]
@@ -212,7 +212,7 @@ def _sources(fs, prof: Profile, sources: dict) -> None:
     rules_src = prof.source_name("ncu_rules")
     if rules_src:
         for f in ("ncu_rules", "ncu_opt_count", "ncu_top_rule", "ncu_top_rule_speedup_pct", "ncu_top_rule_text",
-                  "top_pipe", "top_pipe_pct", *_RULE_THEMES):
+                  "top_pipe", "top_pipe_pct", *RULE_THEMES):
             fs.sources.setdefault(f, rules_src)
         fs.sources.setdefault("top_stall_reason", rules_src)
         fs.sources.setdefault("top_stall_pct", rules_src)
@@ -234,7 +234,7 @@ def _absent_in_ncu(fs) -> None:
     for f in _ncu_facts():
         if any(f in k for k in fs.kernels):
             continue
-        if f in _RAW_ONLY:
+        if f in RAW_ONLY:
             fs.absent.setdefault(f, Note("absent.ncu_raw_page"))
         elif f.startswith("ncu_") or f in ("top_pipe", "top_pipe_pct"):
             fs.absent.setdefault(f, Note("absent.ncu_rule_rows"))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..load.sqlite_tables import OSRT_SLEEPS, OSRT_WAITS
+from ..load.sqlite import OSRT_SLEEPS, OSRT_WAITS
 from .base import Context
 from .declare import fact, group
 

@@ -38,7 +38,7 @@ from . import nesting_times
 from .api_oneoff import gpu_work_tables
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS
-from .window import OPERATOR_RANGE, _group_expr, iteration_from_summary, per_distinct
+from .window import OPERATOR_RANGE, group_expr, iteration_from_summary, per_distinct
 from .declare import fact, group
 
 MAX_ROWS = 12
@@ -174,7 +174,7 @@ def _per_name(prof) -> tuple[pl.DataFrame | None, str | None, str | None]:
 def _strip(name: pl.Expr) -> pl.Expr:
     """A trace's range name as the table shows it: without the empty domain, numbered instances as one
     (``ProfilerStep#12`` -> ``ProfilerStep``, as the iteration range is named); once per distinct name."""
-    return per_distinct(name, lambda n: _group_expr(n.str.strip_chars_start(":")), pl.String)
+    return per_distinct(name, lambda n: group_expr(n.str.strip_chars_start(":")), pl.String)
 
 
 def _user_range(name: pl.Expr) -> pl.Expr:

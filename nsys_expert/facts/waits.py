@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..load.sqlite_tables import OSRT_SLEEPS
+from ..load.sqlite import OSRT_SLEEPS
 from . import intervals, timeline
 from .base import Context, pct
 from .names import KERNEL_LAUNCH_APIS, api_base
