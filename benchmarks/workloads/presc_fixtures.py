@@ -3,6 +3,7 @@ golden fixtures: fixtures/pair_NAME_sqlite/input/NAME.sqlite.gz (+ stats_default
 fixtures/pair_NAME_console/input/) and a README per pair with the measured step times.
 
     python benchmarks/workloads/presc_fixtures.py RES_DIR BEFORE[:AFTER]...   # AFTER defaults to BEFORE_fixed
+    python benchmarks/workloads/presc_fixtures.py --trainapp RES_DIR/nsys BEFORE...   # trainapp.sh's runs
 
 The measured gain is step_time.py's (../shared/tools/check/step_time.py): the end of the GPU work each NVTX
 step launched, mean from the third step; gain = 100 * (1 - after / before).
@@ -22,7 +23,15 @@ def mean_ms(res: pathlib.Path, name: str) -> float:
     return float(re.search(r"mean_ms=([\d.]+)", text).group(1))
 
 
-def make(res: pathlib.Path, base: str, after: str) -> None:
+APPS = {   # how the run was made, and where its plant is described
+    "presc": ("`benchmarks/workloads/presc.sh nsys {name}`", "`benchmarks/workloads/prescriptions.py {name}`: see that file's docstring"),
+    "trainapp": ("`benchmarks/workloads/trainapp.sh nsys {name}`",
+                 "`benchmarks/workloads/trainapp/scenarios.py` `{fn}(fixed={fixed})`, a multi-file training application "
+                 "(models.py, data.py, callbacks.py, trainer.py): see that module's docstring, \"Planted where\""),
+}
+
+
+def make(res: pathlib.Path, base: str, after: str, app: str = "presc") -> None:
     b, a = mean_ms(res, base), mean_ms(res, after)
     gain = 100.0 * (1.0 - a / b)
     versions = (res / "versions.txt").read_text().splitlines() if (res / "versions.txt").exists() else []
@@ -36,9 +45,9 @@ def make(res: pathlib.Path, base: str, after: str) -> None:
         role = "before" if name == base else f"after (the fix applied to `{base}`)"
         (out / "README.md").write_text(
             f"# pair_{name}_sqlite: `{name}`, {role}\n\n"
-            f"A real run ({gpu}; `benchmarks/workloads/presc.sh nsys {name}`, nsys 2025.3.1, "
+            f"A real run ({gpu}; {APPS[app][0].format(name=name)}, nsys 2025.3.1, "
             f"`-t cuda,nvtx,osrt,cublas,cudnn`); `input/{name}.sqlite.gz` is the unchanged `nsys export --type sqlite`.\n\n"
-            f"## What was planted\n`benchmarks/workloads/prescriptions.py {name}`: see that file's docstring "
+            f"## What was planted\n{APPS[app][1].format(name=name, fn=base, fixed=name != base)} "
             f"(`{base}` / `{after}`).\n\n"
             f"## What was measured\n`python ../shared/tools/check/step_time.py` on the two exports: "
             f"`{base}` {b:.3f} ms a step, `{after}` {a:.3f} ms a step: the fix gained {gain:.1f} % of the step, measured.\n"
@@ -47,7 +56,10 @@ def make(res: pathlib.Path, base: str, after: str) -> None:
 
 
 if __name__ == "__main__":
-    res = pathlib.Path(sys.argv[1])
-    for spec in sys.argv[2:]:
+    args = sys.argv[1:]
+    app = "trainapp" if args[:1] == ["--trainapp"] else "presc"
+    args = args[1:] if app == "trainapp" else args
+    res = pathlib.Path(args[0])
+    for spec in args[1:]:
         before, _, after = spec.partition(":")
-        make(res, before, after or before + "_fixed")
+        make(res, before, after or before + "_fixed", app)
