@@ -34,16 +34,17 @@ PROBE = r"""
 import resource, sys, time
 sys.path.insert(0, {root!r})
 import polars, sqlite3
-from nsys_expert.load import gpu_metrics, sqlite as sq
+from nsys_expert.load import gpu_metrics
+from nsys_expert.load.sqlite import reading as sr, tables as sq
 mode, path = sys.argv[1], sys.argv[2]
 t = time.perf_counter()
 info = ""
 if mode == "gm":
-    con = sq._connect(path)
-    cols = sq._schema(con)
-    frame, meta, _ = gpu_metrics.read(con, cols, sq._gpu_names(con, cols), path, sq._frame)
+    con = sr.open_readers(path)
+    cols = sq.read_schema(con)
+    frame, meta, _ = gpu_metrics.read(con, cols, sq.gpu_names(con, cols), path, sr.read_frame)
     info = f"{{frame.height}} rows, bin {{meta['bin_ns'] / 1e3:.1f}} us"
-    sq._close(con)
+    sr.close_readers(con)
 elif mode == "diagnose":
     from nsys_expert import pipeline
     doc = pipeline.diagnose(pipeline.Request([path]))

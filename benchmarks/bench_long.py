@@ -13,7 +13,7 @@ exports are decompressed into a temporary folder first (not timed).
 For each profile, as medians of --repeat alternating runs of fresh processes (after one warm-up round),
 with each process's peak RSS and CPU time (``_measure``):
   - ADBC read: one process that reads, with ADBC into Polars one after the other, every table query
-    nsys-expert's SQLite loader issues for this export (``load.sqlite_tables``: kernels, runtime calls,
+    nsys-expert's SQLite loader issues for this export (``load/sqlite/tables.py``: kernels, runtime calls,
     copies, memsets, graphs, OS runtime calls, NVTX ranges; the same columns);
   - `nsys-expert diagnose EXPORT -o report.md`;
 and the targets: diagnose <= 2 x the read + 0.5 s (``tiled-1M``: <= 1.3 x), peak RSS <= 3 x the file.
@@ -63,11 +63,11 @@ def child(*args: str) -> str:
 
 def queries(path: str) -> list[str]:
     """The table queries nsys-expert's loader issues for this export (the big tables and the NVTX ranges)."""
-    from nsys_expert.load import sqlite_tables as st
+    from nsys_expert.load.sqlite import tables as st
     con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     cols = {t: {r[1] for r in con.execute(f'PRAGMA table_info("{t}")')} for t in names}
-    out = [sql for sql, _schema in st._big_jobs(cols).values()]
+    out = [sql for sql, _schema in st.big_jobs(cols).values()]
     if st.NVTX in cols:
         c = cols[st.NVTX]
         text = "e.text" if "text" in c else "NULL"

@@ -11,6 +11,16 @@ def fixture_cases():
     return sorted(p.name for p in FIXTURES.iterdir() if (p / "input").is_dir())
 
 
+def expected_doc(case: str) -> dict:
+    """A fixture's golden document as one mapping: what a user sees (expected.json) with the facts
+    snapshot's facts under "facts" (facts.json; tests/golden.py)."""
+    import json
+
+    doc = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    doc["facts"] = json.loads((FIXTURES / case / "facts.json").read_text(encoding="utf-8"))["facts"]
+    return doc
+
+
 needs_shared = pytest.mark.skipif(not (SHARED / "cases").is_dir(), reason="../shared is not next to this checkout")
 
 

@@ -1,7 +1,19 @@
-"""Golden files: what `nsys-expert diagnose fixtures/<case>/input` produces, checked by hand.
+"""Golden files: what `nsys-expert diagnose fixtures/<case>/input` produces, in two parts (issue 59, item 6).
 
-    python tests/golden.py            # show what changed, write nothing
-    python tests/golden.py --update   # rewrite expected.json / expected.md (only after checking why)
+- `expected.json`: what a user sees, checked by hand: the window, the verdict, the findings (rank, rule,
+  severity, gains, confidence, scope, message, subject, cause, evidence, supporting findings), the
+  recoverable time, the not-evaluated rules, the warnings, the inputs, and `cited_facts` (the run facts the
+  findings' evidence cites, with their values). `expected.md` is the whole Markdown report.
+- `facts.json`: the snapshot of every run fact of the diagnosis (`{"facts": {...}}`), regenerated in one
+  command. A new fact changes only these snapshots (and nothing a user sees), so its review is one
+  command's output, not every fixture's golden.
+
+    python tests/golden.py            # show what changed (all three files), write nothing
+    python tests/golden.py --facts    # rewrite the facts snapshots (facts.json) only
+    python tests/golden.py --update   # rewrite expected.json / expected.md too (only after checking why)
+
+`tests/cases/test_golden.py` asserts both parts on every fixture; tests that read a fixture's golden
+document as one mapping use `conftest.expected_doc(case)` (expected.json with facts.json's facts).
 """
 from __future__ import annotations
 
@@ -33,8 +45,23 @@ def produce(case: str, lang: str = "en") -> tuple[dict, str]:
     return text, report.render_markdown(doc, lang)
 
 
+def cited_facts(doc: dict) -> dict:
+    """The run facts the findings' evidence cites (kernel facts are in the evidence itself), with their values."""
+    names = {e["fact"] for f in doc["findings"] for e in f["evidence"]}
+    return {k: v for k, v in doc["facts"].items() if k in names}
+
+
+def facts_view(doc: dict) -> dict:
+    """The facts snapshot: every run fact of the diagnosis."""
+    return {"facts": doc["facts"]}
+
+
+def dumps(view: dict) -> str:
+    return json.dumps(view, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+
 def golden_view(doc: dict) -> dict:
-    """The parts of the JSON report a golden file pins down."""
+    """The parts of the JSON report a user sees, which expected.json pins down (the facts: facts_view)."""
     return {
         "window": doc["window"],
         "verdict": doc["verdict"],
@@ -48,31 +75,31 @@ def golden_view(doc: dict) -> dict:
         "recoverable": doc["recoverable"],
         "too_little_work": doc["too_little_work"],
         "not_evaluated": [n["rule"] for n in doc["not_evaluated"]],
-        "facts": doc["facts"],
+        "cited_facts": cited_facts(doc),
         "warnings": doc["warnings"],
         "inputs": [(i["path"], i["report"], i["version"], i["rows"]) for i in doc["inputs"]],
     }
 
 
-def main(update: bool) -> int:
+def main(update: bool, facts_only: bool = False) -> int:
     changed = 0
     for case in sorted(os.listdir(FIXTURES)):
         if not os.path.isdir(os.path.join(FIXTURES, case, "input")):
             continue
         doc, md = produce(case)
-        view = json.dumps(golden_view(doc), indent=1, ensure_ascii=False, sort_keys=True) + "\n"
-        for name, new in (("expected.json", view), ("expected.md", md)):
+        for name, new in (("expected.json", dumps(golden_view(doc))), ("expected.md", md), ("facts.json", dumps(facts_view(doc)))):
             path = os.path.join(FIXTURES, case, name)
             old = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
             if old != new:
                 changed += 1
                 print(f"--- {case}/{name}")
                 sys.stdout.writelines(list(difflib.unified_diff(old.splitlines(True), new.splitlines(True), n=1))[:80])
-                if update:
+                if update or (facts_only and name == "facts.json"):
                     open(path, "w", encoding="utf-8").write(new)
-    print(f"{changed} golden file(s) {'rewritten' if update else 'differ'}")
+    written = "rewritten" if update else "differ (facts.json rewritten)" if facts_only else "differ"
+    print(f"{changed} golden file(s) {written}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main("--update" in sys.argv))
+    sys.exit(main("--update" in sys.argv, "--facts" in sys.argv))

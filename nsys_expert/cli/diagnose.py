@@ -62,7 +62,7 @@ def _no_progress(paths, lang):
 MAX_WARNINGS = 10
 
 
-def _warn(d, lang: str | None, prefix: str = "") -> None:
+def warn(d, lang: str | None, prefix: str = "") -> None:
     """The report's warnings that change what to believe (damaged or partial input; not the notes on
     which file gave which table), one line each on stderr, when the report itself goes to a file."""
     from ..report import split_warnings
@@ -125,7 +125,7 @@ def diagnose(paths, fmt, output, lang, packs, select, ignore, overrides, window,
         import os
 
         this_run = {os.path.basename(str(i.get("path", ""))) for i in doc.inputs}
-        _warn(doc, settings.lang)   # what the report's Warnings say about the input reaches a CI log too
+        warn(doc, settings.lang)   # what the report's Warnings say about the input reaches a CI log too
         write_output(output, text, [*paths, *packs, *([config_path] if config_path else [])], this_run)
     else:
         _shown(doc, text, fmt, settings.lang, output, show_facts)

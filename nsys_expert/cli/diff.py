@@ -38,10 +38,10 @@ def diff_cmd(before, after, fmt, output, fail_pct, packs, overrides, config_path
 
     d = diff.compare(diff.load_side(before, run), diff.load_side(after, run), fail_pct)
     if output:   # the input warnings reach a CI log too, not only "wrote FILE" (issue 48, item 13)
-        from .diagnose import _warn
+        from .diagnose import warn
 
         for path, doc in warned:
-            _warn(doc, None, prefix=f"{path}: ")
+            warn(doc, None, prefix=f"{path}: ")
     if fmt == "json":
         text = json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
     elif fmt == "html":

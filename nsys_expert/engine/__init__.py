@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from ..facts import FactSet, registry
 from ..notes import catalogs
 from . import compiler
-from . import condition, conditions, resolve
+from . import conditions, resolve
 from . import missing as missing_mod
 from .model import Evidence, Finding, Recoverable, TooLittleWork
 from .rules import ENV, SEVERITIES, Pack, Rule, load_packs, walk_conditions
 from .ruleset import RuleSet, parse_overrides, select_rules
-from .texts import _finding_texts, _render, lang_text  # noqa: F401 - lang_text: engine.lang_text
+from .texts import finding_texts, render_text, lang_text  # noqa: F401 - lang_text: engine.lang_text
 
 __all__ = ["evaluate", "Evaluation", "Finding", "load_packs", "Rule", "Pack", "RuleSet", "select_rules", "parse_overrides"]
 
@@ -39,16 +39,16 @@ class Evaluation:
 
 def _missing(cond, have: set[str]) -> set[str]:
     """Facts a condition needs but the run lacks (an ``exists`` test never needs its fact)."""
-    return condition.missing(cond, have)
+    return conditions.missing(cond, have)
 
 
 def _rhs_facts(cond) -> set[str]:
-    return condition.rhs_facts(cond)
+    return conditions.rhs_facts(cond)
 
 
 def _positive_facts(cond) -> set[str]:
     """Facts a condition tests for a value (not under ``not``, not mere ``exists`` checks)."""
-    return condition.positive_facts(cond)
+    return conditions.positive_facts(cond)
 
 
 def confidence(cond, fs: FactSet, bound: dict) -> str:
@@ -69,9 +69,9 @@ def _threshold(cond, fact: str, params: dict):
     for c in walk_conditions(cond):
         if c.fact == fact:
             v = c.value
-            if type(v) is condition.Param:
+            if type(v) is conditions.Param:
                 v = params.get(v.name, v.raw())
-            elif type(v) is condition.FactRef:
+            elif type(v) is conditions.FactRef:
                 times = None if v.times is None else v.times.raw()
                 v = v.fact + (f" x {params.get(str(times)[1:], times)}" if times is not None else "")
             elif v is not None:
@@ -174,7 +174,7 @@ def _evaluate(rs: RuleSet, groups: list[_Group]) -> None:
     used: dict[str, set] = {"run": set(), "kernel": set()}
     for r in runnable:
         for w in [r.when] + [e["when"] for e in r.escalate]:
-            used[r.scope].update(condition.facts_read(w))
+            used[r.scope].update(conditions.facts_read(w))
     facts: list[tuple[str, dict]] = []
     for g in groups:        # every group's facts in one engine run; a fact's id is "<kind>:<its index>"
         g.first = len(facts)
@@ -277,7 +277,7 @@ class _Texts:
         memo = self.memo
         use = memo if rid in self.bases_used and _memo_pays(self.tries.setdefault(rid, [0, 0])) else None
         before = len(memo)
-        title, message, estimate = _finding_texts(rule, self.rs.lang, ctx, use)
+        title, message, estimate = finding_texts(rule, self.rs.lang, ctx, use)
         if use is not None:
             self.tries[rid][0] += 1
             self.tries[rid][1] += len(memo) > before
@@ -329,4 +329,4 @@ def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: di
         fits = [conditions.compiled(w, params, tables, rule.pack_conditions, shared=shared) for w in when]
         if tests is not None:
             tests[rule.id] = fits
-    return [_render(a, ctx, rule, "advice", memo) for a, fit in zip(items, fits) if fit(ctx)]
+    return [render_text(a, ctx, rule, "advice", memo) for a, fit in zip(items, fits) if fit(ctx)]

@@ -9,7 +9,7 @@ Lessons from notes/durable-rules.md applied here:
   arithmetic in the engine, and int / 0 kills the process);
 - string operators compile to the engine's own regex dialect (full match, ``%`` escapes);
 - what each operator compiles to is declared with the operator (operators.py); the conditions are
-  condition.py's nodes, parsed when the rule was loaded;
+  the condition nodes (conditions/nodes.py), parsed when the rule was loaded;
 - every rule gets a stable name and a ``cap`` (one action for all its facts); a catch-all rule with the lowest priority makes every fact handled.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ..errors import RuleError
-from .condition import All, Any, FactRef, Items, Leaf, Lit, Not, Param, branches
+from .conditions import All, Any, FactRef, Items, Leaf, Lit, Not, Param, branches
 from .operators import OPS, negated
 from .rules import Rule
 

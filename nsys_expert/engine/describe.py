@@ -7,7 +7,7 @@ import re
 import jinja2
 
 from ..facts import registry
-from . import condition
+from . import conditions
 from .operators import OPS
 from .rules import ENV, Pack, Rule
 
@@ -74,38 +74,38 @@ def _w(lang: str, text: str, *args) -> str:
 def _value_text(v, params: dict, lang: str) -> str:
     """A leaf's value in words: a parameter with its default, another fact as its arithmetic."""
     t = type(v)
-    if t is condition.Param:
+    if t is conditions.Param:
         return _w(lang, "{} (= {})", v.name, params.get(v.name, {}).get("default"))
-    if t is condition.FactRef:
+    if t is conditions.FactRef:
         return (v.fact + (f" x {v.times.raw()}" if v.times is not None else "")
                 + (f" + {v.plus.raw()}" if v.plus is not None else ""))
     return f"{None if v is None else v.raw()}"
 
 
 def condition_text(cond, params: dict, indent: int = 0, lang: str = "en") -> list[str]:
-    """A condition (condition.py's nodes) in words, one line a leaf, nested by indentation."""
+    """A condition (conditions/nodes.py) in words, one line a leaf, nested by indentation."""
     pad = "  " * indent
     t = type(cond)
-    if t is condition.Input:
+    if t is conditions.Input:
         return [pad + _w(lang, "- the input holds `{}`", cond.name)]
-    if t is condition.Named:
+    if t is conditions.Named:
         return [pad + _w(lang, "- condition `{}` (pack.yaml)", cond.name)]
-    if t is condition.Leaf:
+    if t is conditions.Leaf:
         op = OPS.get(cond.op)
         words = op.words(lang) if op else cond.op
         shown = "" if op is not None and not op.needs_value else f" {_value_text(cond.value, params, lang)}"
         return [f"{pad}- `{cond.fact}` {words}{shown}"]
-    if t is condition.All or t is condition.Any:
-        out = [pad + _w(lang, "- all of:" if t is condition.All else "- any of:")]
+    if t is conditions.All or t is conditions.Any:
+        out = [pad + _w(lang, "- all of:" if t is conditions.All else "- any of:")]
         for c in cond.parts:
             out += condition_text(c, params, indent + 1, lang)
         return out
     inner = cond.part
-    if type(inner) is condition.Leaf and inner.op == "exists":
+    if type(inner) is conditions.Leaf and inner.op == "exists":
         return [pad + _w(lang, "- `{}` is not known", inner.fact)]
-    if type(inner) is condition.Input:
+    if type(inner) is conditions.Input:
         return [pad + _w(lang, "- the input lacks `{}`", inner.name)]
-    if type(inner) is condition.Named:
+    if type(inner) is conditions.Named:
         return [pad + _w(lang, "- not condition `{}` (pack.yaml)", inner.name)]
     return [pad + _w(lang, "- not:")] + condition_text(inner, params, indent + 1, lang)
 

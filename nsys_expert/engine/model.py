@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..facts.where import Location  # noqa: F401 - findings[].locations (issue 55): made by the facts
 from ..reads import Reads
-from . import condition
+from . import conditions
 from .operators import ALL_OPS, NUMERIC_OPS, STRING_OPS  # noqa: F401 - the operators a pack may write, by kind
 
 SEVERITIES = ["info", "low", "medium", "high", "critical"]
@@ -43,7 +43,7 @@ class Rule:
     category: str
     severity: str
     scope: str
-    when: condition.Cond               # parsed (condition.parse) from the file's YAML when the rule is made
+    when: conditions.Cond               # parsed (conditions.parse) from the file's YAML when the rule is made
     message: dict
     advice: dict
     params: dict = field(default_factory=dict)
@@ -72,9 +72,9 @@ class Rule:
     locate: str | None = None                         # the points whose places in the user's code the finding lists (facts/where_points.py)
 
     def __post_init__(self):
-        """Every condition parsed into condition.py's nodes, once (a rule made from its YAML, from the
+        """Every condition parsed into the nodes of conditions/nodes.py, once (a rule made from its YAML, from the
         pack cache's JSON or in a test; nodes already parsed are kept)."""
-        parse = condition.parse
+        parse = conditions.parse
         self.when = parse(self.when)
         self.escalate = [{**e, "when": parse(e["when"])} for e in self.escalate]
         self.supersedes = [{**x, "when": parse(x.get("when"))} for x in self.supersedes]
@@ -92,7 +92,7 @@ class Rule:
 
     def conditions_raw(self) -> dict:
         """The rule's conditions in their YAML form, by field (what the pack cache keeps as JSON)."""
-        raw = condition.raw
+        raw = conditions.raw
         return {"when": raw(self.when), "escalate": [{**e, "when": raw(e["when"])} for e in self.escalate],
                 **{k: [{**x, "when": raw(x["when"])} for x in getattr(self, k)] for k in ("supersedes", "refutes")},
                 "advice_when": [raw(c) for c in self.advice_when],
@@ -112,7 +112,7 @@ class Pack:
     categories: dict = field(default_factory=dict)   # pack.yaml ``categories:``: name -> {title, level, side} (JSON: the pack cache)
 
     def __post_init__(self):
-        self.conditions = {k: condition.parse(c) for k, c in self.conditions.items()}   # name -> parsed condition
+        self.conditions = {k: conditions.parse(c) for k, c in self.conditions.items()}   # name -> parsed condition
 
 
 PACK_PARAMS = {
@@ -127,8 +127,8 @@ SUBJECTS = ("run", "idle", "busy", "kernels", "kernel", "copies", "nccl", "ranks
 
 
 def walk_conditions(cond):
-    """Every leaf ``{fact, op, value}`` (condition.Leaf) of a parsed condition."""
-    return condition.fact_leaves(cond)
+    """Every leaf ``{fact, op, value}`` (conditions.Leaf) of a parsed condition."""
+    return conditions.fact_leaves(cond)
 
 
 _Reads = Reads   # the finding parts' mapping view (nsys_expert/reads.py)

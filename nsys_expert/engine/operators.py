@@ -1,5 +1,5 @@
 """The operators of the condition language, each declared once (issue 49, item 5): what it means in
-Python (advice and relation conditions, conditions.py), what it compiles to in durable-rules (a rule's
+Python (advice and relation conditions, conditions/evaluate.py), what it compiles to in durable-rules (a rule's
 ``when``, compiler.py), its words for ``explain`` and docs/rules.md (describe.py, English and Chinese),
 its kind (the loader's operand checks, validate.py) and its opposite (``not`` is pushed down to the
 leaves with the opposite operator, in both evaluators). Adding an operator is one entry in ``OPS``.
@@ -22,14 +22,14 @@ from typing import Callable
 NUMERIC, STRING, EQUALITY, LIST, PRESENCE = "numeric", "string", "equality", "list", "presence"
 
 
-def _num(v) -> bool:
+def is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def same(a, b) -> bool:
     """Equality as the engine has it: true matches 1, numbers compare by value."""
     if isinstance(a, bool) or isinstance(b, bool):
-        return (a is True or a == 1) == (b is True or b == 1) if _num(a) or _num(b) else a == b
+        return (a is True or a == 1) == (b is True or b == 1) if is_number(a) or is_number(b) else a == b
     return a == b
 
 
@@ -68,7 +68,7 @@ class Operator:
 
 def _numeric(cmp) -> Callable:
     def test(have, val):
-        if not _num(have) or not _num(val) or not math.isfinite(float(have)):
+        if not is_number(have) or not is_number(val) or not math.isfinite(float(have)):
             return False
         return cmp(have, val)
     return test

@@ -23,7 +23,7 @@ def key(folder: str, meta_path: str, paths: list[str]) -> str | None:
 
     h = hashlib.sha256(__version__.encode())
     try:
-        for code in ("rules.py", "pack_cache.py", "relations.py", "condition.py", "operators.py", "validate.py", "model.py",
+        for code in ("rules.py", "pack_cache.py", "relations.py", os.path.join("conditions", "nodes.py"), "operators.py", "validate.py", "model.py",
                      "sandbox.py", "safe_yaml.py", "rule_schema.json"):
             with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), code), "rb") as fh:
                 h.update(fh.read())

@@ -14,10 +14,10 @@ import difflib
 
 from ..errors import RuleError
 from ..facts import registry
-from .condition import ConditionError, Input, Leaf, Named, leaves, parse
+from .conditions import ConditionError, Input, Leaf, Named, leaves, parse
 from .model import PACK_PARAMS, SUBJECTS, Rule
 from .operators import PY_OPS
-from .validate import _fail, check_leaf
+from .validate import fail, check_leaf
 
 
 def _check_condition(rule: Rule, cond, where: str, line) -> None:
@@ -25,7 +25,7 @@ def _check_condition(rule: Rule, cond, where: str, line) -> None:
     for leaf in leaves(cond):
         if type(leaf) is Input:
             if leaf.name not in registry.INPUTS:
-                raise _fail(rule.path, line, rule.id, f"{where}: unknown input '{leaf.name}'; inputs: "
+                raise fail(rule.path, line, rule.id, f"{where}: unknown input '{leaf.name}'; inputs: "
                             + ", ".join(sorted(registry.INPUTS)))
         elif type(leaf) is Leaf:                       # named conditions: checked with the packs (check_packs)
             check_leaf(rule, leaf, f"{where}: ", line, PY_OPS)
@@ -34,23 +34,23 @@ def _check_condition(rule: Rule, cond, where: str, line) -> None:
 def check_rule(rule: Rule, lines: dict) -> None:
     """The per-rule checks of the relation and advice keys."""
     if (rule.scope == "kernel") != (rule.subject == "kernel"):
-        raise _fail(rule.path, lines.get("subject"), rule.id,
+        raise fail(rule.path, lines.get("subject"), rule.id,
                     f"subject '{rule.subject}' does not fit scope {rule.scope}: a kernel rule's subject is kernel, "
                     f"a run rule's one of {', '.join(s for s in SUBJECTS if s != 'kernel')}")
     if rule.combine and rule.scope != "kernel":
-        raise _fail(rule.path, lines.get("combine"), rule.id, "combine: kernels is for kernel rules (scope: kernel)")
+        raise fail(rule.path, lines.get("combine"), rule.id, "combine: kernels is for kernel rules (scope: kernel)")
     if not rule.actionable and (rule.severity != "info" or rule.escalate or rule.estimate):
-        raise _fail(rule.path, lines.get("actionable"), rule.id,
+        raise fail(rule.path, lines.get("actionable"), rule.id,
                     "actionable: false (nothing to fix) needs severity info, no escalate and no estimate")
     for i, cond in enumerate(rule.advice_when):
         _check_condition(rule, cond, f"advice item {i + 1}", lambda: lines.get("advice"))
     n = len(rule.advice.get("en", []))
     if any(len(v) != n for v in rule.advice.values()) and any(rule.advice_when):
-        raise _fail(rule.path, lines.get("advice"), rule.id, "advice with conditions needs the same items in every language")
+        raise fail(rule.path, lines.get("advice"), rule.id, "advice with conditions needs the same items in every language")
     for key in ("supersedes", "refutes"):
         for rel in getattr(rule, key):
             if rel["rule"] == rule.id:
-                raise _fail(rule.path, lines.get(key), rule.id, f"{key}: a rule cannot name itself")
+                raise fail(rule.path, lines.get(key), rule.id, f"{key}: a rule cannot name itself")
             _check_condition(rule, rel["when"], f"{key} {rel['rule']}", lambda k=key: lines.get(k))
 
 

@@ -22,10 +22,10 @@ import yaml
 from ..errors import RuleError
 from ..facts import registry
 from . import pack_cache, relations, safe_yaml, sandbox
-from .condition import ConditionError
+from .conditions import ConditionError
 from .model import (ALL_OPS, NUMERIC_OPS, PACK_PARAMS, SEVERITIES, STRING_OPS, SUBJECTS,  # noqa: F401
                     Pack, Rule, walk_conditions)
-from .validate import MAX_PATTERN, _check_operand, _fail, check_leaf, regex_hazard  # noqa: F401
+from .validate import MAX_PATTERN, check_operand, fail, check_leaf, regex_hazard  # noqa: F401
 
 ENV = sandbox.LimitedSandbox(undefined=jinja2.ChainableUndefined, autoescape=False)
 
@@ -188,15 +188,15 @@ def load_rule_file(path: str, pack: str) -> Rule:
         data = safe_yaml.loads(text, path)  # safe loader, bounded size, aliases and depth
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        raise _fail(path, mark.line + 1 if mark else None, None,
+        raise fail(path, mark.line + 1 if mark else None, None,
                     f"not valid YAML ({getattr(e, 'problem', None) or e})") from e
     lines = _LazyLines(text)
     rid = data.get("id") if isinstance(data, dict) else None
     if not isinstance(data, dict):
-        raise _fail(path, None, None, "a rule file must hold one YAML mapping (id, title, category, ...)")
+        raise fail(path, None, None, "a rule file must hold one YAML mapping (id, title, category, ...)")
     bad = _non_string_key(data)
     if bad is not None:
-        raise _fail(path, None, rid if isinstance(rid, str) else None,
+        raise fail(path, None, rid if isinstance(rid, str) else None,
                     f"every key must be text; {bad!r} is not (quote it, or remove it)")
     # the most telling error first: an unknown key (often a typo of a required one), then the shallowest
     errors = sorted(validator().iter_errors(data), key=lambda e: (e.validator != "additionalProperties",
@@ -213,11 +213,11 @@ def load_rule_file(path: str, pack: str) -> Rule:
         elif e.validator == "oneOf" and top == "when":
             msg = ("a condition is {fact: NAME, op: OP, value: V} or {all: [...]}, {any: [...]}, {not: ...}; "
                    f"this one is not: {json.dumps(e.instance)[:120]}")
-        raise _fail(path, lines.get(top), rid, f"{loc}: {msg}")
+        raise fail(path, lines.get(top), rid, f"{loc}: {msg}")
     try:
         rule = _rule(data, path, pack)
     except ConditionError as e:       # the schema lets no such tree through: a last guard, said as the others
-        raise _fail(path, lines.get("when"), rid, str(e)) from e
+        raise fail(path, lines.get("when"), rid, str(e)) from e
     stem = os.path.splitext(os.path.basename(path))[0]
     for name in dict.fromkeys((rule.id, stem)):
         cases = os.path.join(os.path.dirname(path), f"{name}.cases.yaml")
@@ -262,17 +262,17 @@ def _check_semantics(rule: Rule, lines: dict) -> None:
         check_leaf(rule, c, "", line)
     for name, p in rule.params.items():
         if "min" in p and isinstance(p["default"], (int, float)) and p["default"] < p["min"]:
-            raise _fail(path, lines.get("params"), rid, f"param {name}: default {p['default']} is below min {p['min']}")
+            raise fail(path, lines.get("params"), rid, f"param {name}: default {p['default']} is below min {p['min']}")
         if "max" in p and isinstance(p["default"], (int, float)) and p["default"] > p["max"]:
-            raise _fail(path, lines.get("params"), rid, f"param {name}: default {p['default']} is above max {p['max']}")
+            raise fail(path, lines.get("params"), rid, f"param {name}: default {p['default']} is above max {p['max']}")
     for fact in rule.evidence:
         if registry.lookup(rule.scope, fact) is None:
             hint = difflib.get_close_matches(fact, known, 1)
-            raise _fail(path, lines.get("evidence"), rid, f"evidence names unknown fact '{fact}'"
+            raise fail(path, lines.get("evidence"), rid, f"evidence names unknown fact '{fact}'"
                         + (f" (did you mean '{hint[0]}'?)" if hint else ""))
     for req in rule.requires:
         if req not in registry.INPUTS:
-            raise _fail(path, lines.get("requires"), rid, f"requires unknown input '{req}'; inputs: "
+            raise fail(path, lines.get("requires"), rid, f"requires unknown input '{req}'; inputs: "
                         + ", ".join(sorted(registry.INPUTS)))
     for key, texts in (("title", [rule.title]), ("message", [rule.message]), ("why", [rule.why or {}]),
                        ("advice", [{k: "\n".join(v) for k, v in rule.advice.items()}])):
@@ -281,19 +281,19 @@ def _check_semantics(rule: Rule, lines: dict) -> None:
                 try:
                     tree = ENV.parse(s)
                 except jinja2.TemplateSyntaxError as e:
-                    raise _fail(path, (lines.get(key) or 0) + (e.lineno or 1) - 1 if lines.get(key) else None, rid,
+                    raise fail(path, (lines.get(key) or 0) + (e.lineno or 1) - 1 if lines.get(key) else None, rid,
                                 f"{key} ({lang}): template error: {e.message}") from e
                 why = sandbox.check(tree)
                 if why:
-                    raise _fail(path, lines.get(key), rid, f"{key} ({lang}): {why}")
+                    raise fail(path, lines.get(key), rid, f"{key} ({lang}): {why}")
     if rule.estimate:
         try:
             ENV.compile_expression(rule.estimate["expr"])
             why = sandbox.check(ENV.parse("{{ " + rule.estimate["expr"] + " }}"))
         except jinja2.TemplateSyntaxError as e:
-            raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {e.message}") from e
+            raise fail(path, lines.get("estimate"), rid, f"estimate.expr: {e.message}") from e
         if why:
-            raise _fail(path, lines.get("estimate"), rid, f"estimate.expr: {why}")
+            raise fail(path, lines.get("estimate"), rid, f"estimate.expr: {why}")
 
     relations.check_rule(rule, lines)
 

@@ -77,7 +77,7 @@ def _text_cache():
 
 @functools.lru_cache(maxsize=1024)
 def _expression(source: str):
-    """``estimate.expr`` compiled once; called with a mapping that is not copied (see _render)."""
+    """``estimate.expr`` compiled once; called with a mapping that is not copied (see render_text)."""
     t = ENV.compile_expression(source)._template
     return lambda ctx: _expr_value(t, ctx)
 
@@ -116,7 +116,7 @@ def _finding_names(title: str, message: str, expr: str | None) -> tuple[str, ...
     return None if any(p is None for p in parts) else tuple(sorted(set().union(*parts)))
 
 
-def _finding_texts(rule: Rule, lang: str, ctx, memo: dict | None) -> tuple[str, str, float | None]:
+def finding_texts(rule: Rule, lang: str, ctx, memo: dict | None) -> tuple[str, str, float | None]:
     """A finding's title, message and estimate. All three depend only on the values they read: a finding
     whose values were seen before in this evaluation (the same kernel figures under another name) reuses
     them with one look-up (at 1,000 kernel facts the three separate keys cost more than the rendering).
@@ -125,13 +125,13 @@ def _finding_texts(rule: Rule, lang: str, ctx, memo: dict | None) -> tuple[str, 
     title, message = lang_text(rule.title, lang), lang_text(rule.message, lang)
     expr = rule.estimate["expr"] if rule.estimate else None
     if memo is None:
-        return _render(title, ctx, rule, "title"), _render(message, ctx, rule, "message"), _estimate(rule, ctx)
+        return render_text(title, ctx, rule, "title"), render_text(message, ctx, rule, "message"), _estimate(rule, ctx)
     key = _values_key(("finding", title, message, expr), _finding_names(title, message, expr), ctx)
     if key is not None:
         hit = memo.get(key)
         if hit is not None:
             return hit
-    out = (_render(title, ctx, rule, "title", memo), _render(message, ctx, rule, "message", memo),
+    out = (render_text(title, ctx, rule, "title", memo), render_text(message, ctx, rule, "message", memo),
            _estimate(rule, ctx, memo))
     if key is not None:
         memo[key] = out
@@ -159,7 +159,7 @@ def _values_key(head: tuple, names: tuple[str, ...] | None, ctx):
     return tuple(key)
 
 
-def _render(template: str, ctx, rule: Rule | None = None, what: str = "text", memo: dict | None = None) -> str:
+def render_text(template: str, ctx, rule: Rule | None = None, what: str = "text", memo: dict | None = None) -> str:
     """Render a rule's text over ``ctx`` (a mapping, not copied), in the
     limited sandbox: an error of the text shows in the text, a text past the sandbox's limits is the
     pack's error (RuleError naming the rule: exit 2). With ``memo``, a text whose values were rendered

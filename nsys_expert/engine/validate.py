@@ -8,27 +8,27 @@ import re
 
 from ..errors import RuleError
 from ..facts import registry
-from .condition import FactRef, Items, Param
+from .conditions import FactRef, Items, Param
 from .model import Rule
 from .operators import ALL_OPS, EQUALITY_OPS, LIST_OPS, NUMERIC_OPS, OPS, STRING_OPS
 
 
-def _fail(path: str, line, rid: str | None, msg: str) -> RuleError:
+def fail(path: str, line, rid: str | None, msg: str) -> RuleError:
     if callable(line):
         line = line()
     where = f"{path}:{line}" if line else path
     return RuleError(f"{('rule ' + rid + ': ') if rid else ''}{msg}", where)
 
 
-def _check_operand(rule: Rule, value, op: str, line) -> None:
-    """A leaf's value (condition.py's node, None when the file gives none) fits its operator."""
+def check_operand(rule: Rule, value, op: str, line) -> None:
+    """A leaf's value (a conditions/nodes.py node, None when the file gives none) fits its operator."""
     path, rid = rule.path, rule.id
 
     def param(v):
         if type(v) is Param:
             if v.name not in rule.params:
                 hint = difflib.get_close_matches(v.name, list(rule.params), 1)
-                raise _fail(path, line, rid, f"'{v.raw()}' is not a declared param"
+                raise fail(path, line, rid, f"'{v.raw()}' is not a declared param"
                             + (f" (did you mean '${hint[0]}'?)" if hint else f"; declare it under params: {v.name}: {{default: ...}}"))
             return rule.params[v.name]["default"]
         if type(v) is Items:
@@ -37,45 +37,45 @@ def _check_operand(rule: Rule, value, op: str, line) -> None:
 
     if type(value) is FactRef:
         if registry.lookup(rule.scope, value.fact) is None:
-            raise _fail(path, line, rid, f"unknown fact '{value.fact}' on the right-hand side")
+            raise fail(path, line, rid, f"unknown fact '{value.fact}' on the right-hand side")
         for k in ("times", "plus"):
             x = getattr(value, k)
             if x is not None and not isinstance(param(x), (int, float)):
-                raise _fail(path, line, rid, f"'{k}' must be a number")
+                raise fail(path, line, rid, f"'{k}' must be a number")
         if op not in NUMERIC_OPS:
-            raise _fail(path, line, rid, f"a fact on the right-hand side needs a numeric operator, not '{op}'")
+            raise fail(path, line, rid, f"a fact on the right-hand side needs a numeric operator, not '{op}'")
         return
     v = param(value)
     shown = None if value is None else value.raw()
     if op in NUMERIC_OPS and (isinstance(v, bool) or not isinstance(v, (int, float))):
         if type(value) is Param:   # the param's default is what is wrong
-            raise _fail(path, lambda: _param_line(rule, value.name) or (line() if callable(line) else line), rid,
+            raise fail(path, lambda: _param_line(rule, value.name) or (line() if callable(line) else line), rid,
                         f"param {value.name}: default {v!r} is not a number, and the condition compares "
                         f"{shown} with operator '{op}': give the param a numeric default")
-        raise _fail(path, line, rid, f"operator '{op}' needs a number, got {shown!r}")
+        raise fail(path, line, rid, f"operator '{op}' needs a number, got {shown!r}")
     if op in LIST_OPS and not isinstance(v, list):
-        raise _fail(path, line, rid, f"operator '{op}' needs a list")
+        raise fail(path, line, rid, f"operator '{op}' needs a list")
     scalar = (int, float, str)          # bool is an int; an empty list the schema lets through, durable refuses
     if op in EQUALITY_OPS and not isinstance(v, scalar):
-        raise _fail(path, line, rid, f"operator '{op}' needs a number, a string or true / false, got {shown!r}")
+        raise fail(path, line, rid, f"operator '{op}' needs a number, a string or true / false, got {shown!r}")
     if op in STRING_OPS and not isinstance(v, str):
-        raise _fail(path, line, rid, f"operator '{op}' needs a string")
+        raise fail(path, line, rid, f"operator '{op}' needs a string")
     if op == "matches":
         if any(t in v for t in ("\\", "^", "$", "(?")):
-            raise _fail(path, line, rid, f"pattern {v!r} uses Python regex syntax (\\ ^ $ (?); the engine matches the "
+            raise fail(path, line, rid, f"pattern {v!r} uses Python regex syntax (\\ ^ $ (?); the engine matches the "
                         "whole value with its own dialect: use %d %w %s classes and % escapes, or use contains / "
                         "startswith / endswith")
         try:
             re.compile(v)
         except re.error as e:
-            raise _fail(path, line, rid, f"pattern {v!r} is not a valid regex ({e})") from e
+            raise fail(path, line, rid, f"pattern {v!r} is not a valid regex ({e})") from e
         why = regex_hazard(v)
         if why:
-            raise _fail(path, line, rid, f"pattern {v[:80]!r} {why}")
+            raise fail(path, line, rid, f"pattern {v[:80]!r} {why}")
 
 
 def check_leaf(rule: Rule, leaf, where: str, line, ops=None) -> None:
-    """A ``{fact, op, value}`` leaf (condition.Leaf) names a fact of the rule's scope (``where`` ''; of its
+    """A ``{fact, op, value}`` leaf (conditions.Leaf) names a fact of the rule's scope (``where`` ''; of its
     scope or the run's for an advice or relation condition), an operator of ``ops`` (the operators a pack
     may write; ``PY_OPS`` outside the engine) and a value that fits it. ``where``: what the message
     starts with ("advice item 2: ")."""
@@ -84,17 +84,17 @@ def check_leaf(rule: Rule, leaf, where: str, line, ops=None) -> None:
     if known is None:
         names = registry.all_names(rule.scope) + (registry.all_names("run") if where else [])
         hint = difflib.get_close_matches(fact, names, 1)
-        raise _fail(rule.path, line, rule.id, f"{where}unknown fact '{fact}'" + ("" if where else f" for scope {rule.scope}")
+        raise fail(rule.path, line, rule.id, f"{where}unknown fact '{fact}'" + ("" if where else f" for scope {rule.scope}")
                     + (f" (did you mean '{hint[0]}'?)" if hint else ""))
     if ops is None and op not in ALL_OPS:
         hint = difflib.get_close_matches(op, sorted(ALL_OPS), 1)
-        raise _fail(rule.path, line, rule.id, f"{where}unknown operator '{op}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+        raise fail(rule.path, line, rule.id, f"{where}unknown operator '{op}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
                     + f"; operators: {', '.join(sorted(ALL_OPS))}")
     if ops is not None and op not in ops:
-        raise _fail(rule.path, line, rule.id, f"{where}operator '{op}' is not allowed here; operators: " + ", ".join(sorted(ops)))
+        raise fail(rule.path, line, rule.id, f"{where}operator '{op}' is not allowed here; operators: " + ", ".join(sorted(ops)))
     if OPS[op].needs_value and leaf.value is None:
-        raise _fail(rule.path, line, rule.id, f"{where}condition on '{fact}' with op '{op}' needs a value")
-    _check_operand(rule, leaf.value, op, line)
+        raise fail(rule.path, line, rule.id, f"{where}condition on '{fact}' with op '{op}' needs a value")
+    check_operand(rule, leaf.value, op, line)
 
 
 MAX_PATTERN = 256

@@ -3,8 +3,9 @@
 Public entry point: :func:`compute`. One module per fact group (busy, gaps, kernels, memcpy, NCCL,
 API, iterations, NVTX, OS runtime, summaries, ...), each with one entry point of the same shape,
 ``compute(ctx: base.Context) -> None``: frames and window in, named facts with their source out
-(``ctx.fs.put``). :data:`GROUPS` lists them in the order they run; a new group is one new module
-plus one line there.
+(``ctx.fs.put``), and a ``GROUPS`` declaration of what each reads and puts. ``facts/groups.py`` is the one
+list of them; the order they run in (and which run side by side) is derived from the declarations
+(``facts/order.py``). A new group is one new module plus one entry in that list.
 
 A fact whose inputs are missing is absent (never zero); the reason lands in ``FactSet.absent`` so
 the engine can list the rules it could not evaluate. Facts come from the richest source: a trace
@@ -17,14 +18,12 @@ from __future__ import annotations
 import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Callable
 
 from ..notes import Note
 from ..load import Profile
-from . import (absent, allocator, locations, sync_context, api, api_shares, busy, cpu_ops, estimates, gaps, gpu_metrics, graph, intervals, iterations, jit,
-               kernels, memcpy, multigpu, ncu, nccl, nvtx, osrt, overlap, phase_work, phases, platform, replay, starved, summaries, timeline, waits,
-               window as window_mod)
+from . import graph, intervals, order, registry, timeline, waits
+from . import groups as groups_mod
+from . import window as window_mod
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, Options, RankShare, Work
 from .kernels import with_kernel_classes
 
@@ -32,80 +31,19 @@ __all__ = ["compute", "FactSet", "Options", "Context", "GROUPS", "Work", "RankSh
            "SMALL_KERNEL_NS", "with_kernel_classes"]
 
 
-@dataclass(frozen=True)
-class Group:
-    """One fact group: its entry point, when it applies, and its phase.
-
-    Phases: ``first`` runs in order before the others (later groups read what it leaves in
-    ``fs.tables``); ``parallel`` groups are independent of each other and run side by side (Polars
-    releases the GIL); ``last`` runs in order after them (it fills what the others could not, or
-    reads their results)."""
-    name: str
-    run: Callable[[Context], None]
-    applies: Callable[[Context], bool]
-    phase: str = "parallel"
+# the groups, in the one list of groups (facts/groups.py); the order they run in is derived from what each
+# declares it reads and puts (facts/order.py): waves, each after the one before, its groups side by side
+GROUPS = groups_mod.GROUPS
 
 
-def _has(table: str) -> Callable[[Context], bool]:
-    return lambda c: (t := c.prof.tables.get(table)) is not None and t.height > 0 and c.win.length_ns > 0
-
-
-def _always(_c: Context) -> bool:
-    return True
-
-
-def _timeline(c: Context) -> bool:
-    return c.timeline_ok
-
-
-def _span(c: Context) -> bool:
-    gpu = c.prof.tables.get("gpu_trace")
-    return gpu is not None and gpu.height > 0 and not c.graph_hidden and c.win.span_start_ns is not None
-
-
-GROUPS: list[Group] = [
-    Group("busy", busy.compute, _timeline, "first"),
-    Group("gaps", gaps.compute, _timeline),
-    Group("kernels", kernels.compute, _timeline),
-    Group("memcpy", memcpy.compute, _timeline),
-    Group("nccl", nccl.compute, _timeline),
-    Group("overlap", overlap.compute, _timeline),       # same-stream overlap (PDL): an info note
-    Group("busy_span", busy.compute_span, _span),
-    # the iteration replayed on its dependency model (gains): it reads the traces and the window, no other
-    # group's facts, and is mostly Python (the model's simulation), so it runs beside the Polars groups
-    Group("replay", replay.compute, _timeline),
-    Group("api", api.compute, _has("api_trace")),
-    Group("allocator", allocator.compute, _has("api_trace")),
-    Group("jit", jit.compute, _has("api_trace")),             # kernel code loaded step after step (recompiles)
-    Group("waits", waits.compute, _timeline, "last"),        # what the launching thread waited in during the gaps
-    Group("platform", platform.compute, _always),          # gpu_vendor: the maker of the GPUs (a Kineto trace's runtime)
-    Group("iterations", iterations.compute, _always),
-    Group("nvtx", nvtx.compute, _always),
-    Group("osrt", osrt.compute, _always),
-    Group("per_iteration", kernels.compute_per_iteration, _timeline, "last"),
-    Group("copy_bursts", memcpy.compute_bursts, _timeline, "last"),   # copies per iteration, after both groups
-    Group("cpu_ops", cpu_ops.compute, cpu_ops.applies, "last"),   # torch.profiler CPU operators (after gaps, iterations)
-    Group("api_shares", api_shares.compute, _always, "last"),   # API time by class, of CUDA API time and of the window
-    Group("phases", phases.compute, _always, "last"),          # NVTX phases: nesting, data share of the step, idle in data ranges
-    Group("phase_work", phase_work.compute, _timeline, "last"),   # per phase: optimizer, pauses between steps, per-step read-backs
-    Group("multigpu", multigpu.compute, _timeline, "last"),   # one process driving several GPUs; all-reduces per micro-batch
-    Group("summaries", summaries.compute, _always, "last"),   # after the trace facts: it only fills what they could not
-    Group("estimates", estimates.compute, _always, "last"),   # the summary tier: per-iteration estimates without a trace
-    Group("starved", starved.compute, _always, "last"),       # idle time the cause facts leave unexplained
-    Group("ncu", ncu.compute, _always, "last"),                # Nsight Compute kernel facts, joined with the nsys kernels
-    Group("gpu_metrics", gpu_metrics.compute, _has("gpu_metrics"), "last"),   # after ncu: ncu's verdict wins per kernel
-    Group("sync_context", sync_context.compute, sync_context.applies, "last"),   # what precedes each sync, where in the step
-    Group("locations", locations.compute, _has("api_trace"), "last"),   # where in the user's code (stacks)
-    Group("absent", absent.compute, _always, "last"),
-]
-
-
-# the parallel groups run side by side, one per core (at most 4): each makes temporary frames as long
+# the groups of a wave run side by side, one per core (at most 4): each makes temporary frames as long
 # as the trace, so more groups at once than cores only adds memory (at 5 M kernels: 300-600 MB)
 FACT_WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
-def compute(prof: Profile, opts: Options | None = None) -> FactSet:
+def compute(prof: Profile, opts: Options | None = None, runner=None) -> FactSet:
+    """The facts of one run. ``runner(ctx, groups)`` runs the groups that apply (default :func:`run_groups`;
+    ``tests/facts/test_group_order.py`` passes one that records what each reads and puts)."""
     opts = opts or Options()
     fs = FactSet()
     gpu = prof.tables.get("gpu_trace")
@@ -132,7 +70,7 @@ def compute(prof: Profile, opts: Options | None = None) -> FactSet:
             if api_t is not None and api_t.height else None
         prof, win, gpu = _window(fs, prof, opts, gpu, api_t, nvtx_t, found, passed_over)
         host_all = host_all.result() if host_all is not None else None
-    return _rest(fs, prof, win, gpu, api_t, host_all, opts)
+    return _rest(fs, prof, win, gpu, api_t, host_all, opts, runner or run_groups)
 
 
 def _window(fs: FactSet, prof: Profile, opts: Options, gpu, api_t, nvtx_t, found, passed_over):
@@ -166,10 +104,10 @@ def _window(fs: FactSet, prof: Profile, opts: Options, gpu, api_t, nvtx_t, found
     return prof, win, gpu
 
 
-def _rest(fs: FactSet, prof: Profile, win, gpu, api_t, host_all, opts: Options | None = None) -> FactSet:
+def _rest(fs: FactSet, prof: Profile, win, gpu, api_t, host_all, opts: Options | None = None, runner=None) -> FactSet:
     """The fact groups, over the window."""
     wlen = win.length_ns
-    ctx = Context(prof, win, fs, phases=tuple(getattr(opts, "phases", ()) or ()))
+    ctx = Context(prof, win, fs, phases=tuple(getattr(opts, "phases", ()) or ()), declared=registry.RUN_FACTS)
     ctx.graph_hidden = graph.check(ctx)
     ctx.timeline_ok = gpu is not None and gpu.height > 0 and wlen > 0 and not ctx.graph_hidden
     if api_t is not None and api_t.height and wlen > 0:
@@ -180,14 +118,18 @@ def _rest(fs: FactSet, prof: Profile, win, gpu, api_t, host_all, opts: Options |
         if blocked is not None:
             fs.work.host.update(blocked)
             fs.work.wait_tid = tid
-    todo = [g for g in GROUPS if g.applies(ctx)]
-    for g in todo:
-        if g.phase == "first":
-            g.run(ctx)
-    with ThreadPoolExecutor(max_workers=FACT_WORKERS) as pool:
-        for fut in [pool.submit(g.run, ctx) for g in todo if g.phase == "parallel"]:
-            fut.result()
-    for g in todo:
-        if g.phase == "last":
-            g.run(ctx)
+    (runner or run_groups)(ctx, [g for g in GROUPS if g.applies(ctx)])
     return fs
+
+
+def run_groups(ctx: Context, todo: list) -> None:
+    """The groups that apply, in the waves their declarations give (``order.waves``): one wave after the
+    other, the groups of a wave side by side (none reads what another of the wave puts)."""
+    for wave in order.waves(todo):
+        if len(wave) == 1 or FACT_WORKERS == 1:
+            for g in wave:
+                g.run(ctx)
+            continue
+        with ThreadPoolExecutor(max_workers=FACT_WORKERS) as pool:
+            for fut in [pool.submit(g.run, ctx) for g in wave]:
+                fut.result()

@@ -11,7 +11,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, pct
 from .names import ALLOC_APIS
-from .declare import fact
+from .declare import fact, group, has
 
 FREE_APIS = {"cudaFree", "cuMemFree", "cudaFreeHost", "cuMemFreeHost"}
 
@@ -41,4 +41,9 @@ FACTS = [
     fact("alloc_calls_window", "", "allocator calls that begin inside the window", ("api_trace",)),
     fact("alloc_calls_per_iter", "", "allocator calls per iteration in the window", ("api_trace",)),
     fact("free_calls_per_iter", "", "cudaFree / cuMemFree calls per iteration (each waits for the device)", ("api_trace",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("allocator", compute, has("api_trace"), reads=("input:api_trace", "work:host"), puts=(FACTS, "table:allocator")),
 ]

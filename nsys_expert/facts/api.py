@@ -6,7 +6,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, in_window, of_kinds, pct, srcs
 from .names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
-from .declare import fact
+from .declare import fact, group, has
 
 
 def compute(ctx: Context) -> None:
@@ -83,4 +83,11 @@ FACTS = [
     fact("sync_calls_per_iter", "", "blocking sync calls per iteration", ("api_trace",)),
     fact("sync_after_pageable_copy_pct", "%", "share of the window's sync calls made right after a copy call (same thread) whose copy went from pageable host memory to the GPU: PyTorch syncs after each .to('cuda') of an unpinned CPU tensor", ("api_trace", "gpu_trace")),
     fact("sync_gpu_busy_pct", "%", "share of host sync-wait time during which the GPU was busy (waits that cost nothing)", ("api_trace",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("api", compute, has("api_trace"),
+          reads=("input:api_trace", "input:gpu_trace", "work:busy", "work:busy_cover", "work:host"),
+          puts=(FACTS, "table:api", "table:api_source")),
 ]

@@ -24,7 +24,7 @@ from . import api_oneoff, intervals, timeline
 from .base import Context, pct
 from .names import (ALLOC_APIS, ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, MODULE_LOAD_APIS, SYNC_APIS, SYNC_MEM_APIS,
                     base_expr)
-from .declare import fact
+from .declare import fact, group
 
 # copy calls only (memsets are their own, short calls); sync: the calls that only wait
 MEMCPY_APIS = {n for n in SYNC_MEM_APIS | ASYNC_MEM_APIS if "Memset" not in n}
@@ -154,4 +154,10 @@ FACTS = [
     fact("api_one_off_top_call", "", "the CUDA API whose one-off call is the longest", ("api_sum",)),
     fact("api_one_off_top_ms", "ms", "that call's time", ("api_sum",)),
     fact("memcpy_api_over_gpu_work_ratio", "x", "host time in copy calls (cuda_api_sum) / all GPU work, kernels + copies + memsets (cuda_gpu_kern_sum + cuda_gpu_mem_time_sum): above 1 the copy calls cannot all be waits for GPU work, the host is blocked in copies while the GPU is idle", ("api_sum",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("api_shares", compute, reads=("input:api_sum", "input:api_trace", "input:kern_sum", "input:mem_time_sum"),
+          puts=(FACTS, "fact:alloc_api_share_pct_span")),
 ]

@@ -2,8 +2,8 @@
 
 A fact group is one module of this package with one entry point, ``compute(ctx: Context) -> None``:
 it reads the loaded frames (``ctx.prof``) and the analysis window (``ctx.win``) and writes named
-facts, each with the file it came from, through ``ctx.fs.put``. ``facts.GROUPS`` lists the groups in
-the order they run.
+facts, each with the file it came from, through ``ctx.fs.put``. ``facts/groups.py`` lists the groups; their
+order is derived from what each declares it reads and puts (``facts/order.py``).
 """
 from __future__ import annotations
 
@@ -104,6 +104,7 @@ class Context:
     timeline_ok: bool = False      # a GPU trace with work in a non-empty window, graphs visible
     graph_hidden: bool = False     # CUDA graph work is not in the GPU trace
     phases: tuple = ()             # the rule packs' NVTX phase entries (facts/phases.py)
+    declared: dict = field(default_factory=dict)   # every declared run fact, name -> Fact (registry.RUN_FACTS; absent.py)
 
 
 def srcs(*names) -> str:

@@ -5,7 +5,7 @@ import polars as pl
 
 from . import intervals, timeline
 from .base import Context, pct
-from .declare import fact
+from .declare import fact, group, on_timeline
 
 
 def compute(ctx: Context) -> None:
@@ -48,6 +48,12 @@ def compute(ctx: Context) -> None:
     if len(busy) == 1:         # the one GPU's busy set, ready for the coverage of sync calls and iterations
         fs.work.busy_cover = intervals.prepare(busy[devs[0]])
 
+def spans(c: Context) -> bool:
+    """Whether the whole-span facts apply: a GPU trace with work, graphs visible, the span known."""
+    gpu = c.prof.tables.get("gpu_trace")
+    return gpu is not None and gpu.height > 0 and not c.graph_hidden and c.win.span_start_ns is not None
+
+
 def compute_span(ctx: Context) -> None:
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
     gpu = prof.tables["gpu_trace"]
@@ -71,4 +77,12 @@ FACTS = [
     fact("gpu_idle_pct", "%", "100 - gpu_active_pct"),
     fact("kernel_active_pct", "%", "union of kernel intervals as a share of the window"),
     fact("memcpy_active_pct", "%", "union of memcpy intervals as a share of the window"),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("busy", compute, on_timeline, reads=("input:gpu_trace",),
+          puts=(FACTS, "work:busy", "work:busy_cover", "work:busy_span", "work:busy_total", "work:kern_busy")),
+    group("busy_span", compute_span, spans, reads=("input:gpu_trace", "work:busy_span"),
+          puts=("fact:gpu_active_pct_span", "fact:kernel_count_span")),
 ]

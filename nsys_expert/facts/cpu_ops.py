@@ -25,7 +25,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, pct, srcs
 from .names import ASYNC_MEM_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
-from .declare import fact
+from .declare import fact, group
 
 DATALOADER = r"^enumerate\(DataLoader\)#"
 SINGLE_PROCESS = "_SingleProcessDataLoaderIter"
@@ -278,4 +278,11 @@ FACTS = [
     fact("pageable_copy_op", "", "the outermost PyTorch operator issuing most of the copy time to or from pageable host memory (aten::to, aten::copy_, ...)", ("cpu_trace",)),
     fact("pageable_copy_op_calls", "", "copies to or from pageable memory in the window issued inside pageable_copy_op", ("cpu_trace",)),
     fact("pageable_copy_op_share_pct", "%", "share of the window's pageable copy time issued inside pageable_copy_op", ("cpu_trace",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("cpu_ops", compute, applies,
+          reads=("fact:iter_count", "input:api_trace", "input:cpu_trace", "input:nvtx_trace", "work:gpu", "work:sync_gaps"),
+          puts=(FACTS, "table:cpu_phases", "table:sync_sources")),
 ]

@@ -29,7 +29,7 @@ from . import api_oneoff
 from .base import Context, pct
 from .names import DEVICE_ALLOC_APIS, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, base_expr, data_range_expr
 from .window import iteration_from_summary
-from .declare import fact
+from .declare import fact, group
 
 TIER = "summary"
 # facts of this tier that need the iteration estimate (the reason they are absent otherwise)
@@ -229,4 +229,12 @@ FACTS = [
     fact("alloc_calls", "", "device allocator calls in cuda_api_sum: cudaMalloc / cudaFree and their driver forms (pinned-host allocations left out)", ("api_sum", "api_trace")),
     fact("alloc_api_ms", "ms", "host time in device allocator calls (cuda_api_sum; pinned-host allocations left out)", ("api_sum", "api_trace")),
     fact("alloc_api_share_est_pct", "%", "host time in device allocator calls / iteration time, from the summaries (start-up included; pinned-host allocations left out)", ("nvtx_sum", "nvtx_gpu_proj_sum")),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("estimates", compute,
+          reads=("fact:gpu_active_pct", "input:api_sum", "input:gpu_sum", "input:kern_sum", "input:mem_time_sum",
+                 "input:nvtx_gpu_proj_sum", "input:nvtx_pushpop_sum", "input:nvtx_sum", "table:phases"),
+          puts=(FACTS, "table:iteration_estimate")),
 ]

@@ -6,7 +6,7 @@ import polars as pl
 from ..notes import Note
 from . import intervals, timeline
 from .base import Context, pct, srcs
-from .declare import fact
+from .declare import fact, group, on_timeline
 
 
 def compute(ctx: Context) -> None:
@@ -90,4 +90,11 @@ FACTS = [
     fact("gpu_idle_load_pct", "%", "idle time while the host loaded kernel code (cuLibraryLoadData, cuModuleLoad: CUDA lazy loading on first use)", ("api_trace",)),
     fact("gpu_idle_host_pct", "%", "idle time while the host was busy outside CUDA (Python, host work)", ("api_trace",)),
     fact("gpu_idle_other_pct", "%", "idle time although the next operation was already submitted (dependencies)", ("api_trace",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("gaps", compute, on_timeline,
+          reads=("input:api_trace", "input:cpu_trace", "input:nvtx_trace", "work:busy", "work:host"),
+          puts=(FACTS, "table:idle_breakdown", "work:sync_gaps")),
 ]

@@ -22,7 +22,7 @@ import polars as pl
 
 from . import intervals, timeline
 from .base import Context, in_window
-from .declare import fact
+from .declare import fact, group, has
 
 # fact name (without gm_ prefix and _pct) -> loader metric keys (summed: DRAM read + write)
 WINDOW_FACTS = {
@@ -268,4 +268,13 @@ FACTS = [
     fact("gm_tensor_active_pct", "%", "tensor pipe active while this kernel runs", ("gpu_metrics",), "kernel"),
     fact("gm_dram_pct", "%", "DRAM bandwidth (read + write) while this kernel runs, % of peak", ("gpu_metrics",), "kernel"),
     fact("gm_verdict", "", "memory / tensor / compute / underfilled / mixed from the samples (ncu's class where ncu measured the kernel)", ("gpu_metrics",), "kernel"),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    # after ncu: it reads the class ncu gave the kernels it measured (ncu's class wins for those)
+    group("gpu_metrics", compute, has("gpu_metrics"),
+          reads=("input:gpu_metrics", "kernel:bound_class", "kernel:median_us", "kernel:name", "kernel:time_share_pct",
+                 "kernel:total_ms", "kernels", "table:iterations", "work:gpu"),
+          puts=(FACTS, "table:gpu_metrics", "table:gpu_metrics_kernels", "table:gpu_metrics_kernels_source")),
 ]

@@ -7,7 +7,7 @@ from ..notes import Note
 from . import intervals, timeline
 from ..load import Profile
 from .base import Context, pct
-from .declare import fact
+from .declare import fact, group
 
 
 def iteration_ends(prof: Profile, win) -> list[int]:
@@ -82,4 +82,9 @@ FACTS = [
     fact("iter_median_ms", "ms", "median iteration time (start to next start)", ("nvtx_trace",)),
     fact("iter_max_over_median", "x", "slowest iteration in the window / median", ("nvtx_trace",)),
     fact("first_iter_over_median", "x", "first (warm-up) iteration / median iteration", ("nvtx_trace",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("iterations", compute, reads=("input:gpu_trace", "work:busy", "work:busy_cover"), puts=(FACTS, "table:iterations")),
 ]

@@ -11,7 +11,7 @@ from ..notes import Note
 from . import timeline
 from .base import Context, pct
 from .names import MODULE_LOAD_APIS, api_base, matching
-from .declare import fact
+from .declare import fact, group, has
 
 
 def compute(ctx: Context) -> None:
@@ -65,4 +65,9 @@ FACTS = [
     fact("module_loads_per_iter", "", "kernel-code loads per steady iteration", ("api_trace",)),
     fact("module_load_iters_pct", "%", "share of the steady iterations that load kernel code (recurring loads: a JIT compiler at work)", ("api_trace",)),
     fact("module_load_ms_per_iter", "ms", "time in kernel-code load calls per steady iteration", ("api_trace",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("jit", compute, has("api_trace"), reads=("input:api_trace", "input:gpu_trace"), puts=(FACTS,)),
 ]

@@ -8,7 +8,7 @@ from . import graph
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, in_window, of_kinds, pct
 from .names import (CONV_KERNEL, FUSED_ATTENTION_KERNEL, FUSED_KERNEL, LOG_SOFTMAX_KERNEL, SOFTMAX_KERNEL,
                     LAYOUT_KERNEL, NCHW_KERNEL, NHWC_KERNEL, TRITON_ELEMENTWISE, fused_kernel_expr, kernel_class_expr, simt_gemm_expr)
-from .declare import fact
+from .declare import fact, group, on_timeline
 
 
 def with_kernel_classes(df: pl.DataFrame) -> pl.DataFrame:
@@ -157,4 +157,13 @@ FACTS = [
     fact("count", "", "instances in the window", ("gpu_trace", "kern_sum"), "kernel"),
     fact("median_us", "us", "median duration", ("gpu_trace", "kern_sum"), "kernel"),
     fact("avg_us", "us", "mean duration", ("gpu_trace", "kern_sum"), "kernel"),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("kernels", compute, on_timeline, reads=("fact:graph_launch_count", "input:api_trace", "input:gpu_trace"),
+          puts=([f for f in FACTS if f.name != "kernels_per_iter"], "fact:graph_kernel_count",
+                "fact:graph_share_of_kernel_pct", "kernels", "table:top_kernels", "table:top_kernels_source")),
+    group("per_iteration", compute_per_iteration, on_timeline, reads=("fact:iter_count", "fact:kernel_count"),
+          puts=("fact:kernels_per_iter",)),
 ]

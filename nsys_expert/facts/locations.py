@@ -10,7 +10,7 @@ import polars as pl
 from . import where, where_points
 from .cpu_ops import holders, thread_key
 from .base import Context
-from .declare import fact
+from .declare import fact, group, has
 
 
 def compute(ctx: Context) -> None:
@@ -43,4 +43,10 @@ def _with_operator(pts: pl.DataFrame, ops: pl.DataFrame | None) -> pl.DataFrame:
 
 FACTS = [
     fact("stacks_source", "", "the stacks that locate causes in the user's code: nsys Python backtraces or torch.profiler's Python frames", ("api_trace",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("locations", compute, has("api_trace"), reads=("input:api_trace", "input:cpu_trace", "input:py_trace"),
+          puts=(FACTS, "where")),
 ]

@@ -6,7 +6,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, in_window, pct
 from .names import COPY_KERNEL
-from .declare import fact
+from .declare import fact, group, on_timeline
 
 
 def compute(ctx: Context) -> None:
@@ -134,4 +134,12 @@ FACTS = [
     fact("memcpy_exposed_pct", "%", "host-device copy time not overlapped by kernels on the same device, as a share of the window"),
     fact("memcpy_hidden_pct", "%", "share of the host-device copy time overlapped by kernels on the same device (hidden behind compute)"),
     fact("memcpy_pageable_share_pct", "%", "share of host-device copy time that uses pageable (not pinned) host memory"),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("memcpy", compute, on_timeline, reads=("input:gpu_trace", "work:busy", "work:busy_total", "work:kern_busy"),
+          puts=([f for f in FACTS if f.name != "memcpy_top_fifth_iters_share_pct"], "table:memcpy")),
+    group("copy_bursts", compute_bursts, on_timeline, reads=("fact:iter_count", "input:gpu_trace"),
+          puts=("fact:memcpy_top_fifth_iters_share_pct",)),
 ]

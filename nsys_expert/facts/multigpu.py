@@ -32,7 +32,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, in_window, of_kinds, pct
 from .names import matching
-from .declare import fact
+from .declare import fact, group, on_timeline
 
 # DataParallel's collectives: broadcast (replicate) and reduce (the broadcast's backward), never AllReduce
 # or ReduceScatter (``_Reduce`` followed by ``_`` or the end: ncclKernel_Reduce_RING_LL_Sum_float,
@@ -207,3 +207,8 @@ def _opt_steps(ctx: Context, n_it: int) -> tuple[pl.Series, int]:
                 return iv["e"].sort(), iv.height
     it = win.iterations.slice(win.skipped)
     return it["host_e"].sort(), n_it
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("multigpu", compute, on_timeline, reads=("input:api_trace", "input:gpu_trace", "input:nvtx_trace"), puts=(FACTS,)),
+]

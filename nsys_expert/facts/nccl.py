@@ -6,7 +6,7 @@ import polars as pl
 from . import intervals, timeline
 from .base import Context, in_window, of_kinds, pct
 from .kernels import with_kernel_classes
-from .declare import fact
+from .declare import fact, group, on_timeline
 
 
 def compute(ctx: Context) -> None:
@@ -61,4 +61,10 @@ FACTS = [
     fact("nccl_overlap_pct", "%", "share of NCCL kernel time overlapped by compute kernels on other streams"),
     fact("nccl_exposed_pct", "%", "NCCL kernel time not overlapped by compute, as a share of the window"),
     fact("compute_active_pct", "%", "union of non-NCCL kernel intervals as a share of the window (compute, without communication)"),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("nccl", compute, on_timeline, reads=("fact:kernel_active_pct", "input:gpu_trace", "work:busy", "work:busy_total"),
+          puts=(FACTS, "share")),
 ]

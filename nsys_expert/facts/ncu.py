@@ -27,9 +27,10 @@ import polars as pl
 
 from ..notes import Note
 from ..load import Profile
-from .ncu_metrics import (TOP_KERNELS_FOR_COMMAND, _RAW_ONLY, _RULE_THEMES, _kernel_facts, _launch_facts, _long, base_name, norm_name)  # noqa: F401
+from . import ncu_metrics
+from .ncu_metrics import (TOP_KERNELS_FOR_COMMAND, RAW_ONLY, RULE_THEMES, kernel_facts, launch_facts, long_form, base_name, norm_name)  # noqa: F401
 from .names import kernel_class_expr, simt_gemm_expr
-from .declare import fact
+from .declare import fact, group
 
 # ------------------------------------------------------------------------------------------- join
 def _nsys_kernels(fs, prof: Profile) -> list[dict]:
@@ -96,11 +97,11 @@ def _classes(names: list[str]) -> dict[str, tuple[str, bool]]:
 
 def attach(fs, prof: Profile) -> None:
     """Add the ncu kernel facts to ``fs.kernels`` (see the module docstring)."""
-    long = _long(prof)
+    long = long_form(prof)
     if long is None:
         _without_ncu(fs, prof)
         return
-    launches, sources = _launch_facts(long)
+    launches, sources = launch_facts(long)
     rules = prof.tables.get("ncu_rules")
     rules_by: dict[str, list] = {}
     for r in (rules.to_dicts() if rules is not None else []):
@@ -119,7 +120,7 @@ def attach(fs, prof: Profile) -> None:
     used: set[int] = set()
     unmatched, table = [], []
     for key, g in groups.items():
-        facts, rule_rows = _kernel_facts(g["launches"], rules_by.get(key, []))
+        facts, rule_rows = kernel_facts(g["launches"], rules_by.get(key, []))
         seen = sections_by.get(key, set()) | {r["section"] for r in rules_by.get(key, [])}
         _zero_quiet_rules(facts, seen, bool(rules_by.get(key)))
         k, how = matches[key]
@@ -161,9 +162,8 @@ def attach(fs, prof: Profile) -> None:
 def _wrong_units(fs, wrong) -> None:
     """Metrics ncu printed in a unit the loader does not convert: their facts are absent (where no kernel
     has them), and a warning names the first three."""
-    have = set().union(*(set(k) for k in fs.kernels)) if fs.kernels else set()
     for fact, metric, unit in wrong.unique("fact", maintain_order=True).iter_rows():
-        if fact not in have:
+        if not any(fact in k for k in fs.kernels):
             fs.absent.setdefault(fact, Note("absent.ncu_unit", {"metric": metric, "unit": unit}))
     if wrong.height:
         metrics = tuple(Note("phrase.metric_in_unit", {"metric": m, "unit": u}) for _, m, u in wrong.head(3).iter_rows())
@@ -212,7 +212,7 @@ def _sources(fs, prof: Profile, sources: dict) -> None:
     rules_src = prof.source_name("ncu_rules")
     if rules_src:
         for f in ("ncu_rules", "ncu_opt_count", "ncu_top_rule", "ncu_top_rule_speedup_pct", "ncu_top_rule_text",
-                  "top_pipe", "top_pipe_pct", *_RULE_THEMES):
+                  "top_pipe", "top_pipe_pct", *RULE_THEMES):
             fs.sources.setdefault(f, rules_src)
         fs.sources.setdefault("top_stall_reason", rules_src)
         fs.sources.setdefault("top_stall_pct", rules_src)
@@ -226,17 +226,15 @@ def _sources(fs, prof: Profile, sources: dict) -> None:
 # ----------------------------------------------------------------------------------------- absent
 def _ncu_facts() -> list[str]:
     """The kernel facts only Nsight Compute supplies (declared here and in ncu_metrics.py)."""
-    from . import ncu_metrics
     return [f.name for f in FACTS + ncu_metrics.FACTS if f.scope == "kernel" and f.needs == ("ncu",)]
 
 
 def _absent_in_ncu(fs) -> None:
     """ncu data is there but some fact is in no kernel: say what export would have it."""
-    have = set().union(*(set(k) for k in fs.kernels)) if fs.kernels else set()
     for f in _ncu_facts():
-        if f in have:
+        if any(f in k for k in fs.kernels):
             continue
-        if f in _RAW_ONLY:
+        if f in RAW_ONLY:
             fs.absent.setdefault(f, Note("absent.ncu_raw_page"))
         elif f.startswith("ncu_") or f in ("top_pipe", "top_pipe_pct"):
             fs.absent.setdefault(f, Note("absent.ncu_rule_rows"))
@@ -299,4 +297,13 @@ FACTS = [
     fact("nsys_match", "", "how the ncu name was matched to the nsys name: name, normalized name, function name", ("ncu",), "kernel"),
     fact("ncu_name", "", "kernel name as Nsight Compute prints it", ("ncu",), "kernel"),
     fact("simt_gemm", "", "an FP32/FP64 GEMM on SIMT cores by its name (sgemm / simt, no tensor-core marker)", ("ncu",), "kernel"),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("ncu", compute,
+          reads=("input:gpu_trace", "input:kern_sum", "input:ncu", "input:ncu_raw", "input:ncu_rules", "kernel:kernel_class",
+                 "kernel:name", "kernel:time_share_pct", "kernel:total_ms", "kernels", "table:top_kernels_source"),
+          puts=(FACTS, ncu_metrics.FACTS, "kernel:_extra", "kernels", "source:avg_us", "source:count", "source:median_us",
+                "source:time_share_pct", "source:total_ms", "table:ncu_command", "table:ncu_kernels", "warnings")),
 ]

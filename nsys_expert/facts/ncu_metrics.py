@@ -67,7 +67,7 @@ _STALL_TEXT = [("scoreboard dependency on a L1TEX", "long_scoreboard"), ("scoreb
                ("to fetch an instruction", "no_instruction"), ("selected", "not_selected"),
                ("branch", "branch_resolving"), ("sleep", "sleeping"), ("drain", "drain")]
 # ncu rule names -> the theme fact that keeps their largest global estimated speedup
-_RULE_THEMES = {
+RULE_THEMES = {
     "ncu_occupancy_speedup_pct": {"AchievedOccupancy", "TheoreticalOccupancy"},
     "ncu_launch_speedup_pct": {"LaunchConfiguration"},
     "ncu_uncoalesced_speedup_pct": {"UncoalescedGlobalAccess", "MemoryCacheAccessPattern"},
@@ -77,7 +77,7 @@ _RULE_THEMES = {
 LIMITERS = [("registers", "block_limit_registers"), ("shared_mem", "block_limit_shared_mem"),
             ("warps", "block_limit_warps"), ("blocks", "block_limit_sm"), ("barriers", "block_limit_barriers")]
 # raw-page-only facts: what to export when they are missing
-_RAW_ONLY = {"tensor_pipe_active_pct", "top_stall_reason", "top_stall_pct", "shared_bank_conflict_pct",
+RAW_ONLY = {"tensor_pipe_active_pct", "top_stall_reason", "top_stall_pct", "shared_bank_conflict_pct",
              "global_excess_sectors_pct"}
 TOP_KERNELS_FOR_COMMAND = 3
 # OPT rules kept in ncu_rules but never picked as the top suggestion: MemoryL2Compression is about
@@ -142,7 +142,7 @@ def _mangled_base(s: str) -> str | None:
 
 
 # ------------------------------------------------------------------------------------ per launch
-def _long(prof: Profile) -> pl.DataFrame | None:
+def long_form(prof: Profile) -> pl.DataFrame | None:
     """Details and raw rows in one frame with a lookup key and the file each row came from."""
     parts = []
     for table in ("ncu", "ncu_raw"):
@@ -167,7 +167,7 @@ def _dims(text: str | None) -> float | None:
     return float(math.prod(nums)) if nums else None
 
 
-def _launch_facts(long: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+def launch_facts(long: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
     """One row per launch (launch_id, kernel_name) with a column per fact; and fact -> source file."""
     plan = pl.DataFrame([(f, k, i, s) for f, keys, s in _M for i, k in enumerate(keys)],
                         schema={"fact": pl.String, "key": pl.String, "prio": pl.Int64, "scale": pl.Float64},
@@ -207,7 +207,7 @@ def _median(values: list) -> float | None:
     return float(xs[m]) if len(xs) % 2 else (xs[m - 1] + xs[m]) / 2
 
 
-def _kernel_facts(rows: list[dict], rules: list[dict]) -> tuple[dict, list[dict]]:
+def kernel_facts(rows: list[dict], rules: list[dict]) -> tuple[dict, list[dict]]:
     """The launches of one kernel -> its facts (medians), derived facts and rule facts."""
     k: dict = {"ncu_launches": len(rows)}
     names = [f for f, _, _ in _M] + ["_stall", "_stall_sum"]
@@ -305,7 +305,7 @@ def _rule_facts(k: dict, rules: list[dict]) -> list[dict]:
         k["ncu_top_rule"] = top["rule"]
         k["ncu_top_rule_speedup_pct"] = top["speedup_pct"]
         k["ncu_top_rule_text"] = (top["description"] or "")[:400]
-    for fact, names in _RULE_THEMES.items():
+    for fact, names in RULE_THEMES.items():
         sp = [r["speedup_pct"] for r in glob if r["rule"] in names]
         if sp:
             k[fact] = max(sp)

@@ -7,7 +7,7 @@ from . import intervals, timeline
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS, data_range_expr
 from .window import group_names
-from .declare import fact
+from .declare import fact, group
 
 
 def compute(ctx: Context) -> None:
@@ -83,4 +83,9 @@ FACTS = [
     fact("nccl_api_calls", "", "NCCL calls seen as NVTX ranges (NCCL domain)", ("nvtx_trace", "nvtx_sum")),
     fact("nvtx_top_range_share_pct", "%", "share of the window covered by the most time-consuming NVTX range name", ("nvtx_trace", "nvtx_sum")),
     fact("data_range_share_pct", "%", "share of the window inside NVTX ranges named like input work", ("nvtx_trace", "nvtx_sum")),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("nvtx", compute, reads=("input:nvtx_pushpop_sum", "input:nvtx_sum", "input:nvtx_trace"), puts=(FACTS, "table:nvtx")),
 ]

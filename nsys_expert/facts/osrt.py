@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..load.sqlite_tables import OSRT_SLEEPS, OSRT_WAITS
+from ..load.sqlite import OSRT_SLEEPS, OSRT_WAITS
 from .base import Context
-from .declare import fact
+from .declare import fact, group
 
 OSRT_IO = {"read", "pread", "pread64", "readv", "preadv", "fread", "open", "open64", "openat", "openat64",
            "fopen", "fopen64", "write", "pwrite", "pwrite64", "fwrite", "stat", "fstat", "lstat", "mmap", "mmap64"}
@@ -31,4 +31,9 @@ FACTS = [
     fact("osrt_sleep_ms", "ms", "OS runtime time in sleep calls (clock_nanosleep, nanosleep, usleep, sleep), all threads added up", ("osrt_sum",)),
     fact("osrt_blocking_ms", "ms", "OS runtime time in blocking calls (poll, futex, pthread_cond_wait, sem_wait, recv, read, ...), all threads added up", ("osrt_sum",)),
     fact("osrt_io_ms", "ms", "OS runtime time in file I/O calls (read, pread, fread, open, ...) over the whole profile", ("osrt_sum",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("osrt", compute, reads=("input:osrt_sum", "input:osrt_trace"), puts=(FACTS,)),
 ]

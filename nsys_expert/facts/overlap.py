@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..load import sanity
 from .base import Context, in_window, pct
-from .declare import fact
+from .declare import fact, group, on_timeline
 
 
 def compute(ctx: Context) -> None:
@@ -38,4 +38,9 @@ FACTS = [
     fact("stream_overlap_median_us", "us", "median time an overlapping operation starts before its predecessor on the stream ended"),
     fact("stream_overlap_max_us", "us", "the largest same-stream overlap in the window"),
     fact("stream_overlap_top_kernel", "", "the kernel that most often starts before its predecessor ended (name cut to 160 characters)"),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("overlap", compute, on_timeline, reads=("input:gpu_trace",), puts=(FACTS, "table:stream_overlap_kernels")),
 ]

@@ -29,7 +29,7 @@ import polars as pl
 from ..notes import Note
 from . import intervals
 from .base import Context, in_window, pct
-from .declare import fact
+from .declare import fact, group, on_timeline
 from .phases import classify_all, merged_table
 
 # the facts this group puts (registry.py collects them): name, unit, doc, the inputs that can supply it
@@ -333,3 +333,11 @@ def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, d2h_all: pl.
         exposed += max(0, nxt - t0)
     fs.put("step_d2h_exposed_pct", min(100.0, pct(exposed, win.length_ns) or 0.0), src)
     fs.put("step_d2h_copy_share_of_exposed_pct", min(100.0, pct(copying, exposed) or 0.0), src)
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("phase_work", compute, on_timeline,
+          reads=("fact:gpu_active_pct", "fact:gpu_idle_pct", "fact:iter_median_ms", "input:gpu_trace", "input:nvtx_trace",
+                 "input:osrt_trace", "work:busy", "work:busy_cover"),
+          puts=(FACTS, "table:phase_work")),
+]

@@ -38,8 +38,8 @@ from . import nesting_times
 from .api_oneoff import gpu_work_tables
 from .base import Context, pct
 from .names import LIBRARY_DOMAINS
-from .window import OPERATOR_RANGE, _group_expr, iteration_from_summary, per_distinct
-from .declare import fact
+from .window import OPERATOR_RANGE, group_expr, iteration_from_summary, per_distinct
+from .declare import fact, group
 
 MAX_ROWS = 12
 # operator ranges of PyTorch's emit_nvtx are not phases (but a user's plain "forward" / "backward" is)
@@ -174,7 +174,7 @@ def _per_name(prof) -> tuple[pl.DataFrame | None, str | None, str | None]:
 def _strip(name: pl.Expr) -> pl.Expr:
     """A trace's range name as the table shows it: without the empty domain, numbered instances as one
     (``ProfilerStep#12`` -> ``ProfilerStep``, as the iteration range is named); once per distinct name."""
-    return per_distinct(name, lambda n: _group_expr(n.str.strip_chars_start(":")), pl.String)
+    return per_distinct(name, lambda n: group_expr(n.str.strip_chars_start(":")), pl.String)
 
 
 def _user_range(name: pl.Expr) -> pl.Expr:
@@ -347,4 +347,12 @@ FACTS = [
     fact("gpu_idle_data_phase_est_pct", "%", "summaries: the share of the step's time in which the GPU must be idle while the host is in its data-loading ranges: (data time - all GPU work of the profile, cuda_gpu_kern_sum + cuda_gpu_mem_time_sum) / step time, a lower bound", ("nvtx_trace", "nvtx_sum")),
     fact("gpu_idle_data_phase_pct", "%", "a GPU trace and nvtx_sum, no NVTX trace: idle share of the window that must lie inside data-loading ranges, a lower bound (data time in the window, at least its total minus the span outside the window, plus the idle time, minus the window)", ("nvtx_sum",)),
     fact("data_phase_total_ms", "ms", "total time of the largest data-loading range name (nvtx_sum, whole profile)", ("nvtx_sum",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("phases", compute,
+          reads=("fact:gpu_idle_pct", "input:kern_sum", "input:mem_time_sum", "input:nvtx_gpu_proj_sum",
+                 "input:nvtx_pushpop_sum", "input:nvtx_sum", "input:nvtx_trace"),
+          puts=(FACTS, "table:phases")),
 ]

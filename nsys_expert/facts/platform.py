@@ -13,7 +13,7 @@ What a GPU can do depends on it: TF32 and bf16 tensor cores need 8.0 or later.
 from __future__ import annotations
 
 from .base import Context
-from .declare import fact
+from .declare import fact, group
 
 
 def compute(ctx: Context) -> None:
@@ -51,4 +51,9 @@ def _cc(v) -> float | None:
 FACTS = [
     fact("gpu_vendor", "", "the GPUs' maker as a torch.profiler trace says it: nvidia (CUDA runtime calls) or amd (ROCm: hip* calls); absent for nsys inputs, which are NVIDIA's", ("gpu_trace", "api_trace")),
     fact("gpu_compute_capability", "", "the lowest CUDA compute capability of the run's GPUs (7.0 V100, 8.0 A100, 9.0 H100 / H200), from the SQLite export, a torch.profiler trace or Nsight Compute; absent when the inputs do not say it (CSV, console text)", ("gpu_trace", "ncu")),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("platform", compute, reads=("input:*",), puts=(FACTS,)),
 ]

@@ -7,22 +7,18 @@ analysis window's wall time.
 
 Each fact group declares the facts it puts beside its code, in a module-level ``FACTS`` list of
 ``declare.fact`` entries (name, unit, doc, the inputs that can supply it, scope); this module collects
-the lists of the modules in ``DECLARING_GROUPS`` (``_collect``), so a new fact is one line in its group.
+the lists of the modules in ``DECLARING_GROUPS`` (``groups.MODULES``, ``_collect``), so a new fact is one line in its group.
 A fact two groups put (the trace's value and the summaries' estimate of it) is declared by one of them.
 ``tests/facts/test_fact_declarations.py`` fails on a fact a group puts that no group declared.
 """
 from __future__ import annotations
 
-from . import (window, busy, platform, gaps, waits, memcpy, summaries, jit, overlap, kernels, api, graph,
-    nccl, nvtx, iterations, replay, osrt, phase_work, estimates, allocator, starved, cpu_ops, ranks,
-    gpu_metrics, api_shares, phases, ncu, ncu_metrics, locations, sync_context, multigpu)
 from .declare import INPUTS, Fact  # noqa: F401 - INPUTS: the registry's readers take it from here
+from .groups import MODULES
 
 # the fact group modules, each declaring the facts it puts beside its code (a module-level FACTS list):
-# the order of the table (``nsys-expert facts``, docs/rules.md's fact list)
-DECLARING_GROUPS = (window, busy, platform, gaps, waits, memcpy, summaries, jit, overlap, kernels, api,
-    graph, nccl, nvtx, iterations, replay, osrt, phase_work, estimates, allocator, starved, cpu_ops, ranks,
-    gpu_metrics, api_shares, phases, ncu, ncu_metrics, locations, sync_context, multigpu,)
+# the one list of groups (facts/groups.py), in the order of the table (``nsys-expert facts``, docs/rules.md)
+DECLARING_GROUPS = MODULES
 
 
 # inputs a profile has only when the user opted in at collection time (a costly option): a rule that

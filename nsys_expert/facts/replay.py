@@ -23,7 +23,7 @@ from .depmodel import Run, simulate  # noqa: F401 - the replay's API, used by te
 from .transforms import (APPLIES, PARAMS, TRANSFORMS, apply, gain, comm_overlap, copies, copy_overlap,  # noqa: F401
                          cuda_graphs, data_workers, distinct, fusion, host_offload, pinned_copies, remove_syncs,
                          table_gbps, tensor_cores)
-from .declare import fact
+from .declare import fact, group, on_timeline
 
 
 # ------------------------------------------------------------------------------ the fact group
@@ -189,4 +189,10 @@ FACTS = [
     fact("replay_gain_fusion_pct", "%", "replayed gain of fusing the unfused elementwise kernels (their time cut by 0.7)", ("gpu_trace", "api_trace", "nvtx_trace")),
     fact("replay_gain_tensor_cores_pct", "%", "replayed gain of running the SIMT GEMMs on tensor cores (their time cut by 0.85)", ("gpu_trace", "api_trace", "nvtx_trace")),
     fact("replay_gain_all_pct", "%", "the largest replayed gain of the transformations applied together (never a sum)", ("gpu_trace", "api_trace", "nvtx_trace")),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("replay", compute, on_timeline, reads=("input:api_trace", "input:gpu_trace", "input:nvtx_trace"),
+          puts=(FACTS, "table:critical_path", "work:replay")),
 ]

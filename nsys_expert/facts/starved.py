@@ -10,7 +10,7 @@ tier and nothing is attributed either (the summaries cannot say which gap had wh
 from __future__ import annotations
 
 from .base import Context
-from .declare import fact
+from .declare import fact, group
 
 ATTRIBUTED = ("launch", "sync", "memcpy", "data", "alloc", "load", "sleep", "gil", "wait", "host")
 
@@ -41,4 +41,11 @@ def compute(ctx: Context) -> None:
 FACTS = [
     fact("gpu_idle_attributed_pct", "%", "idle share of the window that the gap causes attribute (launch, sync, memcpy, data, host)", ("gpu_trace", "nvtx_sum")),
     fact("gpu_idle_unexplained_pct", "%", "idle share of the window no cause attributes (all of it without cuda_api_trace)", ("gpu_trace", "nvtx_sum")),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("starved", compute, puts=(FACTS,),
+          reads=["fact:gpu_idle_pct", "fact:gpu_idle_est_pct", "fact:gpu_idle_host_elim_pct", "fact:gpu_idle_data_phase_pct"]
+          + [f"fact:gpu_idle_{c}_pct" for c in ATTRIBUTED]),
 ]

@@ -9,16 +9,35 @@ from . import api_oneoff
 from .base import SMALL_KERNEL_NS, Context, pct
 from .kernels import kernel_table
 from .names import COPY_KERNEL, GRAPH_LAUNCH_APIS, KERNEL_LAUNCH_APIS, NCCL_KERNEL, SYNC_APIS, SYNC_MEM_APIS, base_expr
-from .declare import fact
+from .declare import fact, group
 
 
 def compute(ctx: Context) -> None:
     """Whole-profile facts from the summary reports; they are the window facts when the window is whole."""
-    fs, prof, win = ctx.fs, ctx.prof, ctx.win
-    before = set(fs.run)
-    _compute(fs, prof, win)
-    for k in set(fs.run) - before:   # every fact from a summary report rests on the whole profile
-        fs.tiers[k] = "summary"
+    noting = _Noting(ctx.fs)
+    _compute(noting, ctx.prof, ctx.win)
+    for k in dict.fromkeys(noting.added):   # every fact from a summary report rests on the whole profile
+        ctx.fs.tiers[k] = "summary"
+
+
+class _Noting:
+    """The fact set as this group writes it: each fact it adds (one no group put before) is noted."""
+
+    def __init__(self, fs) -> None:
+        object.__setattr__(self, "_fs", fs)
+        object.__setattr__(self, "added", [])
+
+    def __getattr__(self, name):
+        return getattr(self._fs, name)
+
+    def __setattr__(self, name, value) -> None:     # fs.kernels = rows: the fact set's
+        setattr(self._fs, name, value)
+
+    def put(self, name: str, value, source: str | None, tier: str | None = None) -> None:
+        had = name in self._fs.run
+        self._fs.put(name, value, source, tier)
+        if not had and name in self._fs.run:
+            self.added.append(name)
 
 
 def _compute(fs, prof, win) -> None:
@@ -203,4 +222,30 @@ FACTS = [
     fact("cuda_api_total_ms", "ms", "time in CUDA API calls over the whole profile, all threads (cuda_api_sum)", ("api_sum",)),
     fact("memcpy_pinned_saving_pct", "%", "share of the host-device copy time that copies at the GPU's pinned bandwidth (facts/replay.yaml) would save: per direction, time minus bytes / bandwidth (with the cuda_gpu_mem_size_sum report)", ("mem_time_sum", "mem_size_sum")),
     fact("gpu_work_ms", "ms", "all the GPU's work in the summaries: kernel + copy + memset time (cuda_gpu_kern_sum + cuda_gpu_mem_time_sum, else cuda_gpu_sum)", ("kern_sum", "gpu_sum")),
+]
+
+# the trace groups' facts this group may fill (their whole-profile value, or the window's when the window is
+# the whole profile and no trace measured it)
+FILLS = (
+    "fact:conv_share_of_kernel_pct", "fact:copy_kernel_share_of_busy_pct", "fact:copy_kernel_share_of_kernel_pct",
+    "fact:device_copy_share_of_busy_pct", "fact:elementwise_fused_share_of_kernel_pct",
+    "fact:elementwise_share_of_kernel_pct", "fact:kernel_count", "fact:kernel_median_us",
+    "fact:kernel_small_share_pct", "fact:launch_api_share_pct", "fact:launch_to_kernel_time_ratio",
+    "fact:layout_convert_share_of_kernel_pct", "fact:matmul_share_of_kernel_pct", "fact:memcpy_d2h_gbps",
+    "fact:memcpy_d2h_mb", "fact:memcpy_dtod_share_of_busy_pct", "fact:memcpy_h2d_gbps", "fact:memcpy_h2d_mb",
+    "fact:memcpy_host_share_of_busy_pct", "fact:memcpy_share_of_busy_pct", "fact:nccl_kernel_count",
+    "fact:nccl_share_of_busy_pct", "fact:nchw_kernel_share_of_kernel_pct", "fact:simt_gemm_share_of_kernel_pct",
+    "fact:sync_api_share_pct", "fact:sync_calls_per_iter",
+)
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    # it fills what the trace's groups could not: it reads each fact it may fill, so it runs after the groups
+    # that put them
+    group("summaries", compute,
+          reads=(FILLS, "fact:gpu_idle_data_phase_pct", "fact:gpu_idle_pct", "fact:gpu_idle_short_gaps_pct",
+                 "input:api_sum", "input:api_trace", "input:kern_sum", "input:mem_size_sum", "input:mem_time_sum",
+                 "table:api", "table:top_kernels"),
+          puts=(FACTS, FILLS, "kernels", "table:api", "table:api_source", "table:top_kernels", "table:top_kernels_source",
+                "table:top_kernels_span")),
 ]

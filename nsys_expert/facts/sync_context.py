@@ -19,7 +19,7 @@ import polars as pl
 
 from . import timeline
 from .base import Context, pct
-from .declare import fact
+from .declare import fact, group
 from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
 SMALL_BYTES = 64
@@ -100,4 +100,9 @@ FACTS = [
     fact("sync_small_d2h_share_pct", "%", "share of the window's blocking sync calls that follow (or are) a device-to-host copy of 64 bytes or less on their thread: a scalar or a count read back (loss.item(), or a data-dependent shape: nonzero, a boolean-mask index)", ("api_trace", "gpu_trace")),
     fact("sync_small_d2h_per_iter", "", "blocking syncs after such small device-to-host copies, per iteration", ("api_trace", "gpu_trace")),
     fact("sync_mid_step_share_pct", "%", "share of the blocking syncs inside an iteration with a fifth or more of that iteration's kernel launches still to come (in the middle of the forward / backward passes, not at the step's end)", ("api_trace",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("sync_context", compute, applies, reads=("input:api_trace", "input:gpu_trace"), puts=(FACTS,)),
 ]

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..load.sqlite_tables import OSRT_SLEEPS
+from ..load.sqlite import OSRT_SLEEPS
 from . import intervals, timeline
 from .base import Context, pct
 from .names import KERNEL_LAUNCH_APIS, api_base
-from .declare import fact
+from .declare import fact, group, on_timeline
 
 
 LAUNCH_SHARE = 0.05   # a thread that issues at least this share of the window's launches is a launching thread
@@ -137,4 +137,9 @@ FACTS = [
     fact("osrt_gil_calls", "", "pthread_cond_timedwait calls of the launching thread in the window, when they are GIL waits", ("osrt_trace",)),
     fact("osrt_gil_switch_share_pct", "%", "share of the launching thread's pthread_cond_timedwait time in calls of the GIL switch interval (4.5-5.6 ms)", ("osrt_trace",)),
     fact("osrt_wait_share_pct", "%", "OS runtime blocking time (poll, waits, sleeps) over the whole profile as a share of the profile span, summed over threads", ("osrt_sum",)),
+]
+
+# the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
+GROUPS = [
+    group("waits", compute, on_timeline, reads=("input:osrt_trace", "work:busy", "work:wait_tid"), puts=(FACTS, "table:waits")),
 ]

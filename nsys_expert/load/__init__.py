@@ -238,7 +238,7 @@ def _ncu_failed(path: str) -> bool:
     is not there, so its error is the answer (issue 58), not a "not read" note under a report without it."""
     from . import ncu
 
-    return ncu.looks_like(path) and any(ln.startswith("==ERROR==") for ln in ncu._head(path).splitlines())
+    return ncu.looks_like(path) and any(ln.startswith("==ERROR==") for ln in ncu.head_text(path).splitlines())
 
 
 def _said_of_parts(prof: Profile, used: set, used_tables: set) -> list:

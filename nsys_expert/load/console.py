@@ -9,7 +9,7 @@ CSV / TSV printed to the console); this module turns them into canonical frames 
 
 A header is accepted only when its cells match a known report signature (``schema.match_header``);
 the cells are mapped and converted exactly as in the CSV path (``schema.column_plan``, the unit
-factors, ``csv_reports._scale``). Which report a table is comes from its header, and, where two
+factors, ``csv_reports.scaled``). Which report a table is comes from its header, and, where two
 reports share one header (cuda_api_sum / osrt_sum), from the section it is in
 (``[5/8] Executing 'cuda_api_sum'``, `` ** CUDA API Summary (cuda_api_sum):``,
 ``Processing [...] with [.../cuda_api_sum.py]``, 2020-2021 ``CUDA API Statistics:``), failing that
@@ -230,10 +230,10 @@ def _convert(t: Table, european: bool, file_report: str | None):
         if cls == "str":
             exprs.append(col.alias(name))
         else:
-            dtype = csv_reports._dtype(name, cls, factor)
+            dtype = csv_reports.column_dtype(name, cls, factor)
             if dtype == pl.Int64:   # integers printed as '1,376.0' or '20.000' (European) still parse
                 col = col.cast(pl.Float64, strict=False).round(0)
-            exprs.append(csv_reports._scale(col.cast(dtype, strict=False), name, cls, factor))
+            exprs.append(csv_reports.scaled(col.cast(dtype, strict=False), name, cls, factor))
     frame = raw.select(exprs)
     table = spec.table
     if table in ("api_sum", "osrt_sum") and named not in ("api_sum", "osrt_sum"):

@@ -204,7 +204,7 @@ def _fast_read(source, spec, plan, opts: dict) -> pl.DataFrame | None:
     """The typed read; None when any cell does not parse (the careful path reads it then)."""
     keep = schema.KEEP.get(spec.table)
     plan_fast = [p for p in plan if keep is None or p[1] in keep]
-    dtypes = {cell: _dtype(name, cls, factor) for cell, name, cls, factor in plan_fast}
+    dtypes = {cell: column_dtype(name, cls, factor) for cell, name, cls, factor in plan_fast}
     # long, repeated texts: a dictionary code per row, not a string
     for cell, name, _, _ in plan_fast:
         if (spec.table, name) in CATEGORIES:
@@ -236,7 +236,7 @@ def _careful_read(source, spec, opts: dict, path: str, warnings: list) -> pl.Dat
         if cls == "str":
             exprs.append(pl.col(cell).alias(name))
         else:
-            exprs.append(_scale(numbers.parse(cell, _dtype(name, cls, factor), clamp=cls in ("ts", "dur")),
+            exprs.append(scaled(numbers.parse(cell, column_dtype(name, cls, factor), clamp=cls in ("ts", "dur")),
                                 name, cls, factor))
     frame = raw.select(exprs)
     warnings += numbers.notes(raw, plan, path) + _bad_cells(raw, frame, plan, path)
@@ -247,7 +247,7 @@ def _typed(source, plan_fast, dtypes: dict, opts: dict) -> pl.DataFrame | None:
     """The fast typed read with these types, or None when a cell does not parse as its type."""
     try:
         wanted = [p[0] for p in plan_fast]
-        exprs = [_scale(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast]
+        exprs = [scaled(pl.col(cell), name, cls, factor) for cell, name, cls, factor in plan_fast]
         if isinstance(source, str):
             # a lazy scan reads only the projected columns and scales them in the same pass
             lazy = pl.scan_csv(source, schema_overrides=dtypes, **opts)
@@ -307,7 +307,7 @@ def one_chunk(lazy: pl.LazyFrame) -> pl.DataFrame:
     return chunks.one_chunk(lazy.collect())
 
 
-def _dtype(name: str, cls: str, factor: float):
+def column_dtype(name: str, cls: str, factor: float):
     if cls == "str":
         return pl.String
     if cls == "int" or (cls in ("ts", "dur") and name in INT_NS and factor == 1.0):
@@ -315,7 +315,7 @@ def _dtype(name: str, cls: str, factor: float):
     return pl.Float64
 
 
-def _scale(expr: pl.Expr, name: str, cls: str, factor: float) -> pl.Expr:
+def scaled(expr: pl.Expr, name: str, cls: str, factor: float) -> pl.Expr:
     """Convert a parsed column to its canonical unit (ns, bytes, bytes/s); time stamps stay integers."""
     if cls in ("str", "int") or factor == 1.0:
         return expr.alias(name)

@@ -159,7 +159,7 @@ class _Columns:
 def read_kineto(path: str):
     """-> Part (kind ``kineto``). Raises InputError when the file is no readable trace."""
     from .profile import Part
-    from .sqlite_tables import _size_summary, _summary
+    from .sqlite import size_summary, summary
 
     cols = [_Columns()]
 
@@ -186,13 +186,13 @@ def read_kineto(path: str):
                        pl.lit(main_pid, pl.Int64).alias("pid")).sort("start_ns", maintain_order=True)
     a = a.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns")).sort("start_ns", maintain_order=True)
     part.tables["gpu_trace"] = g
-    part.tables["kern_sum"] = _summary(g.filter(~pl.col("name").str.starts_with("[CUDA ")), "dur_ns")
+    part.tables["kern_sum"] = summary(g.filter(~pl.col("name").str.starts_with("[CUDA ")), "dur_ns")
     mem = g.filter(pl.col("name").str.starts_with("[CUDA mem"))
-    part.tables["mem_time_sum"] = _summary(mem, "dur_ns")
-    part.tables["mem_size_sum"] = _size_summary(mem)
+    part.tables["mem_time_sum"] = summary(mem, "dur_ns")
+    part.tables["mem_size_sum"] = size_summary(mem)
     if a.height or not g.height:
         part.tables["api_trace"] = a
-        part.tables["api_sum"] = _summary(a, "dur_ns")
+        part.tables["api_sum"] = summary(a, "dur_ns")
     else:
         part.warnings.append(Note("load.kineto_no_runtime", {"file": base}))
     cpu = c.frame("cpu", CPU)
@@ -207,7 +207,7 @@ def read_kineto(path: str):
     if rng.height:
         n = _ranges(rng)
         part.tables["nvtx_trace"] = n
-        part.tables["nvtx_sum"] = _summary(n, "dur_ns", style=True)
+        part.tables["nvtx_sum"] = summary(n, "dur_ns", style=True)
     if g.height:
         joined = g.filter(pl.col("corr_id").is_not_null() & ~pl.col("name").str.starts_with("[CUDA "))
         launched = joined.join(a.select("corr_id").unique(), on="corr_id", how="semi").height
@@ -234,12 +234,12 @@ def _main_pid(pids: pl.Series) -> int | None:
 def _ranges(n: pl.DataFrame) -> pl.DataFrame:
     """user_annotation ranges with their nesting depth on their thread (0 = top), as push/pop NVTX."""
     from .sanity import pair_key
-    from .sqlite_tables import NVTX_PUSHPOP, _levels
+    from .sqlite import NVTX_PUSHPOP, levels
     n = n.sort("start_ns", maintain_order=True).with_row_index("range_id", offset=1).with_columns(
         pl.col("range_id").cast(pl.Int64), (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
         pl.lit(NVTX_PUSHPOP).alias("event"), pl.lit("PushPop").alias("style"),
         pair_key(pl.col("pid").fill_null(0), pl.col("tid").fill_null(0)).alias("gtid"))
-    n = n.join(_levels(n), on="range_id", how="left", maintain_order="left")
+    n = n.join(levels(n), on="range_id", how="left", maintain_order="left")
     return n.select("start_ns", "end_ns", "dur_ns", "name", "style", "pid", "tid", "level", "range_id")
 
 

@@ -122,7 +122,7 @@ _RULE_SCHEMA = {"launch_id": pl.Int64, "kernel_name": pl.String, "section": pl.S
                 "type": pl.String, "description": pl.String, "speedup_type": pl.String, "speedup_pct": pl.Float64}
 
 
-def _head(path: str) -> str:
+def head_text(path: str) -> str:
     try:
         return compressed.head(path, SNIFF_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff")
     except InputError:          # unreadable or bad gzip: the loader's sniff says so
@@ -142,7 +142,7 @@ def _is_text_page(lines: list[str]) -> bool:
 def looks_like(path: str) -> bool:
     """An ncu CSV (details or raw page, with or without ncu's console lines around it), the console
     output of a failed ncu run, or the text form of a report."""
-    lines = _head(path).splitlines()
+    lines = head_text(path).splitlines()
     if any(_is_header(ln) for ln in lines):
         return True
     first = next((ln for ln in lines if ln.strip()), "")

@@ -26,7 +26,7 @@ from . import shaping, verdict
 from .diagnosis import SCHEMA_VERSION, Diagnosis, JobInfo, RankRow, Ranked, Verdict, json_doc, ranked  # noqa: F401
 from .findings import (evidence_json, finding_json, phase_json, rank_findings, recoverable_json,  # noqa: F401 - report.*
                        support_json, too_little_work_json)
-from .said import _groups, _single_stepped, group_not_evaluated, split_warnings  # noqa: F401 - report.split_warnings
+from .said import note_groups, single_stepped, group_not_evaluated, split_warnings  # noqa: F401 - report.split_warnings
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
 from .labels import LABELS, labels, with_categories  # noqa: F401 - report.LABELS
 
@@ -181,7 +181,7 @@ def _md_safe(s) -> str:
     return "`".join(p if i % 2 else p.replace("<", "\\<") for i, p in enumerate(parts))   # a lone ">" opens no tag
 
 
-def _fmt(v, nd: int = 1) -> str:
+def number_text(v, nd: int = 1) -> str:
     """A number for a reader (Babel's number formatting, the CLDR patterns; the root locale, whose
     data loads in a third of the time of en and writes numbers the same way): thousands grouped,
     ``nd`` decimals from 1 up, no decimals from 100 up or for a whole number (``grid_size 1``, not
@@ -206,13 +206,13 @@ def _fmt(v, nd: int = 1) -> str:
     return str(v)
 
 
-def _window_span(w) -> str:
+def window_span_text(w) -> str:
     """The window's start and end in seconds as ``--window`` takes them back (``START–END``): as ``fmt(3)``
     under 100 s; from 100 s up without thousands separators and with the decimals that tell start from end
     (a torch.profiler trace's clock reads 5,656,674 s: 'fmt' printed '5,656,674–5,656,674', issue 56, item 10)."""
     a, b = w["start_ns"] / 1e9, w["end_ns"] / 1e9
     if max(abs(a), abs(b)) < 100:
-        return f"{_fmt(a, 3)}–{_fmt(b, 3)}"
+        return f"{number_text(a, 3)}–{number_text(b, 3)}"
     for d in range(3, 10):
         sa, sb = f"{a:.{d}f}", f"{b:.{d}f}"
         if sa != sb:
@@ -253,22 +253,22 @@ def _env() -> jinja2.Environment:
     env.filters["code"] = _md_code
     env.filters["mdtext"] = _md_text
     env.filters["mdsafe"] = _md_safe
-    env.filters["fmt"] = _fmt
-    env.filters["wspan"] = _window_span
+    env.filters["fmt"] = number_text
+    env.filters["wspan"] = window_span_text
     env.filters["short"] = short_kernel_name
     env.filters["basename"] = lambda p: os.path.basename(str(p))
     env.filters["actionable"] = shaping.actionable
-    env.filters["gbps"] = _gbps
+    env.filters["gbps"] = gbps_text
     env.filters["memkind"] = shaping.memkind
     return env
 
 
-def _gbps(v) -> str:
+def gbps_text(v) -> str:
     """A copy rate: below 0.01 GB/s (a handful of bytes a copy: latency, not bandwidth) it is "< 0.01",
     not "0.00256" (issue 48, item 16)."""
     if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 0.01:
         return "< 0.01"
-    return _fmt(v, 2)
+    return number_text(v, 2)
 
 
 def localized(d: Diagnosis, lang: str) -> dict:
@@ -280,9 +280,9 @@ def localized(d: Diagnosis, lang: str) -> dict:
     def tr(s):
         return say(s, lang)
 
-    single, stepped = _single_stepped(d)
+    single, stepped = single_stepped(d)
     groups = [(rules, "; ".join(tr(m) for m in missing))
-              for rules, missing in _groups(d.not_evaluated, single, stepped)]
+              for rules, missing in note_groups(d.not_evaluated, single, stepped)]
     important, notes = split_warnings(d.warnings)
     return {"w": dict(d.window, reason=tr(d.window.get("reason"))),
             "not_evaluated_groups": groups, "warnings": ([tr(x) for x in important], [tr(x) for x in notes]),
@@ -303,8 +303,8 @@ def _async_step(d: Diagnosis, L: dict) -> str | None:
     if r is None or not isinstance(it, (int, float)) or not isinstance(r.get("median_ms"), (int, float)) \
             or r["median_ms"] >= 0.5 * it:
         return None
-    return (L["async_step"].replace("{range}", str(r["name"])).replace("{host}", _fmt(r["median_ms"], 2))
-            .replace("{iter}", _fmt(it, 2)))
+    return (L["async_step"].replace("{range}", str(r["name"])).replace("{host}", number_text(r["median_ms"], 2))
+            .replace("{iter}", number_text(it, 2)))
 
 
 def _unnest(text: str) -> str:
@@ -355,7 +355,7 @@ def render_facts(d: Diagnosis, lang: str = "en") -> str:
     for name, value in d.facts.items():
         decl = registry.lookup("run", name)
         src = d.fact_sources.get(name)
-        lines.append(f"| `{name}` | {_fmt(value, 3)} | {decl.unit if decl else ''} | {_md_code(src) if src else '–'} |")
+        lines.append(f"| `{name}` | {number_text(value, 3)} | {decl.unit if decl else ''} | {_md_code(src) if src else '–'} |")
     absent = d.facts_absent
     if absent:
         lines += ["", absent_title, ""]

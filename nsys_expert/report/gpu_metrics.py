@@ -35,7 +35,7 @@ COLORS = {"sm_active": "#2563eb", "tensor_active": "#16a34a", "dram": "#dc2626"}
 def chart(ser: dict | None, G: dict, cid: str = "gpu_metrics", title: str | None = None) -> dict | None:
     """Lines of SM active, tensor active and DRAM bandwidth (% of peak) per timeline bin; the window
     outlined as in the utilization timeline. None when the series hold no GPU metrics."""
-    from .svg import _chart, _el, _legend, _n, _time_axis
+    from .svg import draw_chart, element, draw_legend, num_text, time_axis
 
     lines = (ser or {}).get("gpu_metrics")
     if not ser or not ser.get("available") or not lines:
@@ -46,10 +46,10 @@ def chart(ser: dict | None, G: dict, cid: str = "gpu_metrics", title: str | None
     span = s1 - s0
     px = lambda t: x0 + (t - s0) / span * (x1 - x0)  # noqa: E731
     py = lambda p: y1 - min(100.0, max(0.0, p)) / 100.0 * (y1 - y0)  # noqa: E731
-    els: list[dict] = [_el("rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, class_="plotbg")]
+    els: list[dict] = [element("rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, class_="plotbg")]
     for p in (0, 25, 50, 75, 100):
-        els.append(_el("line", x1=x0, x2=x1, y1=_n(py(p)), y2=_n(py(p)), class_="grid"))
-        els.append(_el("text", str(p), x=x0 - 6, y=_n(py(p) + 4), class_="axis", text_anchor="end"))
+        els.append(element("line", x1=x0, x2=x1, y1=num_text(py(p)), y2=num_text(py(p)), class_="grid"))
+        els.append(element("text", str(p), x=x0 - 6, y=num_text(py(p) + 4), class_="axis", text_anchor="end"))
     starts, widths = ser["bin_start_ns"], ser["bin_ns"]
     legend, n_series = [], 0
     for key in ("sm_active", "tensor_active", "dram"):
@@ -62,10 +62,10 @@ def chart(ser: dict | None, G: dict, cid: str = "gpu_metrics", title: str | None
                 pen = False
                 continue
             x = px(s + w / 2)
-            d.append(f"{'L' if pen else 'M'}{_n(x)} {_n(py(v))}")
+            d.append(f"{'L' if pen else 'M'}{num_text(x)} {num_text(py(v))}")
             pen = True
         label = G["metrics"][key]
-        els.append(_el("path", d="".join(d) or "M0 0", fill="none", stroke=COLORS[key], stroke_width=1.6,
+        els.append(element("path", d="".join(d) or "M0 0", fill="none", stroke=COLORS[key], stroke_width=1.6,
                        class_="series line", data_series=key, title=label))
         legend.append((label, COLORS[key], "line"))
         n_series += 1
@@ -73,8 +73,8 @@ def chart(ser: dict | None, G: dict, cid: str = "gpu_metrics", title: str | None
     if win:
         xa, xb = px(max(s0, win["start_ns"])), px(min(s1, win["end_ns"]))
         if xb > xa:
-            els.append(_el("rect", x=_n(xa), y=y0 - 2, width=_n(max(1.0, xb - xa)), height=y1 - y0 + 4, class_="window"))
-    els += _time_axis(s0, s1, px, y1)
-    els.append(_el("text", G.get("axis", "% of peak"), x=x0, y=y0 - 8, class_="axis-title"))
-    leg, bottom = _legend(legend, x0, y1 + 40, x1 - x0)
-    return _chart(cid, title or G["chart"], W, int(bottom + 6), els + leg, n_series)
+            els.append(element("rect", x=num_text(xa), y=y0 - 2, width=num_text(max(1.0, xb - xa)), height=y1 - y0 + 4, class_="window"))
+    els += time_axis(s0, s1, px, y1)
+    els.append(element("text", G.get("axis", "% of peak"), x=x0, y=y0 - 8, class_="axis-title"))
+    leg, bottom = draw_legend(legend, x0, y1 + 40, x1 - x0)
+    return draw_chart(cid, title or G["chart"], W, int(bottom + 6), els + leg, n_series)

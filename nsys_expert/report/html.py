@@ -23,13 +23,13 @@ import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
 from ..textsafe import visible
-from . import labels, _fmt, _window_span, localized, severity_word, shown_name, template_env, verdict
-from . import _gbps as report_gbps
+from . import labels, number_text, window_span_text, localized, severity_word, shown_name, template_env, verdict
+from . import gbps_text as report_gbps
 from .shaping import actionable as report_actionable
 from .shaping import memkind as report_memkind
 from . import gpu_metrics as gm_report
 from .labels import HTML_LABELS, with_categories  # noqa: F401 - html.HTML_LABELS
-from .svg import _chart, _el, _ink, _legend, _n, _nice_step, _text_w, _tick_label, _ticks, _time_axis  # noqa: F401
+from .svg import draw_chart, element, ink, draw_legend, num_text, nice_step, text_width, tick_label, ticks, time_axis  # noqa: F401
 
 # ------------------------------------------------------------------------------------------ colours
 SEVERITY_COLORS = {"info": "#6b7280", "low": "#2563eb", "medium": "#d97706", "high": "#dc2626", "critical": "#7f1d1d"}
@@ -54,10 +54,10 @@ def timeline_chart(ser: dict, L: dict, H: dict, cid: str = "timeline", title: st
     span = s1 - s0
     px = lambda t: x0 + (t - s0) / span * (x1 - x0)  # noqa: E731
     py = lambda p: y1 - p / 100.0 * (y1 - y0)        # noqa: E731
-    els: list[dict] = [_el("rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, class_="plotbg")]
+    els: list[dict] = [element("rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, class_="plotbg")]
     for p in (0, 25, 50, 75, 100):   # grid first: the series are drawn over it
-        els.append(_el("line", x1=x0, x2=x1, y1=_n(py(p)), y2=_n(py(p)), class_="grid"))
-        els.append(_el("text", str(p), x=x0 - 6, y=_n(py(p) + 4), class_="axis", text_anchor="end"))
+        els.append(element("line", x1=x0, x2=x1, y1=num_text(py(p)), y2=num_text(py(p)), class_="grid"))
+        els.append(element("text", str(p), x=x0 - 6, y=num_text(py(p) + 4), class_="axis", text_anchor="end"))
     starts, widths = ser["bin_start_ns"], ser["bin_ns"]
     n = len(starts)
     # stacked busy layers
@@ -77,10 +77,10 @@ def timeline_chart(ser: dict, L: dict, H: dict, cid: str = "timeline", title: st
                 continue
             xa, xb = px(starts[i]), px(starts[i] + widths[i])
             ya, yb = py(base[i]), py(base[i] + vals[i])
-            d.append(f"M{_n(xa)} {_n(ya)}H{_n(xb)}V{_n(yb)}H{_n(xa)}Z")
+            d.append(f"M{num_text(xa)} {num_text(ya)}H{num_text(xb)}V{num_text(yb)}H{num_text(xa)}Z")
         for i in range(n):
             base[i] += vals[i]
-        els.append(_el("path", d="".join(d) or "M0 0", fill=BUSY_COLORS[key], class_="series",
+        els.append(element("path", d="".join(d) or "M0 0", fill=BUSY_COLORS[key], class_="series",
                        data_series=key, title=H[key]))
         legend.append((H[key], BUSY_COLORS[key], ""))
         n_series += 1
@@ -88,11 +88,11 @@ def timeline_chart(ser: dict, L: dict, H: dict, cid: str = "timeline", title: st
     legend.append((H["unattributed"], "#ffffff", "blank"))
     els += _bands(ser, H, px, (x0, x1, y0, y1))
     # axes
-    els += _time_axis(s0, s1, px, y1)
-    els.append(_el("text", H["time_s"], x=_n((x0 + x1) / 2), y=y1 + 34, class_="axis-title", text_anchor="middle"))
-    els.append(_el("text", "%", x=x0 - 30, y=_n((y0 + y1) / 2), class_="axis-title", text_anchor="middle"))
-    leg, bottom = _legend(legend, x0, y1 + 58, x1 - x0)
-    return _chart(cid, title or H["timeline"], W, int(bottom + 6), els + leg, n_series)
+    els += time_axis(s0, s1, px, y1)
+    els.append(element("text", H["time_s"], x=num_text((x0 + x1) / 2), y=y1 + 34, class_="axis-title", text_anchor="middle"))
+    els.append(element("text", "%", x=x0 - 30, y=num_text((y0 + y1) / 2), class_="axis-title", text_anchor="middle"))
+    leg, bottom = draw_legend(legend, x0, y1 + 58, x1 - x0)
+    return draw_chart(cid, title or H["timeline"], W, int(bottom + 6), els + leg, n_series)
 
 
 def _idle_layers(ser: dict, L: dict, H: dict, px, py, base: list, y0, els: list, legend: list) -> int:
@@ -106,8 +106,8 @@ def _idle_layers(ser: dict, L: dict, H: dict, px, py, base: list, y0, els: list,
             if ser["idle_cause"][i] != c:
                 continue
             xa, xb = px(starts[i]), px(starts[i] + widths[i])
-            d.append(f"M{_n(xa)} {_n(py(min(100.0, base[i])))}H{_n(xb)}V{_n(y0)}H{_n(xa)}Z")
-        els.append(_el("path", d="".join(d), fill=CAUSE_COLORS[c], class_="series idle", data_series="idle-" + c,
+            d.append(f"M{num_text(xa)} {num_text(py(min(100.0, base[i])))}H{num_text(xb)}V{num_text(y0)}H{num_text(xa)}Z")
+        els.append(element("path", d="".join(d), fill=CAUSE_COLORS[c], class_="series idle", data_series="idle-" + c,
                        title=f"{H['idle']}: {L['idle_causes'][c]}"))
         legend.append((f"{H['idle']}: {L['idle_causes'][c]}", CAUSE_COLORS[c], "idle"))
         n_series += 1
@@ -122,19 +122,19 @@ def _bands(ser: dict, H: dict, px, box: tuple) -> list[dict]:
     su = ser.get("startup")
     if su:
         xa, xb = px(su["start_ns"]), px(su["end_ns"])
-        els.append(_el("rect", x=_n(xa), y=y0, width=_n(max(0.5, xb - xa)), height=y1 - y0, fill="url(#hatch)",
+        els.append(element("rect", x=num_text(xa), y=y0, width=num_text(max(0.5, xb - xa)), height=y1 - y0, fill="url(#hatch)",
                        class_="startup", title=f"{H['startup_band']}: {(su['end_ns'] - su['start_ns']) / 1e9:.2f} s"))
         if xb - xa > 60:
-            els.append(_el("text", f"{H['startup_band']} {(su['end_ns'] - su['start_ns']) / 1e9:.2f} s",
-                           x=_n((xa + xb) / 2), y=y0 - 8, class_="band-label", text_anchor="middle"))
+            els.append(element("text", f"{H['startup_band']} {(su['end_ns'] - su['start_ns']) / 1e9:.2f} s",
+                           x=num_text((xa + xb) / 2), y=y0 - 8, class_="band-label", text_anchor="middle"))
     win = ser.get("window")
     if win:
         xa, xb = px(max(s0, win["start_ns"])), px(min(s1, win["end_ns"]))
         if xb > xa:
-            els.append(_el("rect", x=_n(xa), y=y0 - 2, width=_n(max(1.0, xb - xa)), height=y1 - y0 + 4, class_="window",
+            els.append(element("rect", x=num_text(xa), y=y0 - 2, width=num_text(max(1.0, xb - xa)), height=y1 - y0 + 4, class_="window",
                            title=f"{H['window_band']}: {win['start_ns'] / 1e9:.3f}–{win['end_ns'] / 1e9:.3f} s"))
             label_x = min(max((xa + xb) / 2, x0 + 60), x1 - 60)
-            els.append(_el("text", H["window_band"], x=_n(label_x), y=y0 - 8, class_="band-label window-label",
+            els.append(element("text", H["window_band"], x=num_text(label_x), y=y0 - 8, class_="band-label window-label",
                            text_anchor="middle"))
     return els
 
@@ -156,11 +156,11 @@ def rank_timeline_chart(rows: list[dict], H: dict) -> dict | None:
     for i, r in enumerate(rows):
         top = y0 + i * (row_h + gap)
         bottom = top + row_h
-        els.append(_el("text", str(r["rank"]), x=x0 - 8, y=_n(top + row_h / 2 + 4), class_="axis", text_anchor="end"))
+        els.append(element("text", str(r["rank"]), x=x0 - 8, y=num_text(top + row_h / 2 + 4), class_="axis", text_anchor="end"))
         if not r.get("bin_start_ns"):
-            els.append(_el("text", H["no_timeline"], x=x0 + 6, y=_n(top + row_h / 2 + 4), class_="axis"))
+            els.append(element("text", H["no_timeline"], x=x0 + 6, y=num_text(top + row_h / 2 + 4), class_="axis"))
             continue
-        els.append(_el("rect", x=x0, y=top, width=_n(px(r["end_ns"] - r["start_ns"]) - x0), height=row_h,
+        els.append(element("rect", x=x0, y=top, width=num_text(px(r["end_ns"] - r["start_ns"]) - x0), height=row_h,
                        class_="plotbg", title=f"{r['rank']}: {H['idle']}"))
         base = [0.0] * len(r["bin_start_ns"])
         for key in ("compute", "nccl", "copy"):
@@ -172,25 +172,25 @@ def rank_timeline_chart(rows: list[dict], H: dict) -> dict | None:
                 xb = px(r["bin_start_ns"][j] + r["bin_ns"][j] - r["start_ns"])
                 ya = bottom - base[j] / 100.0 * row_h
                 yb = bottom - min(100.0, base[j] + v) / 100.0 * row_h
-                drawn[key].append(f"M{_n(xa)} {_n(ya)}H{_n(xb)}V{_n(yb)}H{_n(xa)}Z")
+                drawn[key].append(f"M{num_text(xa)} {num_text(ya)}H{num_text(xb)}V{num_text(yb)}H{num_text(xa)}Z")
                 base[j] += v
     n_series = 0
     legend = []
     for key, d in drawn.items():
         if d:
-            els.append(_el("path", d="".join(d), fill=BUSY_COLORS[key], class_="series", data_series=key, title=H[key]))
+            els.append(element("path", d="".join(d), fill=BUSY_COLORS[key], class_="series", data_series=key, title=H[key]))
             legend.append((H[key], BUSY_COLORS[key], ""))
             n_series += 1
     legend.append((H["idle"], "#f3f4f6", "idle"))
     y1 = y0 + len(rows) * (row_h + gap) - gap
-    step = _nice_step(longest / 1e6, 8)
-    for t in _ticks(0.0, longest / 1e6, 8):
+    step = nice_step(longest / 1e6, 8)
+    for t in ticks(0.0, longest / 1e6, 8):
         x = px(t * 1e6)
-        els.append(_el("line", x1=_n(x), x2=_n(x), y1=y1, y2=y1 + 5, class_="tick"))
-        els.append(_el("text", _tick_label(t, step), x=_n(x), y=y1 + 18, class_="axis", text_anchor="middle"))
-    els.append(_el("text", H["rank_time"], x=_n((x0 + x1) / 2), y=y1 + 34, class_="axis-title", text_anchor="middle"))
-    leg, legend_bottom = _legend(legend, x0, y1 + 58, x1 - x0)
-    return _chart("ranks", H["rank_timeline"], W, int(legend_bottom + 6), els + leg, n_series)
+        els.append(element("line", x1=num_text(x), x2=num_text(x), y1=y1, y2=y1 + 5, class_="tick"))
+        els.append(element("text", tick_label(t, step), x=num_text(x), y=y1 + 18, class_="axis", text_anchor="middle"))
+    els.append(element("text", H["rank_time"], x=num_text((x0 + x1) / 2), y=y1 + 34, class_="axis-title", text_anchor="middle"))
+    leg, legend_bottom = draw_legend(legend, x0, y1 + 58, x1 - x0)
+    return draw_chart("ranks", H["rank_timeline"], W, int(legend_bottom + 6), els + leg, n_series)
 
 
 def iteration_chart(iters: list[dict], H: dict) -> dict | None:
@@ -207,11 +207,11 @@ def iteration_chart(iters: list[dict], H: dict) -> dict | None:
     slot = (x1 - x0) / n
     bw = max(0.6, slot * 0.8)
     py = lambda v: y1 - min(v, top) / top * (y1 - y0)  # noqa: E731
-    els: list[dict] = [_el("rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, class_="plotbg")]
-    step = _nice_step(top, 4)
-    for v in _ticks(0, top, 4):
-        els.append(_el("line", x1=x0, x2=x1, y1=_n(py(v)), y2=_n(py(v)), class_="grid"))
-        els.append(_el("text", _tick_label(v, step), x=x0 - 6, y=_n(py(v) + 4), class_="axis", text_anchor="end"))
+    els: list[dict] = [element("rect", x=x0, y=y0, width=x1 - x0, height=y1 - y0, class_="plotbg")]
+    step = nice_step(top, 4)
+    for v in ticks(0, top, 4):
+        els.append(element("line", x1=x0, x2=x1, y1=num_text(py(v)), y2=num_text(py(v)), class_="grid"))
+        els.append(element("text", tick_label(v, step), x=x0 - 6, y=num_text(py(v) + 4), class_="axis", text_anchor="end"))
     groups = [("steady", STEADY_COLOR, [r for r in iters if not r["warmup"]]),
               ("warmup", WARMUP_COLOR, [r for r in iters if r["warmup"]])]
     n_series = 0
@@ -223,8 +223,8 @@ def iteration_chart(iters: list[dict], H: dict) -> dict | None:
         for r in rows:
             i = r["index"] - 1
             xa = x0 + i * slot + (slot - bw) / 2
-            d.append(f"M{_n(xa)} {_n(y1)}V{_n(py(r['ms']))}h{_n(bw)}V{_n(y1)}Z")
-        els.append(_el("path", d="".join(d), fill=color, class_="series", data_series=key,
+            d.append(f"M{num_text(xa)} {num_text(y1)}V{num_text(py(r['ms']))}h{num_text(bw)}V{num_text(y1)}Z")
+        els.append(element("path", d="".join(d), fill=color, class_="series", data_series=key,
                        title=f"{H[key]} ({len(rows)}): " + ", ".join(f"#{r['index']} {r['ms']:.2f} ms" for r in rows[:5])
                        + (" …" if len(rows) > 5 else "")))
         legend.append((H[key], color, ""))
@@ -233,22 +233,22 @@ def iteration_chart(iters: list[dict], H: dict) -> dict | None:
         if r["ms"] > top:
             i = r["index"] - 1
             xc = x0 + i * slot + slot / 2
-            els.append(_el("path", d=f"M{_n(xc - 5)} {_n(y0 + 8)}L{_n(xc)} {_n(y0)}L{_n(xc + 5)} {_n(y0 + 8)}Z",
+            els.append(element("path", d=f"M{num_text(xc - 5)} {num_text(y0 + 8)}L{num_text(xc)} {num_text(y0)}L{num_text(xc + 5)} {num_text(y0 + 8)}Z",
                            class_="clip-mark", title=f"#{r['index']}: {r['ms']:.2f} ms ({H['clipped']})"))
-            els.append(_el("text", f"#{r['index']}: {r['ms']:.1f} ms = {r['ms'] / med:.1f}× {H['median_line']}"
-                           if med else f"{r['ms']:.1f} ms", x=_n(min(xc + 8, x1 - 4)), y=y0 + 14,
+            els.append(element("text", f"#{r['index']}: {r['ms']:.1f} ms = {r['ms'] / med:.1f}× {H['median_line']}"
+                           if med else f"{r['ms']:.1f} ms", x=num_text(min(xc + 8, x1 - 4)), y=y0 + 14,
                            class_="clip-label", text_anchor="start" if xc + 200 < x1 else "end"))
-    els.append(_el("line", x1=x0, x2=x1, y1=_n(py(med)), y2=_n(py(med)), class_="median",
+    els.append(element("line", x1=x0, x2=x1, y1=num_text(py(med)), y2=num_text(py(med)), class_="median",
                    title=f"{H['median_line']} {med:.2f} ms"))
-    els.append(_el("text", f"{H['median_line']} {med:.2f} ms", x=x1 - 4, y=_n(py(med) - 5), class_="median-label",
+    els.append(element("text", f"{H['median_line']} {med:.2f} ms", x=x1 - 4, y=num_text(py(med) - 5), class_="median-label",
                    text_anchor="end"))
-    istep = max(1, int(round(_nice_step(max(1, n - 1), 10))))   # iteration numbers: whole steps
+    istep = max(1, int(round(nice_step(max(1, n - 1), 10))))   # iteration numbers: whole steps
     for k in ([1] if istep > 1 else []) + list(range(istep, n + 1, istep)):
         x = x0 + (k - 1) * slot + slot / 2
-        els.append(_el("text", str(k), x=_n(x), y=y1 + 16, class_="axis", text_anchor="middle"))
-    els.append(_el("text", H["iter_axis"], x=x0 - 34, y=_n((y0 + y1) / 2), class_="axis-title", text_anchor="middle"))
-    leg, bottom = _legend(legend + [(f"{H['median_line']} ({med:.2f} ms)", "#111827", "line")], x0, y1 + 38, x1 - x0)
-    return _chart("iterations", H["iter_chart"], W, int(bottom + 6), els + leg, n_series)
+        els.append(element("text", str(k), x=num_text(x), y=y1 + 16, class_="axis", text_anchor="middle"))
+    els.append(element("text", H["iter_axis"], x=x0 - 34, y=num_text((y0 + y1) / 2), class_="axis-title", text_anchor="middle"))
+    leg, bottom = draw_legend(legend + [(f"{H['median_line']} ({med:.2f} ms)", "#111827", "line")], x0, y1 + 38, x1 - x0)
+    return draw_chart("iterations", H["iter_chart"], W, int(bottom + 6), els + leg, n_series)
 
 
 def hbar_chart(cid: str, title: str, rows: list[dict], H: dict, classes: dict[str, tuple[str, str]] | None = None) -> dict | None:
@@ -269,22 +269,22 @@ def hbar_chart(cid: str, title: str, rows: list[dict], H: dict, classes: dict[st
             if (r.get("cls") or "all") != k:
                 continue
             y = top + i * rh
-            bars.append(_el("rect", x=x0, y=_n(y + 3), width=_n(max(1.0, r["value"] / vmax * (x1 - x0))), height=rh - 6,
+            bars.append(element("rect", x=x0, y=num_text(y + 3), width=num_text(max(1.0, r["value"] / vmax * (x1 - x0))), height=rh - 6,
                             fill=color, class_="bar", title=f"{r['full']}: {r['text']}"))
         els.append({"tag": "g", "attrs": {"class": "series", "data-series": k}, "children": bars, "text": None,
                     "title": None})
     for i, r in enumerate(rows):
         y = top + i * rh
-        els.append(_el("text", r["label"], x=label_w, y=_n(y + rh / 2 + 4), class_="bar-label", text_anchor="end",
+        els.append(element("text", r["label"], x=label_w, y=num_text(y + rh / 2 + 4), class_="bar-label", text_anchor="end",
                        title=r["full"]))
-        els.append(_el("text", r["text"], x=_n(x0 + max(1.0, r["value"] / vmax * (x1 - x0)) + 6), y=_n(y + rh / 2 + 4),
+        els.append(element("text", r["text"], x=num_text(x0 + max(1.0, r["value"] / vmax * (x1 - x0)) + 6), y=num_text(y + rh / 2 + 4),
                        class_="bar-value"))
     h = top + len(rows) * rh + 8
     if classes:
-        leg, bottom = _legend([(classes[k][0], classes[k][1], "") for k in keys], x0, h + 10, x1 - x0)
+        leg, bottom = draw_legend([(classes[k][0], classes[k][1], "") for k in keys], x0, h + 10, x1 - x0)
         els += leg
         h = bottom + 6
-    return _chart(cid, title, W, int(h), els, len(keys))
+    return draw_chart(cid, title, W, int(h), els, len(keys))
 
 
 def stacked_bar(cid: str, title: str, parts: list[tuple[str, str, float, str]]) -> dict | None:
@@ -299,14 +299,14 @@ def stacked_bar(cid: str, title: str, parts: list[tuple[str, str, float, str]]) 
     for key, label, pct, color in parts:
         w = pct * scale
         els.append({"tag": "g", "attrs": {"class": "series", "data-series": key},
-                    "children": [_el("rect", x=_n(x), y=y, width=_n(max(0.5, w)), height=h, fill=color,
+                    "children": [element("rect", x=num_text(x), y=y, width=num_text(max(0.5, w)), height=h, fill=color,
                                      class_="bar", title=f"{label}: {pct:.1f} %")], "text": None, "title": None})
         if w > 70:
-            els.append(_el("text", f"{pct:.1f} %", x=_n(x + w / 2), y=y + 20, class_="seg-label", text_anchor="middle",
-                           fill=_ink(color)))
+            els.append(element("text", f"{pct:.1f} %", x=num_text(x + w / 2), y=y + 20, class_="seg-label", text_anchor="middle",
+                           fill=ink(color)))
         x += w
-    leg, bottom = _legend([(f"{p[1]} ({p[2]:.1f} %)", p[3], "") for p in parts], x0, y + h + 22, x1 - x0)
-    return _chart(cid, title, W, int(bottom + 6), els + leg, len(parts))
+    leg, bottom = draw_legend([(f"{p[1]} ({p[2]:.1f} %)", p[3], "") for p in parts], x0, y + h + 22, x1 - x0)
+    return draw_chart(cid, title, W, int(bottom + 6), els + leg, len(parts))
 
 
 # ------------------------------------------------------------------------------------- the page
@@ -333,12 +333,12 @@ def charts(d, ser: dict | None, zoom: dict | None, lang: str) -> dict:
     out["iterations"] = iteration_chart((ser or {}).get("iterations") or [
         {"index": r["index"], "ms": r["ms"], "warmup": r.get("warmup", False)} for r in t.get("iterations", [])], H)
     kern = [{"label": short_kernel_name(k["name"], 56), "full": shown_name(k["name"], H["name_cut"]), "value": k["total_ms"],
-             "text": f"{_fmt(k['total_ms'], 2)} ms" + (f" · {k['time_share_pct']:.1f} %" if k.get("time_share_pct") is not None else "")}
+             "text": f"{number_text(k['total_ms'], 2)} ms" + (f" · {k['time_share_pct']:.1f} %" if k.get("time_share_pct") is not None else "")}
             for k in t.get("top_kernels", [])]
     out["kernels"] = hbar_chart("kernels", H["kern_chart"], kern, H)
     api_classes = {k: (H["api_classes"][k], API_CLASS_COLORS[k]) for k in ("sync", "launch", "memcpy", "other")}
     api = [{"label": a["name"], "full": shown_name(a["name"], H["name_cut"]), "value": a["ms"], "cls": _api_class(a["name"]),
-            "text": f"{_fmt(a['ms'], 2)} ms · {a['share_pct']:.1f} %"} for a in t.get("api", [])]
+            "text": f"{number_text(a['ms'], 2)} ms · {a['share_pct']:.1f} %"} for a in t.get("api", [])]
     out["api"] = hbar_chart("api", H["api_chart"], api, H, api_classes)
     if "gpu_active_pct" in f:
         parts = [("compute", H["compute"], f.get("kernel_active_pct", 0.0), BUSY_COLORS["compute"]),
@@ -370,8 +370,8 @@ def charts(d, ser: dict | None, zoom: dict | None, lang: str) -> dict:
 @functools.lru_cache(maxsize=None)
 def _env() -> jinja2.Environment:
     env = template_env(True)
-    env.filters["fmt"] = _fmt
-    env.filters["wspan"] = _window_span
+    env.filters["fmt"] = number_text
+    env.filters["wspan"] = window_span_text
     env.filters["short"] = short_kernel_name
     env.filters["shown"] = shown_name
     env.filters["basename"] = lambda p: str(p).replace("\\", "/").rsplit("/", 1)[-1]

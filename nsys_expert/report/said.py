@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..notes import kind
 
 
-def _single_stepped(d) -> tuple[bool, set]:
+def single_stepped(d) -> tuple[bool, set]:
     """(a single-GPU run, the rules the Next steps name) of ``d`` (a ``Diagnosis``, or None): the kernel
     rules that only lack Nsight Compute data are said once, in the Next steps that name them with the ncu
     command (issue 48, item 14: the same ten rules in every report)."""
@@ -17,11 +17,11 @@ def group_not_evaluated(items: list, d=None) -> list[tuple[list[str], str]]:
     """Rules that miss the same inputs are listed together (one line per distinct reason, each need
     said once). On a single-GPU run (``d``, a ``Diagnosis`` without ranks) the cross-rank rules are left
     out: they cannot apply, and listing them on every report is noise (the JSON keeps them)."""
-    single, stepped = _single_stepped(d)
-    return [(rules, "; ".join(str(m) for m in missing)) for rules, missing in _groups(items, single, stepped)]
+    single, stepped = single_stepped(d)
+    return [(rules, "; ".join(str(m) for m in missing)) for rules, missing in note_groups(items, single, stepped)]
 
 
-def _groups(items: list, single: bool, stepped: set) -> list[tuple[list[str], list]]:
+def note_groups(items: list, single: bool, stepped: set) -> list[tuple[list[str], list]]:
     """(rules, their distinct reasons: notes.Note or text) per distinct set of reasons; ``items``: the
     engine's ``NotEvaluated`` entries."""
     groups: dict[tuple, tuple[list, list[str]]] = {}

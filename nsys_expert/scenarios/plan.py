@@ -7,19 +7,19 @@ from dataclasses import dataclass, field
 
 from .commands import Command, Opt, playbook, quote
 
-_P = playbook()
-STATS_REPORTS = tuple(_P["stats_reports"])
-PYTORCH_MODES = tuple(_P["pytorch_modes"])
-TRACE_VALUES = tuple(_P["trace_values"])
-DEFAULT_APP = tuple(_P["default_app"])
-NSYS_HELP = _P["nsys_help"]
-NCU_HELP = _P["ncu_help"]
-TRACE_DOC = {k: tuple(v) for k, v in _P["trace_doc"].items()}
-OPTION_DOC = {k: tuple(v) for k, v in _P["option_doc"].items()}
-VERB_DOC = {tuple(k.split(" ", 1)): tuple(v) for k, v in _P["verb_doc"].items()}
-ALIASES = dict(_P["aliases"])
-SITUATIONS = {k: v["situation"] for k, v in _P["scenarios"].items()}
-COLLECTABLE = tuple(_P["collectable"])
+PLAYBOOK = playbook()
+STATS_REPORTS = tuple(PLAYBOOK["stats_reports"])
+PYTORCH_MODES = tuple(PLAYBOOK["pytorch_modes"])
+TRACE_VALUES = tuple(PLAYBOOK["trace_values"])
+DEFAULT_APP = tuple(PLAYBOOK["default_app"])
+NSYS_HELP = PLAYBOOK["nsys_help"]
+NCU_HELP = PLAYBOOK["ncu_help"]
+TRACE_DOC = {k: tuple(v) for k, v in PLAYBOOK["trace_doc"].items()}
+OPTION_DOC = {k: tuple(v) for k, v in PLAYBOOK["option_doc"].items()}
+VERB_DOC = {tuple(k.split(" ", 1)): tuple(v) for k, v in PLAYBOOK["verb_doc"].items()}
+ALIASES = dict(PLAYBOOK["aliases"])
+SITUATIONS = {k: v["situation"] for k, v in PLAYBOOK["scenarios"].items()}
+COLLECTABLE = tuple(PLAYBOOK["collectable"])
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def explain_option(o: Opt, tool: str = "nsys", lang: str = "en", verb: str = "")
     return "（直接传给工具的选项）" if lang == "zh" else "passed through to the tool as given"
 
 
-def _explain(plan: Plan, lang: str) -> list[tuple[str, str]]:
+def explanation(plan: Plan, lang: str) -> list[tuple[str, str]]:
     seen, out = set(), []
     for c in plan.commands:
         tool = "ncu" if c.head and c.head[0] == "ncu" else "nsys"

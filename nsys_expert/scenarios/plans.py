@@ -12,13 +12,13 @@ from dataclasses import asdict, replace
 
 from .commands import (Command, Opt, ShellWord, docstring_text, kernel_option, ncu_exports, ncu_profile, nsys_export_sqlite,
                        nsys_profile, nsys_stats, one_line, opt, py_fstring, py_str, quote)
-from .plan import (_P, ALIASES, COLLECTABLE, DEFAULT_APP, NCU_HELP, NSYS_HELP, OPTION_DOC, PYTORCH_MODES,  # noqa: F401
+from .plan import (PLAYBOOK, ALIASES, COLLECTABLE, DEFAULT_APP, NCU_HELP, NSYS_HELP, OPTION_DOC, PYTORCH_MODES,  # noqa: F401
                    SITUATIONS, STATS_REPORTS, TRACE_DOC, TRACE_VALUES, VERB_DOC, Options, Plan, WrapperFile,
-                   _explain, explain_option)
+                   explanation, explain_option)
 
 # ------------------------------------------------------------------------------------ helpers
 def _t(name: str) -> dict:
-    return _P["scenarios"][name]
+    return PLAYBOOK["scenarios"][name]
 
 
 def _fill(text: str, opts: Options, **more) -> str:
@@ -47,7 +47,7 @@ def _profile_plan(name: str, opts: Options, **more) -> Plan:
     p.notes.append(f"then export what nsys-expert reads: nsys-expert command stats --input {quote(out + '.nsys-rep')}")
     if name in ("quick", "pytorch"):   # the torch.profiler twin of the same steps
         full = name == "pytorch"
-        p.files.append(WrapperFile("torch_profiler_steps.py", _P["wrappers"]["torch_profiler"].format(
+        p.files.append(WrapperFile("torch_profiler_steps.py", PLAYBOOK["wrappers"]["torch_profiler"].format(
             scenario=name, trace_dir="kineto_trace", record_shapes=True, with_stack=full, profile_memory=full),
             executable=False))
         p.notes.append("without nsys, or for a second view: torch_profiler_steps.py records the same steps with "
@@ -126,7 +126,7 @@ def torchrun(opts: Options) -> Plan:
     args = f" --ranks {','.join(map(str, ranks))} --nproc-per-node {opts.nproc_per_node}" + \
         (f" --nnodes {opts.nnodes}" if opts.nnodes != 1 else "")
     # user values land in Python: string literals (py_str / py_fstring), the docstring escaped
-    content = _P["wrappers"]["torchrun"].format(args=args, launch=docstring_text(launch.line()),
+    content = PLAYBOOK["wrappers"]["torchrun"].format(args=args, launch=docstring_text(launch.line()),
                                                 ranks="{" + ", ".join(map(str, ranks)) + "}",
                                                 trace=py_str(trace), extra=extra, output=py_fstring(output, "rank"))
     p = Plan("torchrun", t["title"], [launch], [WrapperFile("run_nsys.py", content)],
@@ -156,7 +156,7 @@ def deepspeed(opts: Options) -> Plan:
         ds_opts.append(opt(f"--num_gpus={opts.nproc_per_node}"))
     launch = Command(("deepspeed",), tuple(ds_opts),
                      (_wrapper_path(opts, "nsys_profile.sh", "./"), *_script_args(opts.app)))
-    content = _P["wrappers"]["deepspeed"].format(launch=one_line(launch.line()), trace=quote(trace), extra=extra,
+    content = PLAYBOOK["wrappers"]["deepspeed"].format(launch=one_line(launch.line()), trace=quote(trace), extra=extra,
                                                  output=quote(output))
     p = Plan("deepspeed", t["title"], [launch], [WrapperFile("nsys_profile.sh", content)],
              outputs=[output.replace("%p", "<PID>") + ".nsys-rep"])
@@ -181,7 +181,7 @@ def mpi(opts: Options) -> Plan:
               opt("--force-overwrite=true")]
     n = opts.nproc_per_node * opts.nnodes
     launch = Command(("mpirun",), (opt("-np", n),), (_wrapper_path(opts, "nsys_mpi.sh", "./"), *opts.app))
-    content = _P["wrappers"]["mpi"].format(launch=one_line(launch.line()), common=" ".join(quote(w) for o in common for w in o.words))
+    content = PLAYBOOK["wrappers"]["mpi"].format(launch=one_line(launch.line()), common=" ".join(quote(w) for o in common for w in o.words))
     p = Plan("mpi", t["title"], [launch], [WrapperFile("nsys_mpi.sh", content)],
              outputs=[output.replace("%h", "<host>").replace("%p", "<PID>") + ".nsys-rep"])
     p.notes += list(t["notes"])
@@ -255,7 +255,7 @@ _BUILDERS = {
     "ncu-kernel": ncu_kernel, "ncu-roofline": ncu_roofline, "ncu-training-step": ncu_training_step,
     "ncu-compare": ncu_compare,
 }
-SCENARIOS = {name: (t["letter"], _BUILDERS[name]) for name, t in _P["scenarios"].items()}
+SCENARIOS = {name: (t["letter"], _BUILDERS[name]) for name, t in PLAYBOOK["scenarios"].items()}
 
 
 def _container(plan: Plan, kind: str, lang: str) -> None:
@@ -318,7 +318,7 @@ def build(scenario: str, opts: Options | None = None) -> Plan:
     if opts.gpu_metrics:
         _check_gpu_metrics(scenario, opts)
     plan = SCENARIOS[scenario][1](opts)
-    plan.explain = _explain(plan, opts.lang) + plan.explain
+    plan.explain = explanation(plan, opts.lang) + plan.explain
     if opts.gpu_metrics and scenario != "mpi":
         plan.notes.append(GPU_METRICS_NOTE[1 if opts.lang == "zh" else 0])
     if opts.container:

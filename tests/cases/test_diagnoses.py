@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import expected_doc, FIXTURES
 from golden import produce
 
 HIGH = ("high", "critical")
@@ -131,7 +131,7 @@ def _union_in(rows, s, e):
 @pytest.mark.parametrize("case", ["healthy", "launch_bound", "sync_bound", "compute_bound", "memory_bound",
                                   "memcpy_bound", "nccl_single"])
 def test_gpu_active_matches_plain_python(case):
-    expected = json.loads((FIXTURES / case / "expected.json").read_text())
+    expected = expected_doc(case)
     w = expected["window"]
     path = next((FIXTURES / case / "input").glob("*_cuda_gpu_trace.csv"))
     with open(path, newline="") as fh:

@@ -8,7 +8,7 @@ import re
 import polars as pl
 import pytest
 
-from conftest import FIXTURES
+from conftest import expected_doc, FIXTURES
 from nsys_expert.facts import graph
 from nsys_expert.facts.names import fused_kernel_expr, kernel_class_expr
 
@@ -24,7 +24,7 @@ LAUNCH_CLAIMS = re.compile(r"(?i)launch overhead|one launch replaces|launches on
 
 
 def _doc(case):
-    return json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    return expected_doc(case)
 
 
 def _md(case):

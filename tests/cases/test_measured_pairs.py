@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import expected_doc, FIXTURES
 
 WITHIN = 10.0
 # pair: (rule of the first finding, measured gain % from the README)
@@ -23,7 +23,7 @@ SHARED_PAIRS = {"memcpy_bound": ("memcpy-bound", 95.5), "memcpy_bound_sqlite": (
 def test_a_fused_kernel_is_promised_nothing_by_fusion():
     """pair_memory_bound_fixed runs the chain as one torch.compile kernel (triton_poi_fused_*): the
     fusion advice has nothing left to win, so the finding is info, not the 'high, 49.8 %' it was."""
-    doc = json.loads((FIXTURES / "pair_memory_bound_fixed" / "expected.json").read_text(encoding="utf-8"))
+    doc = expected_doc("pair_memory_bound_fixed")
     mb = next(f for f in doc["findings"] if f["rule"] == "memory-bound")
     assert doc["facts"]["elementwise_fused_share_of_kernel_pct"] > 90
     assert mb["severity"] == "info" and mb["estimated_gain_pct"] < 1
@@ -38,13 +38,13 @@ def _measured(case):
 def test_predicted_gain_within_10_points_of_measured(case):
     rule, measured = PAIRS[case.removesuffix("_sqlite")]
     assert _measured(case.removesuffix("_sqlite")) == measured
-    top = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))["findings"][0]
+    top = expected_doc(case)["findings"][0]
     assert top["rule"] == rule
     assert abs(top["estimated_gain_pct"] - measured) <= WITHIN, (case, top["estimated_gain_pct"], measured)
 
 
 def _doc(case):
-    return json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    return expected_doc(case)
 
 
 @pytest.mark.parametrize("case", sorted(SHARED_PAIRS))

@@ -8,14 +8,14 @@ import json
 import polars as pl
 import pytest
 
-from conftest import FIXTURES
+from conftest import expected_doc, FIXTURES
 from nsys_expert import diff, pipeline
 from nsys_expert.diff import render
 from nsys_expert.facts import period
 
 
 def _doc(case):
-    return json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    return expected_doc(case)
 
 
 def _finding(doc, rule):

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import expected_doc, FIXTURES
 from nsys_expert import config, pipeline
 from nsys_expert.engine.rules import SEVERITIES
 
@@ -34,7 +34,7 @@ def _summaries(case, tmp_path):
 
 def _golden(case):
     import json
-    return json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    return expected_doc(case)
 
 
 def opposite(trace: dict, summ: dict) -> str | None:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import toolgrammar
-from conftest import FIXTURES, fixture_cases
+from conftest import expected_doc, fixture_cases, FIXTURES
 from nsys_expert import scenarios as sc
 from nsys_expert.load import schema
 
@@ -52,7 +52,7 @@ def _report_names(era: str) -> set[str]:
 @pytest.mark.parametrize("case", fixture_cases())
 def test_every_printed_command_parses(case):
     md = (FIXTURES / case / "expected.md").read_text(encoding="utf-8")
-    expected = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    expected = expected_doc(case)
     inputs = _inputs(expected)
     era = sc.era_of(inputs)
     held = {i["table"] for i in inputs}

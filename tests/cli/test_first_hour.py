@@ -284,10 +284,10 @@ def test_small_words():
     """Item 16: 'nsys profile failed (exit 0)', '0.00256 GB/s' for 4-byte copies, an empty facts table
     when diffing a run with itself, 'No NCCL kernels in the window' from ncu CSVs alone."""
     from nsys_expert.cli.collect import _ended
-    from nsys_expert.report import _gbps
+    from nsys_expert.report import gbps_text
 
     assert _ended(0) == "ended without an error" and _ended(3) == "failed (exit 3)"
-    assert _gbps(0.00256) == "< 0.01" and _gbps(51.83) == "51.83" and _gbps(None) == "–"
+    assert gbps_text(0.00256) == "< 0.01" and gbps_text(51.83) == "51.83" and gbps_text(None) == "–"
     r = _cli("diff", str(FIXTURES / "launch_bound" / "input"), str(FIXTURES / "launch_bound" / "input"))
     facts = r.stdout.split("## Facts")[1]
     assert "| fact |" not in facts and "No fact changed." in facts

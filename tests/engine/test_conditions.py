@@ -6,7 +6,7 @@ import pytest
 from conftest import FIXTURES
 from nsys_expert import engine, pipeline
 from nsys_expert.engine import compiler, conditions, durable_adapter
-from nsys_expert.engine.condition import Leaf
+from nsys_expert.engine.conditions import Leaf
 from nsys_expert.engine.rules import walk_conditions
 
 RULES = [r for p in engine.load_packs(installed=False) for r in p.rules]
@@ -120,7 +120,7 @@ def test_compiled_conditions_edges():
 def test_every_condition_parses_once_and_gives_its_yaml_back():
     """The rules' conditions are nodes (parsed when the rule was made), and a node's YAML form parses to
     the same node (the pack cache keeps that form)."""
-    from nsys_expert.engine import condition
+    from nsys_expert.engine import conditions as condition
 
     n = 0
     for _r, cond in _every_condition():
@@ -132,7 +132,7 @@ def test_every_condition_parses_once_and_gives_its_yaml_back():
 
 
 def test_parse_refuses_what_is_no_condition():
-    from nsys_expert.engine import condition
+    from nsys_expert.engine import conditions as condition
 
     for bad in ({}, {"all": []}, {"any": "x"}, {"not": None}, {"fact": "x"}, {"fact": 3, "op": "lt"}, [1],
                 {"fact": "x", "op": "lt", "value": {"times": 2}}):
@@ -148,7 +148,7 @@ def test_one_table_of_operators():
     import pathlib
 
     from nsys_expert.engine import describe
-    from nsys_expert.engine.condition import Leaf as L
+    from nsys_expert.engine.conditions import Leaf as L
     from nsys_expert.engine.operators import ALL_OPS, OPS, PY_OPS
 
     doc = (pathlib.Path(__file__).parents[2] / "docs" / "writing-a-rule-pack.md").read_text()
@@ -172,8 +172,8 @@ def test_a_new_operator_is_one_entry(monkeypatch):
     """An operator added to the table alone is evaluated in Python, compiled for the engine and put in
     words (no other file names it; its words in another language are the labels catalog's)."""
     from nsys_expert.engine import describe, operators
-    from nsys_expert.engine.condition import Leaf as L
-    from nsys_expert.engine.condition import Lit
+    from nsys_expert.engine.conditions import Leaf as L
+    from nsys_expert.engine.conditions import Lit
 
     rule = engine.Rule(id="r", title={}, category="c", severity="low", scope="run", when=None, message={}, advice={})
     odd = operators.Operator("odd_above", operators.NUMERIC, "is odd and above", None,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, fixture_cases
+from conftest import expected_doc, fixture_cases, FIXTURES
 from nsys_expert import engine
 from nsys_expert.engine import resolve
 from nsys_expert.engine.rules import SEVERITIES
@@ -17,7 +17,7 @@ PARAMS = PACKS[0].params
 
 
 def _load(case):
-    doc = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    doc = expected_doc(case)
     md = (FIXTURES / case / "expected.md").read_text(encoding="utf-8")
     return doc, md
 

@@ -9,7 +9,7 @@ import csv
 import io
 import shutil
 
-from conftest import FIXTURES
+from conftest import expected_doc, FIXTURES
 from nsys_expert import config, pipeline
 
 SRC = FIXTURES / "memory_bound_ncu" / "input"
@@ -61,7 +61,7 @@ def test_a_cache_roof_alone_says_which_unit_and_what_helps(tmp_path):
 
 def test_at_the_dram_roof_the_advice_stays():
     import json
-    doc = json.loads((FIXTURES / "memory_bound_ncu" / "expected.json").read_text(encoding="utf-8"))
+    doc = expected_doc("memory_bound_ncu")
     f = doc["findings"][0]
     assert f["rule"] == "kernel-memory-bound" and "not DRAM" not in f["message"]
 

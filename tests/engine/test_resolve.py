@@ -10,7 +10,7 @@ from nsys_expert.engine.rules import load_packs
 from nsys_expert.errors import RuleError
 from nsys_expert.facts import FactSet
 
-from conftest import FIXTURES, finding
+from conftest import expected_doc, finding, FIXTURES
 
 PACK = """\
 name: t
@@ -181,6 +181,6 @@ def test_without_a_trace_a_subject_is_bounded_by_its_summary_estimate():
     assert gains.share("copies", run, {}) == 2.4
     assert gains.share("idle", run, {}) == 100.0        # 100 - an upper bound of busy is no bound of idle
     assert gains.share("kernels", dict(run, kernel_active_pct=9.0), {}) == 9.0   # the trace's own first
-    doc = json.loads((FIXTURES / "sync_bound_summaries" / "expected.json").read_text(encoding="utf-8"))
+    doc = expected_doc("sync_bound_summaries")
     f = next(x for x in doc["findings"] if x["rule"] == "fp32-gemm-without-tensor-cores")
     assert f["estimated_gain_range_pct"][1] <= doc["facts"]["kernel_active_est_pct"] + 0.05

@@ -29,7 +29,7 @@ SOURCES = ["Plain title: no syntax at all\n", "  spaces around, one line end \n\
 def test_texts_render_as_the_sandbox_renders_them(source):
     for x in (0.5, 7, 1234.5678):
         ctx = {**ENV.globals, "x": x, "name": "a very long kernel name"}
-        assert texts._render(source, ctx) == _jinja(source, ctx)
+        assert texts.render_text(source, ctx) == _jinja(source, ctx)
 
 
 def test_a_plain_text_is_not_rendered():

@@ -19,8 +19,8 @@ from nsys_expert import pipeline, scenarios as sc
 from nsys_expert.facts import gpu_metrics as gm_facts
 from nsys_expert.facts import intervals
 from nsys_expert.load import gpu_metrics as gm_load, load_paths
-from nsys_expert.load import sqlite as sq
-from nsys_expert.load import sqlite_read as sr
+from nsys_expert.load.sqlite import tables as sq
+from nsys_expert.load.sqlite import reading as sr
 
 MB = FIXTURES / "gpu_metrics_memory_bound_sqlite" / "input"
 CB = FIXTURES / "gpu_metrics_compute_bound_sqlite" / "input"
@@ -154,12 +154,12 @@ def _export(tmp_path, rows, names=H200_NAMES):
 
 
 def _read(path, max_rows=gm_load.MAX_ROWS):
-    con = sr._connect(path)
+    con = sr.open_readers(path)
     try:
-        cols = sq._schema(con)
-        return gm_load.read(con, cols, {0: "GPU"}, path, sr._frame, max_rows=max_rows)
+        cols = sq.read_schema(con)
+        return gm_load.read(con, cols, {0: "GPU"}, path, sr.read_frame, max_rows=max_rows)
     finally:
-        sr._close(con)
+        sr.close_readers(con)
 
 
 def test_time_weighted_means_and_coarse_bins(tmp_path):

@@ -87,7 +87,7 @@ def test_passed_over_names_each_range_once():
 
 def _phase_table(nvtx):
     from nsys_expert.load.kineto import _ranges
-    from nsys_expert.load.sqlite_tables import _summary
+    from nsys_expert.load.sqlite import summary as _summary
     n = _ranges(nvtx.select("start_ns", (pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"), "name", "pid", "tid"))
     prof = Profile(tables={"nvtx_trace": n, "nvtx_sum": _summary(n, "dur_ns", style=True)},
                    sources={"nvtx_trace": "t.json", "nvtx_sum": "t.json"}, meta={"kineto": {"rank": 0}})

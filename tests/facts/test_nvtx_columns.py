@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from nsys_expert.facts import intervals, nesting_times, phases
 from nsys_expert.facts.nvtx import _per_name
-from nsys_expert.facts.window import _group_expr, group_names
-from nsys_expert.load import sqlite_tables
+from nsys_expert.facts.window import group_expr, group_names
+from nsys_expert.load.sqlite import tables as sqlite_tables
 
 
 def _laminar(rnd: random.Random, m: int, t0: int) -> list[tuple[int, int]]:
@@ -136,7 +136,7 @@ def test_group_names_once_per_name_are_the_regexs():
     names = [rnd.choice(parts) + str(rnd.randint(0, 50)) if rnd.random() < 0.9 else None for _ in range(20_000)]
     df = pl.DataFrame({"name": names}, schema={"name": pl.String})
     got = df.select(group_names(pl.col("name")))["name"]
-    assert got.to_list() == df.select(_group_expr(pl.col("name")))["name"].to_list()
+    assert got.to_list() == df.select(group_expr(pl.col("name")))["name"].to_list()
     assert got.null_count() > 0 and "ProfilerStep" in got.to_list()
 
 

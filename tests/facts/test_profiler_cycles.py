@@ -9,7 +9,7 @@ import json
 import polars as pl
 import pytest
 
-from conftest import FIXTURES
+from conftest import expected_doc, FIXTURES
 from nsys_expert import config, pipeline
 from nsys_expert.facts import window
 
@@ -42,7 +42,7 @@ def _diagnose(path, **kw):
 
 @pytest.mark.slow
 def test_a_cut_off_last_step_is_left_out_and_the_first_kept(tmp_path):
-    full = json.loads((FIXTURES / "kineto_optimizer" / "expected.json").read_text(encoding="utf-8"))["facts"]
+    full = expected_doc("kineto_optimizer")["facts"]
     doc = _diagnose(_cut_cycle(tmp_path))
     w, f = doc["window"], doc["facts"]
     assert w["source"] == "nvtx:ProfilerStep" and w["iterations"] == 2, w

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import expected_doc, FIXTURES
 from nsys_expert.facts import replay
 from nsys_expert.facts.depmodel import Item, Model, Op
 
@@ -69,6 +69,6 @@ def test_variants_of_one_advice_are_replayed_once():
 def test_the_model_of_a_real_trace_replays_it(case):
     """Built from the real traces, the replay gives back the measured iterations within 1 % (small pageable
     copies are staged: the call returns before the copy, and the model must not make the host wait)."""
-    f = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))["facts"]
+    f = expected_doc(case)["facts"]
     assert abs(f["replay_model_error_pct"]) < 1.0
     assert 0 <= f["critical_path_host_pct"] <= 100 and 0 <= f["critical_path_gpu_pct"] <= 100

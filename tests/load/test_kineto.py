@@ -8,7 +8,7 @@ import json
 import polars as pl
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import expected_doc, FIXTURES
 from nsys_expert import pipeline
 from nsys_expert.cli import main
 from nsys_expert.load import load_paths
@@ -145,5 +145,5 @@ def test_2021_dataloader_and_optimizer_ranges_are_ranges(tmp_path):
     assert sum(n.startswith("enumerate(DataLoader)#") for n in rng) == 6
     from nsys_expert import config, pipeline
     doc = pipeline.diagnose(pipeline.Request([str(path)], config.Settings()))
-    want = json.loads((FIXTURES / "kineto_dataloader_bound" / "expected.json").read_text(encoding="utf-8"))
+    want = expected_doc("kineto_dataloader_bound")
     assert doc["verdict"]["rule"] == want["verdict"]["rule"] == "data-io-bound"

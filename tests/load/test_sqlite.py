@@ -388,18 +388,18 @@ def test_csv_reports_beside_an_export_are_not_parsed(tmp_path, monkeypatch):
 def test_the_sqlite3_path_reads_the_same_tables_as_adbc(monkeypatch):
     """Without the ADBC driver (or when it fails) every table is read through sqlite3: the same frames,
     derived columns (durations, pid / tid from globalPid / globalTid) included."""
-    import nsys_expert.load.sqlite as sq
-    import nsys_expert.load.sqlite_read as sr
+    import nsys_expert.load.sqlite.export as sq
+    import nsys_expert.load.sqlite.reading as sr
     path = sqlite_of("sync_bound_sqlite")
     fast = read_sqlite(path)
-    orig = sq._connect
+    orig = sq.open_readers
 
     def without_adbc(p):
         con = orig(p)
         sr._ADBC.pop(id(con), None)
         sr._URI.pop(id(con), None)
         return con
-    monkeypatch.setattr(sq, "_connect", without_adbc)
+    monkeypatch.setattr(sq, "open_readers", without_adbc)
     slow = read_sqlite(path)
     assert list(fast.tables) == list(slow.tables)
     for t in fast.tables:

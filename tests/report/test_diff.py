@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, SHARED
+from conftest import expected_doc, FIXTURES, SHARED
 
 try:
     import nsys_expert.load.sqlite  # noqa: F401
@@ -99,7 +99,7 @@ def _pairs():
 def _golden(case):
     """A fixture's golden as diff reads a report (the golden keeps the not-evaluated rules' names
     and the inputs' rows only)."""
-    doc = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    doc = expected_doc(case)
     return dict(doc, not_evaluated=[{"rule": r} for r in doc["not_evaluated"]],
                 inputs=[{"path": i[0]} for i in doc["inputs"]])
 

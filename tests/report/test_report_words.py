@@ -10,7 +10,7 @@ import pytest
 from conftest import FIXTURES
 from nsys_expert.engine.missing import NotEvaluated
 from nsys_expert import pipeline, report
-from nsys_expert.report import _fmt, html, split_warnings
+from nsys_expert.report import html, number_text, split_warnings
 
 
 @pytest.mark.parametrize("value, nd, text", [
@@ -18,8 +18,8 @@ from nsys_expert.report import _fmt, html, split_warnings
     (692.3, 1, "692"), (39799, 1, "39,799"), (12345.678, 2, "12,346"), (0.0, 1, "0"), (-0.5, 1, "-0.5"),
     (None, 1, "–"), (True, 1, "true"), (1e20, 1, "100,000,000,000,000,000,000"), ("x", 1, "x")])
 def test_numbers_read_as_numbers(value, nd, text):
-    assert _fmt(value, nd) == text
-    assert "e-" not in _fmt(value, nd) and "e+" not in _fmt(value, nd)
+    assert number_text(value, nd) == text
+    assert "e-" not in number_text(value, nd) and "e+" not in number_text(value, nd)
 
 
 @pytest.fixture(scope="module")

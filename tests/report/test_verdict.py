@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, fixture_cases
+from conftest import expected_doc, fixture_cases, FIXTURES
 from nsys_expert.engine.missing import NotEvaluated
 from nsys_expert.engine.model import Finding
 from nsys_expert.notes import Note
@@ -18,7 +18,7 @@ NONE_FOUND = LABELS["en"]["none_found"]
 
 @pytest.mark.parametrize("case", fixture_cases())
 def test_golden_verdicts_are_honest(case):
-    doc = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+    doc = expected_doc(case)
     md = (FIXTURES / case / "expected.md").read_text(encoding="utf-8")
     v = doc["verdict"]
     assert v["state"] in ("diagnosed", "likely", "undetermined")
@@ -80,7 +80,7 @@ def test_states():
 def test_an_idle_gpu_whose_gaps_have_causes_is_not_unexplained():
     """cpu_side_math: the GPU idles 91.5 % after syncs while the host computes; removing the syncs wins
     2.8 % (the host's wait), so no finding is strong, but the idle time is not 'unexplained'."""
-    doc = json.loads((FIXTURES / "cpu_side_math" / "expected.json").read_text(encoding="utf-8"))
+    doc = expected_doc("cpu_side_math")
     v = doc["verdict"]
     # issue 46: the cause is named now: a 64 MB read-back every step for CPU math (step-readback)
     assert (v["state"], v["rule"]) == ("diagnosed", "step-readback")

@@ -142,7 +142,7 @@ def test_a_query_past_the_time_limit_stops_with_one_line(tmp_path, monkeypatch):
     import sqlite3
 
     from nsys_expert.errors import InputError
-    from nsys_expert.load import sqlite_open
+    from nsys_expert.load.sqlite import opening as sqlite_open
 
     db = tmp_path / "x.sqlite"
     sqlite3.connect(db).execute("create table t(x)").connection.commit()

@@ -5,7 +5,7 @@ named conditions (pack.yaml ``conditions:``) are YAML trees of ``all`` / ``any``
 ``{fact, op, value}``; advice and relation conditions also have ``{input: NAME}`` and ``{condition: NAME}``
 leaves. :func:`parse` makes such a tree into the frozen nodes below when a rule is made (``Rule``'s
 ``__post_init__``); everything after reads the nodes, never the dicts: the durable-rules compiler
-(compiler.py), the Python evaluator (conditions.py), the walkers (which facts a rule needs, its
+(compiler.py), the Python evaluator (evaluate.py), the walkers (which facts a rule needs, its
 thresholds) and the words (describe.py). What an operator means is declared once, in operators.py.
 
 A value is a literal (:class:`Lit`), a rule parameter (:class:`Param`, ``$name``), another fact

@@ -2,7 +2,7 @@
 which advice items fit the data (``advice: [{en, when}]``) and which relations apply (``supersedes`` /
 ``refutes`` items with a ``when``).
 
-The conditions are condition.py's nodes (a YAML dict is parsed first); what each operator means is
+The conditions are nodes.py's nodes (a YAML dict is parsed first); what each operator means is
 operators.py's. Same meaning as compiler.compile_condition gives a condition in durable-rules: ``not``
 is pushed down to the leaves with the opposite operator, so a comparison on a missing fact is false
 whether negated or not (``exists`` / ``not exists`` excepted); ``$param`` values and ``{fact, times,
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 
-from .condition import All, Any, FactRef, Input, Items, Leaf, Lit, Not, Param, leaves, parse  # noqa: F401 - leaves
-from .operators import OPS, _num, negated
+from .nodes import All, Any, FactRef, Input, Items, Leaf, Lit, Not, Param, leaves, parse  # noqa: F401 - leaves
+from ..operators import OPS, is_number, negated
 
 _UNKNOWN = object()      # a fact reference whose fact is missing or no number: the leaf is false
 
@@ -33,7 +33,7 @@ def _value(v, facts: dict, params: dict):
         return params[v.name]                 # a parameter the rule lacks: KeyError, when tested
     if t is FactRef:
         base = facts.get(v.fact)
-        if not _num(base):
+        if not is_number(base):
             return _UNKNOWN
         times = 1.0 if v.times is None else _value(v.times, facts, params)
         plus = 0.0 if v.plus is None else _value(v.plus, facts, params)

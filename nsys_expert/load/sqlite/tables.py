@@ -1,14 +1,14 @@
 """The tables of an nsys SQLite export as canonical frames: GPU operations (kernels, copies, sets, graphs),
 CUDA API calls, NVTX ranges with their nesting, the OS runtime calls; with the helpers they share (string
-ids, enum labels, GPU names, optional columns). ``sqlite`` opens the export and orchestrates the reads."""
+ids, enum labels, GPU names, optional columns). ``export.py`` opens the export and orchestrates the reads."""
 from __future__ import annotations
 
 import sqlite3
 
 import polars as pl
 
-from . import chunks, normalize
-from .sqlite_read import NAME_KEPT, NAME_MAX, _Big, _derived, _frame, _pid, _tid, cut_text, cut_value, long_inline, long_strings  # noqa: F401
+from .. import chunks, normalize
+from .reading import NAME_KEPT, NAME_MAX, BigTables, derived_columns, read_frame, pid_of, tid_of, cut_text, cut_value, long_inline, long_strings  # noqa: F401
 
 # nsys event types in NVTX_EVENTS (ENUM_NSYS_EVENT_TYPE): ranges and the domain-create event
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
@@ -50,7 +50,7 @@ _SUMMARY = ["time_pct", "total_ns", "count", "avg_ns", "med_ns", "min_ns", "max_
 
 
 # ------------------------------------------------------------------------------------------ helpers
-def _schema(con: sqlite3.Connection) -> dict[str, set[str]]:
+def read_schema(con: sqlite3.Connection) -> dict[str, set[str]]:
     """Table name -> its column names (one PRAGMA per table: exports have ~100 tables). Real tables
     only: a view could run any query (sqlite_open.check names views that look like nsys tables)."""
     names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
@@ -64,7 +64,7 @@ def _strings(con: sqlite3.Connection, cols: dict, ids: pl.Series, dtype=pl.Strin
     uniq = ids.drop_nulls().unique().sort().to_list()
     if "StringIds" not in cols or not uniq:
         return pl.DataFrame(schema=schema)
-    parts = [_frame(con, f"SELECT id, {cut_value('value', 'id')} FROM StringIds WHERE id IN "
+    parts = [read_frame(con, f"SELECT id, {cut_value('value', 'id')} FROM StringIds WHERE id IN "
                          f"({', '.join(str(int(i)) for i in chunk)})",
                     schema) for chunk in (uniq[k:k + 20_000] for k in range(0, len(uniq), 20_000))]
     return pl.concat(parts) if len(parts) > 1 else parts[0]
@@ -76,7 +76,7 @@ def _named(frame: pl.DataFrame, names: pl.DataFrame, id_col: str = "name_id") ->
     return pl.col(id_col).replace_strict(lookup, default=None, return_dtype=pl.Categorical)
 
 
-def _pairs(con: sqlite3.Connection, cols: dict, table: str) -> dict[str, str]:
+def table_pairs(con: sqlite3.Connection, cols: dict, table: str) -> dict[str, str]:
     if table not in cols or not {"name", "value"} <= cols[table]:
         return {}
     return {str(k): str(v) for k, v in con.execute(f'SELECT name, value FROM "{table}"')}
@@ -97,7 +97,7 @@ def _labels(con: sqlite3.Connection, cols: dict, enum: str, fallback: dict[int, 
     return out
 
 
-def _gpu_names(con: sqlite3.Connection, cols: dict) -> dict[int, str]:
+def gpu_names(con: sqlite3.Connection, cols: dict) -> dict[int, str]:
     """CUDA device id -> GPU name (TARGET_INFO_GPU; 2020: deviceId column or TARGET_INFO_CUDA_GPU)."""
     for table in ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"):
         c = cols.get(table, set())
@@ -136,7 +136,7 @@ def _common_sql(c: set[str]) -> str:
             f'{_col(c, "streamId")}, {_col(c, "globalPid")}')
 
 
-def _big_jobs(cols: dict) -> dict[str, tuple[str, dict]]:
+def big_jobs(cols: dict) -> dict[str, tuple[str, dict]]:
     """The queries of the big tables this export has (the two biggest first): key -> (SQL, schema)."""
     jobs = {}
     if KERNEL in cols:
@@ -170,7 +170,7 @@ def _big_jobs(cols: dict) -> dict[str, tuple[str, dict]]:
     return jobs
 
 
-def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: _Big) -> tuple[pl.DataFrame, int]:
+def read_gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: BigTables) -> tuple[pl.DataFrame, int]:
     """Kernels, copies, memsets and graph executions in one frame, named as ``nsys stats`` names them."""
     parts = []
     if KERNEL in cols:
@@ -209,7 +209,7 @@ def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: _
                                     pl.lit("graph", _KIND).alias("kind")))
     parts = [f for f in parts if f.height] or parts[:1]   # no copy of a million kernels to append nothing
     if not parts:
-        frame = _derived(pl.DataFrame(schema={**_GPU_SCHEMA, "name": pl.Categorical, "kind": _KIND}))
+        frame = derived_columns(pl.DataFrame(schema={**_GPU_SCHEMA, "name": pl.Categorical, "kind": _KIND}))
     elif len(parts) == 1:
         frame = parts[0]
     else:
@@ -217,14 +217,14 @@ def _gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], big: _
     for col, dtype in (("bytes", pl.Float64), ("src_kind", pl.String), ("dst_kind", pl.String)):
         if col not in frame.columns:
             frame = frame.with_columns(pl.lit(None, dtype).alias(col))
-    # the GPU names stay in the part's meta (gpus): not repeated per operation; durations and pids: _derived
+    # the GPU names stay in the part's meta (gpus): not repeated per operation; durations and pids: derived_columns
     frame = frame.select("start_ns", "end_ns", "dur_ns", "corr_id", "bytes", "src_kind", "dst_kind", "device_id",
                          "stream", "pid", "name", "kind")
     return chunks.by_start(frame), n_graph
 
 
 # -------------------------------------------------------------------------------------------- API
-def _api_trace(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
+def read_api_trace(con: sqlite3.Connection, cols: dict, big: BigTables) -> pl.DataFrame:
     """CUDA runtime and driver calls (both live in CUPTI_ACTIVITY_KIND_RUNTIME).
 
     Names as ``nsys stats`` prints them: a six-character ``_vNNNN`` suffix is dropped
@@ -246,7 +246,7 @@ def _api_trace(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------- NVTX
-def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
+def read_nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
     """Push/pop and start/end ranges named like ``nsys stats`` (``DOMAIN:text``; the default domain
     has no prefix), with ``level``: the nesting depth of a push/pop range on its thread (0 = top)."""
     c = cols[NVTX]
@@ -264,7 +264,7 @@ def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
     did = "e.domainId" if "domainId" in c else "0"
     gtid = "e.globalTid" if "globalTid" in c else "NULL"
     tid_col = "e.textId" if "textId" in c and "StringIds" in cols else "NULL"
-    n = _frame(con, f'SELECT e.start, e."end", e.eventType, {cut_text("e.text") if "text" in c else "NULL"}, {tid_col}, {did}, '
+    n = read_frame(con, f'SELECT e.start, e."end", e.eventType, {cut_text("e.text") if "text" in c else "NULL"}, {tid_col}, {did}, '
                     f'{gtid} FROM {NVTX} e WHERE e.eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND})',
                {"start_ns": pl.Int64, "end_ns": pl.Int64, "event": pl.Int64, "text": pl.String, "text_id": pl.Int64,
                 "did": pl.Int64, "gtid": pl.Int64})
@@ -272,9 +272,9 @@ def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
         names = _named(n, _strings(con, cols, n["text_id"]), "text_id").cast(pl.String)
         n = n.with_columns(pl.coalesce("text", names).alias("text"))
     n = n.drop("text_id")
-    n = n.with_columns(_pid("gtid").alias("pid"), _tid("gtid").alias("tid")).sort("start_ns", maintain_order=True)
+    n = n.with_columns(pid_of("gtid").alias("pid"), tid_of("gtid").alias("tid")).sort("start_ns", maintain_order=True)
     # domain names: the domain-create events of the same process (2020: the DomainStrings table)
-    doms = _frame(con, f"SELECT {PID_SQL.format(col=gtid)}, {did}, {text} FROM {NVTX} e {join} "
+    doms = read_frame(con, f"SELECT {PID_SQL.format(col=gtid)}, {did}, {text} FROM {NVTX} e {join} "
                        f"WHERE e.eventType = {NVTX_DOMAIN_CREATE}",
                   {"pid": pl.Int64, "did": pl.Int64, "domain": pl.String}).unique(["pid", "did"], keep="first")
     n = n.join(doms, on=["pid", "did"], how="left", maintain_order="left")
@@ -293,7 +293,7 @@ def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
     return n.select("start_ns", "end_ns", "dur_ns", "name", "style", "pid", "tid", "level", "range_id")
 
 
-def _levels(n: pl.DataFrame) -> pl.DataFrame:
+def levels(n: pl.DataFrame) -> pl.DataFrame:
     """(range_id, level) of each push/pop range of ``n`` (see :func:`_level_column`)."""
     lv = _level_column(n)
     return n.select("range_id", lv.alias("level")).filter(pl.col("level").is_not_null())
@@ -345,14 +345,14 @@ def _level_sweep(n: pl.DataFrame, pp: pl.DataFrame) -> pl.Series:
 
 
 # ------------------------------------------------------------------------------------------- OSRT
-def _osrt(con: sqlite3.Connection, cols: dict, big: _Big) -> pl.DataFrame:
+def read_osrt(con: sqlite3.Connection, cols: dict, big: BigTables) -> pl.DataFrame:
     o = big.get(OSRT)
     names = _strings(con, cols, o["name_id"])
     return o.with_columns(_named(o, names).alias("name")).drop("name_id")
 
 
 # -------------------------------------------------------------------------------------- summaries
-def _summary(frame: pl.DataFrame, col: str, style: bool = False) -> pl.DataFrame:
+def summary(frame: pl.DataFrame, col: str, style: bool = False) -> pl.DataFrame:
     """A ``*_sum`` report from trace rows: one row per name (and style), sorted by total time.
 
     Same columns as the CSV reports; the standard deviation is the sample one (0 for one instance).
@@ -378,7 +378,7 @@ def _summary(frame: pl.DataFrame, col: str, style: bool = False) -> pl.DataFrame
     return g.sort(["total_ns", "name"], descending=[True, False]).select(*_SUMMARY, *keys[::-1])
 
 
-def _size_summary(mem: pl.DataFrame) -> pl.DataFrame:
+def size_summary(mem: pl.DataFrame) -> pl.DataFrame:
     """cuda_gpu_mem_size_sum: bytes per copy / memset kind."""
     out = ["total_bytes", "count", "avg_bytes", "med_bytes", "min_bytes", "max_bytes", "std_bytes", "name"]
     if mem.height == 0:
@@ -392,7 +392,7 @@ def _size_summary(mem: pl.DataFrame) -> pl.DataFrame:
     return g.sort(["total_bytes", "name"], descending=[True, False]).select(out)
 
 
-def _processes(con: sqlite3.Connection, cols: dict, tables: dict) -> list[dict]:
+def processes(con: sqlite3.Connection, cols: dict, tables: dict) -> list[dict]:
     """The processes that did CUDA work (pid, name), for the report's environment and later per-rank work."""
     pids: set[int] = set()
     for t in ("gpu_trace", "api_trace"):

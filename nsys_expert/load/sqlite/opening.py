@@ -21,9 +21,9 @@ import sqlite3
 import tempfile
 import time
 
-from ..notes import Note
-from .. import budget
-from ..errors import InputError
+from ...notes import Note
+from ... import budget
+from ...errors import InputError
 
 LIMIT_S = float(os.environ.get("NSX_SQLITE_LIMIT_S", "600"))
 # the columns without which a table cannot be read at all (the rest are optional: sqlite.py builds

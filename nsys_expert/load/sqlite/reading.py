@@ -1,6 +1,6 @@
 """How an nsys SQLite export's tables are read: the connections, Arrow reads through ADBC, and the big
-tables in pieces on reader threads (``_Big``). What is read, and how it becomes nsys-expert's frames,
-is ``sqlite``'s.
+tables in pieces on reader threads (``BigTables``). What is read, and how it becomes nsys-expert's frames,
+is ``export.py``'s and ``tables.py``'s.
 
 - The file is opened read-only and immutable (``mode=ro&immutable=1``): nothing is ever written to it
   or beside it.
@@ -17,18 +17,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
-from . import chunks
+from .. import chunks
 
 # Serialized ids (input-formats.md 3): globalTid / globalPid carry the process id in bits 24-47 and
 # globalTid the thread id in bits 0-23. SQL only reads columns; this arithmetic (like end - start)
 # runs in Polars, which is several times faster than SQLite evaluating it per row.
 
 
-def _pid(col: str) -> pl.Expr:   # 24 bits: a 32-bit integer (normalize.NARROW)
+def pid_of(col: str) -> pl.Expr:   # 24 bits: a 32-bit integer (normalize.NARROW)
     return ((pl.col(col) // (1 << 24)) % (1 << 24)).cast(pl.Int32)
 
 
-def _tid(col: str) -> pl.Expr:
+def tid_of(col: str) -> pl.Expr:
     return (pl.col(col) % (1 << 24)).cast(pl.Int32)
 
 
@@ -43,7 +43,7 @@ _POOL: dict[int, ThreadPoolExecutor] = {}
 READERS = 2
 
 
-def _close(con: sqlite3.Connection) -> None:
+def close_readers(con: sqlite3.Connection) -> None:
     """Stop the readers (a read still running finishes first: a .sqlite.gz copy is removed after this)."""
     pool = _POOL.pop(id(con), None)
     if pool is not None:
@@ -58,8 +58,8 @@ def _close(con: sqlite3.Connection) -> None:
     con.close()
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    from . import sqlite_open
+def open_readers(path: str) -> sqlite3.Connection:
+    from . import opening as sqlite_open
 
     con = sqlite_open.connect(path)   # immutable=1: no locking, no journal / WAL files beside the export
     uri = pathlib.Path(os.path.abspath(path)).as_uri() + "?mode=ro&immutable=1"
@@ -73,7 +73,7 @@ def _connect(path: str) -> sqlite3.Connection:
     return con
 
 
-def _frame(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
+def read_frame(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
     """Run a query into a typed frame: through ADBC (Arrow) when it is there, else sqlite3 rows."""
     fast = _ADBC.get(id(con))
     if fast is not None:
@@ -147,7 +147,7 @@ def _rows(con: sqlite3.Connection, sql: str, schema: dict) -> pl.DataFrame:
 PIECE_ROWS = 500_000
 
 
-class _Big:
+class BigTables:
     """The big queries of one export (key: the table read), started together on the reader threads;
     ``get`` waits for one. A query ADBC could not run is run again through sqlite3 (which raises what
     a damaged file raises)."""
@@ -170,7 +170,7 @@ class _Big:
         rechunk the whole table again), else in its pieces (for chunks.by_start, which joins them)."""
         frames = [f.result() for f in self.futures.pop(key, [])]
         if not frames or any(f is None for f in frames):
-            return _derived(_rows(self.con, *self.jobs[key]))
+            return derived_columns(_rows(self.con, *self.jobs[key]))
         box = [frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False)]
         del frames   # (no other name for the pieces: one_chunk frees each as it moves its column)
         return chunks.one_chunk(box) if joined else box.pop()
@@ -178,17 +178,17 @@ class _Big:
 
 def _piece(uri: str, sql: str, schema: dict) -> pl.DataFrame | None:
     df = _arrow(uri, sql, schema)
-    return None if df is None else _derived(df)
+    return None if df is None else derived_columns(df)
 
 
-def _derived(df: pl.DataFrame) -> pl.DataFrame:
+def derived_columns(df: pl.DataFrame) -> pl.DataFrame:
     """A big table's derived columns, made on the reader threads piece by piece (small temporaries, side
     by side with the reads): the duration, and the process and thread ids packed in globalPid / globalTid."""
     exprs, packed = [], [c for c in ("gpid", "gtid") if c in df.columns]
     if "start_ns" in df.columns and "end_ns" in df.columns:
         exprs.append((pl.col("end_ns") - pl.col("start_ns")).alias("dur_ns"))
     for c in packed:
-        exprs += [_pid(c).alias("pid")] + ([_tid(c).alias("tid")] if c == "gtid" else [])
+        exprs += [pid_of(c).alias("pid")] + ([tid_of(c).alias("tid")] if c == "gtid" else [])
     return df.with_columns(exprs).drop(packed)
 
 
