@@ -367,7 +367,7 @@ def summary(frame: pl.DataFrame, col: str, style: bool = False) -> pl.DataFrame:
     # grouped by the category code (a million kernels, a few hundred names); the names become text after
     # a total past sanity.MAX_TOTAL (a damaged time: an int64 sum would wrap around to a plausible number) is
     # missing, so normalize leaves its row out and says so (load.summary_bad), as the trace's row is
-    from .sanity import MAX_TOTAL
+    from ..sanity import MAX_TOTAL
     g = frame.group_by(keys).agg(
         pl.when(v.cast(pl.Float64).abs().sum() <= MAX_TOTAL).then(v.sum()).alias("total_ns"),
         pl.len().cast(pl.Int64).alias("count"), v.mean().alias("avg_ns"),
