@@ -8,6 +8,7 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "nsys_expert"
 # top-level module or package of nsys_expert -> its layer (an arrow may stay in its layer or go down)
 LAYERS = {"nsys_expert": 0, "errors": 0, "notes": 0, "textsafe": 0, "safe_open": 0, "cache": 0, "config": 0, "budget": 0,
+          "reads": 0,
           "load": 1, "facts": 2, "scenarios": 3, "engine": 4, "report": 5, "diff": 6, "units": 6,
           "scheduler": 7, "job": 8, "pipeline": 9, "cli": 10, "__main__": 10}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..facts.where import Location  # noqa: F401 - findings[].locations (issue 55): made by the facts
+from ..reads import Reads
 from . import condition
 from .operators import ALL_OPS, NUMERIC_OPS, STRING_OPS  # noqa: F401 - the operators a pack may write, by kind
 
@@ -126,19 +127,7 @@ def walk_conditions(cond):
     return condition.fact_leaves(cond)
 
 
-class _Reads:
-    """The read-only mapping view of a finding's parts (``e["fact"]``, ``s.get("because")``) for the rule
-    cases and tests that read a finding as the report's dict; new code reads the attributes. An optional
-    field that is ``None`` reads as absent (``get`` gives its default)."""
-    __slots__ = ()
-    __getitem__ = object.__getattribute__      # C-level: a Python method took 3x a dict's time
-
-    def get(self, key: str, default=None):
-        v = getattr(self, key, None)
-        return default if v is None else v
-
-    def __contains__(self, key: str) -> bool:
-        return getattr(self, key, None) is not None
+_Reads = Reads   # the finding parts' mapping view (nsys_expert/reads.py)
 
 
 @dataclass(slots=True)

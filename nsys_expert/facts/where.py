@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from ..reads import Reads
 from . import nesting_times
 
 LIBRARIES = frozenset("""
@@ -45,7 +46,7 @@ CHAIN = 6          # user frames above a location
 
 
 @dataclass(slots=True)
-class Location:
+class Location(Reads):
     """One place in the user's code and the share of a cause's time (or calls) it accounts for. The JSON
     contract's ``findings[].locations[]``: ``file``, ``line`` (the call's line from nsys backtraces,
     the function's first line from torch.profiler), ``function``, ``operator`` (the library call or
@@ -58,13 +59,6 @@ class Location:
     share_pct: float
     chain: list[str] = field(default_factory=list)
     source: str | None = None
-
-    def __getitem__(self, key):
-        return getattr(self, key)
-
-    def get(self, key, default=None):
-        v = getattr(self, key, None)
-        return default if v is None else v
 
 
 @dataclass(slots=True)
