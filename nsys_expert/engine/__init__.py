@@ -12,6 +12,7 @@ import gc
 from dataclasses import dataclass, field
 
 from ..facts import FactSet, registry
+from ..notes import catalogs
 from . import compiler
 from . import condition, conditions, resolve
 from . import missing as missing_mod
@@ -320,7 +321,7 @@ def _advice(rule: Rule, ctx, lang: str, tables: set[str], params: dict, memo: di
     """The advice items that fit the data (an item's ``when`` holds), rendered. ``tests``: the rules'
     advice conditions compiled (conditions.compiled), filled here, for one evaluation (its params and
     tables)."""
-    items = rule.advice.get(lang) or rule.advice.get("en") or []
+    items = catalogs.rule_texts(rule.advice, lang)
     when = rule.advice_when if any(rule.advice_when) else [None] * len(items)
     fits = tests.get(rule.id) if tests is not None else None
     if fits is None:

@@ -63,31 +63,12 @@ def public_references(r: Rule) -> list[str]:
             out.append("Nsight Compute rule " + rest[4:] if rest.startswith("ncu") else rest)
     return list(dict.fromkeys(out))
 
-# explain's own words in Chinese (the rule's texts come from its YAML, the facts' docs from registry.doc)
-_ZH = {
-    "- the input holds `{}`": "- 输入包含 `{}`", "- condition `{}` (pack.yaml)": "- 条件 `{}`（pack.yaml）",
-    "{} (= {})": "{}（= {}）", "- all of:": "- 全部满足：", "- any of:": "- 任一满足：",
-    "- `{}` is not known": "- `{}` 未知", "- the input lacks `{}`": "- 输入缺少 `{}`",
-    "- not condition `{}` (pack.yaml)": "- 不满足条件 `{}`（pack.yaml）", "- not:": "- 不满足：",
-    "- category `{}`, severity `{}`": "- 类别 `{}`，严重度 `{}`",
-    " (rises to {} when stronger)": "（证据更强时升为 {}）", ", scope `{}`, pack `{}`": "，范围 `{}`，规则包 `{}`",
-    "- about `{}`, cause `{}`": "- 对象 `{}`，原因 `{}`", "; says there is nothing to fix": "；表示没有需要修复的问题",
-    "; one finding for all the kernels it fires on": "；它触发的所有 kernel 合为一条发现",
-    "- folds in `{}` on the same subject": "- 在同一对象上并入 `{}`",
-    "- drops `{}` on the same subject": "- 在同一对象上排除 `{}`", ": {}": "：{}",
-    "- refines `{}`: without this rule's inputs its cases count there": "- 细化 `{}`：缺少本规则的输入时，其情形计入该规则",
-    " (when the condition below holds)": "（当下列条件成立时）", "Fires when:": "触发条件：",
-    "Severity {} when also:": "同时满足下列条件时，严重度为 {}：",
-    "Parameters (`--set {}.NAME=VALUE`):": "参数（`--set {}.NAME=VALUE`）：", "Facts it reads:": "读取的事实：",
-    "Estimated gain: `{}`": "预估收益：`{}`", "Estimated gain: {}": "预估收益：{}", " ({})": "（{}）", "Advice:": "建议：", " (only when:)": "（仅当：）",
-    "- `{}` = {}: {}": "- `{}` = {}：{}", "- `{}` ({}): {}; from {}": "- `{}`（{}）：{}；来自 {}", " or ": " 或 ",
-    "References:": "参考资料：", "{} (this rule in the rule reference)": "{}（规则参考中的本规则）",
-}
-
-
 def _w(lang: str, text: str, *args) -> str:
-    """explain's word ``text`` (a format string) in ``lang``, filled with ``args``."""
-    return (_ZH.get(text, text) if lang == "zh" else text).format(*args)
+    """explain's word ``text`` (a format string) in ``lang`` (the labels catalog's ``explain`` entries),
+    filled with ``args``."""
+    from ..notes import catalogs
+
+    return catalogs.catalog("labels", lang).get(f"explain\x04{text}", text).format(*args)
 
 
 def _value_text(v, params: dict, lang: str) -> str:

@@ -29,8 +29,11 @@ class Category:
     side: str | None = None
 
     def title_in(self, lang: str) -> str | None:
-        """Its title in ``lang``, or None where the pack gives none."""
-        return self.title.get(lang)
+        """Its title in ``lang`` (the pack's, else the ``rules`` catalog's), or None where neither gives one."""
+        from ..notes import catalogs
+
+        en = self.title.get("en")
+        return self.title.get(lang) or (catalogs.catalog(catalogs.RULES, lang).get(en) if en else None)
 
 
 @dataclass

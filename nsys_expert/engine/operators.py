@@ -45,8 +45,8 @@ def escape(s: str) -> str:
 class Operator:
     name: str
     kind: str                       # NUMERIC, STRING, EQUALITY, LIST or PRESENCE
-    en: str                         # its words (explain, docs/rules.md)
-    zh: str | None                  # its words in Chinese (None: the same as ``en``, a symbol)
+    en: str                         # its words (explain, docs/rules.md); in another language the labels
+                                    # catalog's entry ``operator.<name>`` (none: these words, a symbol)
     negation: str | None            # the operator meaning not-this; None: none (``not`` cannot wrap it)
     test: Callable                  # (have, prepare(value)) -> bool, ``have`` present
     engine: Callable | None         # (fact, compiled value) -> durable-rules pattern
@@ -57,7 +57,9 @@ class Operator:
     cmp: Callable | None = None     # a numeric operator's comparison of two floats
 
     def words(self, lang: str = "en") -> str:
-        return self.zh if lang == "zh" and self.zh else self.en
+        from ..notes import catalogs
+
+        return catalogs.catalog("labels", lang).get(f"operator.{self.name}\x04{self.en}", self.en)
 
     @property
     def needs_value(self) -> bool:
@@ -89,39 +91,39 @@ def _low(v) -> str:
 
 
 _OPS = [
-    Operator("lt", NUMERIC, "<", None, "gte", _numeric(operator.lt), _cmp_engine("$lt"), cmp=operator.lt),
-    Operator("lte", NUMERIC, "≤", None, "gt", _numeric(operator.le), _cmp_engine("$lte"), cmp=operator.le),
-    Operator("gt", NUMERIC, ">", None, "lte", _numeric(operator.gt), _cmp_engine("$gt"), cmp=operator.gt),
-    Operator("gte", NUMERIC, "≥", None, "lt", _numeric(operator.ge), _cmp_engine("$gte"), cmp=operator.ge),
-    Operator("eq", EQUALITY, "=", None, "neq", same, lambda fact, val: {fact: val}),
-    Operator("neq", EQUALITY, "≠", None, "eq", lambda h, v: not same(h, v), _cmp_engine("$neq")),
-    Operator("in", LIST, "in", "属于", "not_in", lambda h, v: any(same(h, x) for x in v),
+    Operator("lt", NUMERIC, "<", "gte", _numeric(operator.lt), _cmp_engine("$lt"), cmp=operator.lt),
+    Operator("lte", NUMERIC, "≤", "gt", _numeric(operator.le), _cmp_engine("$lte"), cmp=operator.le),
+    Operator("gt", NUMERIC, ">", "lte", _numeric(operator.gt), _cmp_engine("$gt"), cmp=operator.gt),
+    Operator("gte", NUMERIC, "≥", "lt", _numeric(operator.ge), _cmp_engine("$gte"), cmp=operator.ge),
+    Operator("eq", EQUALITY, "=", "neq", same, lambda fact, val: {fact: val}),
+    Operator("neq", EQUALITY, "≠", "eq", lambda h, v: not same(h, v), _cmp_engine("$neq")),
+    Operator("in", LIST, "in", "not_in", lambda h, v: any(same(h, x) for x in v),
              lambda fact, val: _one_or("$or", [{fact: x} for x in val])),
-    Operator("not_in", LIST, "not in", "不属于", "in", lambda h, v: not any(same(h, x) for x in v),
+    Operator("not_in", LIST, "not in", "in", lambda h, v: not any(same(h, x) for x in v),
              lambda fact, val: _one_or("$and", [{"$neq": {fact: x}} for x in val])),
-    Operator("contains", STRING, "contains", "包含", "not_contains", lambda h, v: v in str(h),
+    Operator("contains", STRING, "contains", "not_contains", lambda h, v: v in str(h),
              lambda fact, val: {"$mt": {fact: f".*{escape(val)}.*"}}, prepare=str),
-    Operator("icontains", STRING, "contains (any case)", "包含（不区分大小写）", "not_icontains",
+    Operator("icontains", STRING, "contains (any case)", "not_icontains",
              lambda h, v: v in str(h).lower(),
              lambda fact, val: {"$imt": {fact: f".*{escape(val)}.*"}}, prepare=_low),
-    Operator("startswith", STRING, "starts with", "开头为", "not_startswith", lambda h, v: str(h).startswith(v),
+    Operator("startswith", STRING, "starts with", "not_startswith", lambda h, v: str(h).startswith(v),
              lambda fact, val: {"$mt": {fact: f"{escape(val)}.*"}}, prepare=str),
-    Operator("endswith", STRING, "ends with", "结尾为", "not_endswith", lambda h, v: str(h).endswith(v),
+    Operator("endswith", STRING, "ends with", "not_endswith", lambda h, v: str(h).endswith(v),
              lambda fact, val: {"$mt": {fact: f".*{escape(val)}"}}, prepare=str),
-    Operator("matches", STRING, "matches", "匹配", None, _not_python, lambda fact, val: {"$mt": {fact: val}},
+    Operator("matches", STRING, "matches", None, _not_python, lambda fact, val: {"$mt": {fact: val}},
              python=False),
-    Operator("exists", PRESENCE, "is known", "已知", "not_exists", lambda h, v: True,
+    Operator("exists", PRESENCE, "is known", "not_exists", lambda h, v: True,
              lambda fact, val: {"$ex": {fact: 1}}),
     # made only by ``not`` over the operators above
-    Operator("not_exists", PRESENCE, "is not known", "未知", "exists", lambda h, v: False,
+    Operator("not_exists", PRESENCE, "is not known", "exists", lambda h, v: False,
              lambda fact, val: {"$nex": {fact: 1}}, missing=True, in_files=False),
-    Operator("not_contains", STRING, "does not contain", "不包含", "contains", lambda h, v: v not in str(h),
+    Operator("not_contains", STRING, "does not contain", "contains", lambda h, v: v not in str(h),
              None, prepare=str, in_files=False),
-    Operator("not_icontains", STRING, "does not contain (any case)", "不包含（不区分大小写）", "icontains",
+    Operator("not_icontains", STRING, "does not contain (any case)", "icontains",
              lambda h, v: v not in str(h).lower(), None, prepare=_low, in_files=False),
-    Operator("not_startswith", STRING, "does not start with", "开头不是", "startswith",
+    Operator("not_startswith", STRING, "does not start with", "startswith",
              lambda h, v: not str(h).startswith(v), None, prepare=str, in_files=False),
-    Operator("not_endswith", STRING, "does not end with", "结尾不是", "endswith",
+    Operator("not_endswith", STRING, "does not end with", "endswith",
              lambda h, v: not str(h).endswith(v), None, prepare=str, in_files=False),
 ]
 

@@ -124,7 +124,9 @@ def _brief(f: Finding, relation: str, because: str | None) -> Support:
 
 
 def _text(t: dict | None, lang: str) -> str | None:
-    return (t.get(lang) or t.get("en")) if t else None
+    from ..notes import catalogs
+
+    return catalogs.rule_text(t, lang)
 
 
 def _max_sev(a: str, b: str) -> str:

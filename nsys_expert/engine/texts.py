@@ -15,9 +15,10 @@ from . import sandbox
 from .rules import ENV, Rule
 
 def lang_text(d: dict | None, lang: str):
-    if not d:
-        return None
-    return d.get(lang) or d.get("en")
+    """A rule's words in ``lang``: its file's, else the ``rules`` catalog's, else English."""
+    from ..notes import catalogs
+
+    return catalogs.rule_text(d, lang)
 
 
 @functools.lru_cache(maxsize=4096)

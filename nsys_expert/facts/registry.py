@@ -119,20 +119,9 @@ FACTS_DOMAIN = "facts"
 
 
 def _catalog(lang: str) -> dict[str, str]:
-    import gettext
-    import os
+    from ..notes import catalogs     # the folders searched: the package's, NSX_LOCALE_PATH's
 
-    if lang not in _CATALOGS:
-        locale = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale")
-        try:
-            cat = gettext.translation(FACTS_DOMAIN, locale, languages=[lang])._catalog   # noqa: SLF001
-        except OSError:
-            cat = {}
-        _CATALOGS[lang] = {k: v for k, v in cat.items() if isinstance(k, str) and "\x04" in k and v}
-    return _CATALOGS[lang]
-
-
-_CATALOGS: dict[str, dict[str, str]] = {}
+    return catalogs.catalog(FACTS_DOMAIN, lang)
 
 
 def text_in(lang: str | None, context: str, english: str) -> str | None:

@@ -28,7 +28,7 @@ from .findings import (evidence_json, finding_json, phase_json, rank_findings, r
                        support_json, too_little_work_json)
 from .said import _groups, _single_stepped, group_not_evaluated, split_warnings  # noqa: F401 - report.split_warnings
 from .shaping import MIN_KERNEL_ADVICE_GAIN_PCT, actionable  # noqa: F401 - report.actionable
-from .labels import LABELS, SEVERITY_ZH, labels, with_categories  # noqa: F401 - report.LABELS, report.SEVERITY_ZH
+from .labels import LABELS, labels, with_categories  # noqa: F401 - report.LABELS
 
 
 def clean_value(v):
@@ -219,12 +219,13 @@ def _window_span(w) -> str:
 MAX_SHOWN_NAME = 1000
 
 
-def shown_name(name) -> str:
-    """``name`` as a tooltip shows it: whole up to MAX_SHOWN_NAME characters, else cut with its length said."""
+def shown_name(name, cut: str = "{n} characters; the whole name is in the JSON report") -> str:
+    """``name`` as a tooltip shows it: whole up to MAX_SHOWN_NAME characters, else cut with its length said
+    (``cut``: the words, the HTML labels' ``name_cut`` in the report's language)."""
     s = str(name)
     if len(s) <= MAX_SHOWN_NAME:
         return s
-    return s[:MAX_SHOWN_NAME - 1] + f"… ({len(s):,} characters; the whole name is in the JSON report)"
+    return s[:MAX_SHOWN_NAME - 1] + "… (" + cut.replace("{n}", f"{len(s):,}") + ")"
 
 
 @functools.lru_cache(maxsize=None)
@@ -318,7 +319,7 @@ def render_markdown(d: Diagnosis, lang: str = "en") -> str:
     sev = severity_word(lang)
     text = tpl.render(doc=d, L=L, f=d.facts, t=d.tables, units=units, lang=lang, sev=sev,
                       vw=verdict.words(d, L, sev), **localized(d, lang)).rstrip() + "\n"
-    if lang == "zh":
+    if L["brackets"] == "full-width":
         from .i18n import zh_markdown_brackets
 
         text = zh_markdown_brackets(text)
@@ -326,11 +327,13 @@ def render_markdown(d: Diagnosis, lang: str = "en") -> str:
 
 
 def severity_word(lang: str):
-    return lambda s: SEVERITY_ZH.get(s, s) if lang == "zh" else s
+    from .labels import severity
+
+    return severity(lang)
 
 
-_FACTS_WORDS = {"en": ("Facts", "| Fact | Value | Unit | Source |", "Absent (rules that need them are not evaluated):", ": "),
-               "zh": ("指标", "| 指标 | 数值 | 单位 | 来源 |", "缺失（需要它们的规则未被评估）：", "：")}
+_FACTS_WORDS = {"title": "Facts", "head": "| Fact | Value | Unit | Source |",
+                "absent": "Absent (rules that need them are not evaluated):", "colon": ": "}
 
 
 def render_facts(d: Diagnosis, lang: str = "en") -> str:
@@ -338,7 +341,10 @@ def render_facts(d: Diagnosis, lang: str = "en") -> str:
     fact is absent in ``lang`` (the message catalog, as the not-evaluated lines)."""
     from .i18n import say
 
-    title, head, absent_title, colon = _FACTS_WORDS.get(lang, _FACTS_WORDS["en"])
+    from .labels import words
+
+    w = words("facts", _FACTS_WORDS, lang)
+    title, head, absent_title, colon = w["title"], w["head"], w["absent"], w["colon"]
     lines = ["", f"## {title}", "", head, "|---|---:|---|---|"]
     for name, value in d.facts.items():
         decl = registry.lookup("run", name)

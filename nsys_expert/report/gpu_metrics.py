@@ -25,23 +25,7 @@ LABELS = {
         "by_words": {"gpu metrics": "GPU metrics", "ncu": "Nsight Compute (wins where it measured the kernel)",
                      "shorter than two sampling periods": "shorter than two sampling periods: no verdict"},
         "chart": "GPU metrics over the profile", "chart_zoom": "GPU metrics inside the analysis window",
-        "per_device": "Per GPU", "device": "GPU",
-    },
-    "zh": {
-        "title": "GPU 指标（GPU 自身计数器，nsys --gpu-metrics-devices）",
-        "sampled": "采样间隔", "binned": "按区间读取", "devices": "多 GPU 取平均",
-        "metrics": {"sm_active": "SM 活跃", "sm_issue": "SM 指令发射", "tensor_active": "Tensor 管线活跃",
-                    "dram": "显存带宽（读 + 写），占峰值 %", "dram_read": "显存读", "dram_write": "显存写",
-                    "pcie_rx": "PCIe 接收", "pcie_tx": "PCIe 发送", "nvlink_rx": "NVLink 接收", "nvlink_tx": "NVLink 发送"},
-        "sm_busy": "kernel 运行期间的 SM 活跃度", "pcie_copy": "主机-设备拷贝期间该拷贝方向的 PCIe 吞吐",
-        "not_sampled": "该 GPU 的指标集中没有", "kernels": "热点 kernel 的采样结果",
-        "kernel": "Kernel", "share": "占比 (%)", "verdict": "判断", "by": "来源",
-        "verdicts": {"memory": "访存瓶颈（显存）", "tensor": "计算瓶颈（Tensor Core）", "compute": "计算瓶颈（SM 发射）",
-                     "underfilled": "SM 未填满", "mixed": "混合 / 延迟"},
-        "by_words": {"gpu metrics": "GPU 指标", "ncu": "Nsight Compute（测过的 kernel 以它为准）",
-                     "shorter than two sampling periods": "短于两个采样周期：不作判断"},
-        "chart": "整个采集期间的 GPU 指标", "chart_zoom": "分析窗口内的 GPU 指标",
-        "per_device": "每个 GPU", "device": "GPU",
+        "per_device": "Per GPU", "device": "GPU", "axis": "% of peak",
     },
 }
 
@@ -91,6 +75,6 @@ def chart(ser: dict | None, G: dict, cid: str = "gpu_metrics", title: str | None
         if xb > xa:
             els.append(_el("rect", x=_n(xa), y=y0 - 2, width=_n(max(1.0, xb - xa)), height=y1 - y0 + 4, class_="window"))
     els += _time_axis(s0, s1, px, y1)
-    els.append(_el("text", "% of peak", x=x0, y=y0 - 8, class_="axis-title"))
+    els.append(_el("text", G.get("axis", "% of peak"), x=x0, y=y0 - 8, class_="axis-title"))
     leg, bottom = _legend(legend, x0, y1 + 40, x1 - x0)
     return _chart(cid, title or G["chart"], W, int(bottom + 6), els + leg, n_series)

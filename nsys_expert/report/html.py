@@ -23,7 +23,7 @@ import jinja2
 
 from ..facts.names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, short_kernel_name
 from ..textsafe import visible
-from . import SEVERITY_ZH, labels, _fmt, _window_span, localized, severity_word, shown_name, template_env, verdict
+from . import labels, _fmt, _window_span, localized, severity_word, shown_name, template_env, verdict
 from . import _gbps as report_gbps
 from .shaping import actionable as report_actionable
 from .shaping import memkind as report_memkind
@@ -332,12 +332,12 @@ def charts(d, ser: dict | None, zoom: dict | None, lang: str) -> dict:
     out["gpu_metrics_zoom"] = gm_report.chart(zoom, L["gm"], "gpu_metrics_zoom", L["gm"]["chart_zoom"]) if zoom else None
     out["iterations"] = iteration_chart((ser or {}).get("iterations") or [
         {"index": r["index"], "ms": r["ms"], "warmup": r.get("warmup", False)} for r in t.get("iterations", [])], H)
-    kern = [{"label": short_kernel_name(k["name"], 56), "full": shown_name(k["name"]), "value": k["total_ms"],
+    kern = [{"label": short_kernel_name(k["name"], 56), "full": shown_name(k["name"], H["name_cut"]), "value": k["total_ms"],
              "text": f"{_fmt(k['total_ms'], 2)} ms" + (f" · {k['time_share_pct']:.1f} %" if k.get("time_share_pct") is not None else "")}
             for k in t.get("top_kernels", [])]
     out["kernels"] = hbar_chart("kernels", H["kern_chart"], kern, H)
     api_classes = {k: (H["api_classes"][k], API_CLASS_COLORS[k]) for k in ("sync", "launch", "memcpy", "other")}
-    api = [{"label": a["name"], "full": shown_name(a["name"]), "value": a["ms"], "cls": _api_class(a["name"]),
+    api = [{"label": a["name"], "full": shown_name(a["name"], H["name_cut"]), "value": a["ms"], "cls": _api_class(a["name"]),
             "text": f"{_fmt(a['ms'], 2)} ms · {a['share_pct']:.1f} %"} for a in t.get("api", [])]
     out["api"] = hbar_chart("api", H["api_chart"], api, H, api_classes)
     if "gpu_active_pct" in f:
@@ -395,4 +395,4 @@ def render_html(d, ser: dict | None = None, lang: str = "en", zoom: dict | None 
                       vw=verdict.words(d, L, sev),
                       graph_hidden=bool(ser and ser.get("graph_hidden")),
                       no_timeline_reason=translate((ser or {}).get("reason"), lang)).rstrip() + "\n"
-    return visible(zh_html_brackets(page) if lang == "zh" else page)
+    return visible(zh_html_brackets(page) if L["brackets"] == "full-width" else page)

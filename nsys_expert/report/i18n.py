@@ -21,29 +21,29 @@ ends in ``_or`` holds alternatives (``A or B``: each translated, joined with 或
 from __future__ import annotations
 
 import functools
-import gettext
 import os
 import re
 
 from .. import notes
+from ..notes import catalogs
 
 DOMAIN = "nsys_expert"
-LOCALE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "locale")
+LOCALE_DIR = catalogs.PACKAGE_LOCALE
 _FIELD = re.compile(r"\\\{(\w+)\\\}")
 _SPEC = re.compile(r"\{\w+:[^{}]*\}")
 
 
-@functools.lru_cache(maxsize=None)
 def _catalog(lang: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
     """(exact message ids -> translations, [(pattern of a message id with fields, translation)])."""
-    try:
-        t = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang])
-    except OSError:
-        return {}, []
+    return _compiled(lang, tuple(catalogs.locale_dirs()))
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(lang: str, dirs: tuple[str, ...]) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
     exact: dict[str, str] = {}
     patterns = []
-    for msgid, msgstr in t._catalog.items():   # noqa: SLF001 - GNUTranslations keeps its catalog here
-        if not isinstance(msgid, str) or not msgid or not msgstr:
+    for msgid, msgstr in catalogs.catalog(DOMAIN, lang).items():
+        if "\x04" in msgid:
             continue
         if "{" in msgid:
             if _SPEC.search(msgid) or msgid in _loose():   # said from their notes only (notes/codes.py)
@@ -116,44 +116,42 @@ def _fill(template: str, values: dict[str, str]) -> str:
     return template.format(**values)
 
 
-_JOIN = {"zh": {"or": " 或 ", "list": "，"}}
-
-
 def _field(name: str, value: str, lang: str) -> str:
-    joins = _JOIN.get(lang, {"or": " or ", "list": ", "})
+    said = language(lang)
     whole = _catalog(lang)[0].get(value.strip())
     if whole is not None and name.endswith(("_or", "_list")):   # one text whose own words hold " or "
         return whole
     if name.endswith("_or"):
         items = [translate(v, lang) for v in value.split(" or ")]
-        if lang != "zh":
-            return joins["or"].join(items)
-        return _either_zh(items)
+        return said.join_either(items) if said.join_either else said.either.join(items)
     if name.endswith("_list"):
-        return joins["list"].join(translate(v, lang) for v in re.split(r"(?<=\)), (?=')", value))
+        return said.items.join(translate(v, lang) for v in re.split(r"(?<=\)), (?=')", value))
     return translate(value, lang) if " " in value else value
 
 
-@functools.lru_cache(maxsize=None)
 def _templates(lang: str) -> dict[str, str]:
     """Every message id of ``lang``'s catalog -> its translation (a note's English template -> its own)."""
-    try:
-        t = gettext.translation(DOMAIN, LOCALE_DIR, languages=[lang])
-    except OSError:
-        return {}
-    return {k: v for k, v in t._catalog.items() if isinstance(k, str) and k and v}   # noqa: SLF001
+    return catalogs.catalog(DOMAIN, lang)
 
 
-_LANGUAGES = {"zh": dict(items="，", either=" 或 ", both=" 和 ", clauses="；", and_more="{names} 等另外 {more} 个文件",
-                         join_either=lambda items: _either_zh(items), fill=lambda t, v: _fill(t, v))}
-
-
-@functools.lru_cache(maxsize=None)
 def language(lang: str | None) -> notes.Language:
     """How ``lang`` says the notes: its templates from the message catalog, its joining words."""
     if not lang or lang == "en":
         return notes.ENGLISH
-    return notes.Language(template=_templates(lang).get, **_LANGUAGES.get(lang, {}))
+    return _language(lang, tuple(catalogs.locale_dirs()))
+
+
+@functools.lru_cache(maxsize=None)
+def _language(lang: str, dirs: tuple[str, ...]) -> notes.Language:
+    """The joining words are the ``join`` entries of the labels catalog; a language written with full-width
+    punctuation (its ``report.brackets`` label) joins alternatives with no space beside its own characters."""
+    from .labels import JOIN, LABELS, words
+
+    joins = words("join", JOIN, lang)
+    cjk = words("report", LABELS["en"], lang)["brackets"] == "full-width"
+    either = joins["either"].strip()
+    return notes.Language(template=_templates(lang).get, fill=_fill, **joins,
+                          join_either=(lambda items: _either_cjk(items, either)) if cjk else None)
 
 
 def say(x, lang: str | None) -> str:
@@ -164,13 +162,13 @@ def say(x, lang: str | None) -> str:
     return translate(x, lang)
 
 
-def _either_zh(items: list[str]) -> str:
+def _either_cjk(items: list[str], word: str) -> str:
     """Alternatives in Chinese: 或 takes a space only beside a Latin word (报告或带时间戳的…, 区间或 cuda_…)."""
     out = items[0] if items else ""
     for item in items[1:]:
         left = "" if re.match(f"[{_CJK}]", out[-1:] or "x") else " "
         right = "" if re.match(f"[{_CJK}]", item[:1] or "x") else " "
-        out += f"{left}或{right}{item}"
+        out += f"{left}{word}{right}{item}"
     return out
 
 
@@ -187,7 +185,7 @@ def translate(text, lang: str | None) -> str:
     parts = text.split("; ")
     if len(parts) == 1:
         return text
-    return "；".join(_one(p, lang) or p for p in parts)
+    return language(lang).clauses.join(_one(p, lang) or p for p in parts)
 
 
 def untranslated(text, lang: str) -> list[str]:
@@ -229,9 +227,70 @@ def catalog_files() -> list[tuple[str, str]]:
     return out
 
 
+def _rule_words() -> list[str]:
+    """The English words of the built-in rules a report shows (titles, messages, advice, why one finding
+    folds or drops another, the categories' titles): the ``rules`` catalog's message ids."""
+    from ..engine import load_packs
+
+    out: list[str] = []
+    for pack in load_packs([]):
+        for c in pack.categories.values():
+            out.append(((c.get("title") if isinstance(c, dict) else c.title) or {}).get("en"))
+        for r in pack.rules:
+            out += [(r.title or {}).get("en"), (r.message or {}).get("en"), *(r.advice or {}).get("en", [])]
+            out += [(x.get("because") or {}).get("en") for x in (*r.supersedes, *r.refutes)]
+    return [t for t in dict.fromkeys(out) if isinstance(t, str) and t.strip()]
+
+
+def messages(source: str = "zh") -> dict[str, list[tuple[str | None, str]]]:
+    """Every message a language translates, by catalog (domain): [(context, English message id)]. The
+    catalogs of ``source`` (their message ids are the program's English words) and the ``rules`` catalog
+    (the built-in rules' English words, which ``source`` keeps in the rule files)."""
+    from babel.messages.pofile import read_po
+
+    out: dict[str, list[tuple[str | None, str]]] = {}
+    for po, lang in catalog_files():
+        if lang == source:
+            with open(po, "rb") as fh:
+                out[os.path.basename(po)[:-3]] = [(m.context, m.id) for m in read_po(fh, locale=lang) if m.id]
+    out.setdefault(catalogs.RULES, [(None, t) for t in _rule_words()])
+    return out
+
+
+def write_templates(folder: str, translate=lambda msgid: "") -> list[str]:
+    """One catalog per domain in ``folder`` (``<domain>.pot``: every message id with an empty translation,
+    or ``translate(msgid)``'s; with a translation, the compiled ``.mo`` beside it): the start of a new
+    language, ``locale/<lang>/LC_MESSAGES/``."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import write_po
+
+    os.makedirs(folder, exist_ok=True)
+    written = []
+    for domain, entries in messages().items():
+        cat = Catalog(locale=None, domain=domain, project="nsys-expert", charset="utf-8")
+        for context, msgid in entries:
+            cat.add(msgid, translate(msgid), context=context)
+        ext = ".po" if translate("x") else ".pot"
+        with open(os.path.join(folder, domain + ext), "wb") as fh:
+            write_po(fh, cat, width=0)
+        written.append(os.path.join(folder, domain + ext))
+        if ext == ".po":
+            with open(os.path.join(folder, domain + ".mo"), "wb") as fh:
+                write_mo(fh, cat)
+            written.append(os.path.join(folder, domain + ".mo"))
+    return written
+
+
 if __name__ == "__main__":
-    for path in compile_catalogs():
-        print("wrote", path)
+    import sys
+
+    if sys.argv[1:2] == ["--template"]:    # python -m nsys_expert.report.i18n --template DIR: a new language's start
+        for path in write_templates(sys.argv[2]):
+            print("wrote", path)
+    else:
+        for path in compile_catalogs():
+            print("wrote", path)
 
 
 _IDENT = re.compile(r"[\w.:\]'\"\x00]")

@@ -1,8 +1,14 @@
-"""The words around the findings, en / zh (the words of each finding come from its rule file): the
-Markdown report's, the terminal's and the HTML page's shared labels, with the GPU metrics section's
-(report/gpu_metrics.py)."""
+"""The words around the findings (the words of each finding come from its rule file): the Markdown
+report's, the terminal's and the HTML page's shared labels, with the GPU metrics section's
+(report/gpu_metrics.py), in English. Another language's are its ``labels`` catalog
+(``locale/<lang>/LC_MESSAGES/labels.po``): each entry's message context is the table and key
+(``report.window``, ``html.priority.high``), its message id the English words, so an English label that
+changes falls back to English until its translation is updated. No language is named here."""
 from __future__ import annotations
 
+import functools
+
+from ..notes import catalogs
 from . import gpu_metrics as gm_report
 
 LABELS = {
@@ -79,87 +85,18 @@ LABELS = {
         "recoverable": "Total recoverable time", "recoverable_replayed_how": "the findings' fixes replayed together on the iteration's dependency model, each on what the others leave (never a sum)",
         "cp_line": "Critical path of an iteration: host **%s %%**, GPU **%s %%** (replayed over %s iterations: %s ms each, %s ms measured)",
         "recoverable_how": "gains on one part of the window (the idle gaps, one kernel, the copies) overlap, each fix working on what the others leave; different parts add; no part gives back more than its share",
-    },
-    "zh": {
-        "title": "Nsight Systems 性能分析报告", "environment": "采集环境", "window": "分析窗口",
-        "utilization": "总体 GPU 利用率", "kernels": "Top 10 CUDA Kernel（按总耗时）", "api": "CUDA API 耗时分布",
-        "comm": "通信分析（多卡场景）", "diagnosis": "瓶颈诊断", "advice": "优化建议（按优先级）",
-        "not_evaluated": "未评估的规则", "next_steps": "下一步：采集上述规则缺少的数据", "warnings": "警告", "inputs": "输入文件", "gpus": "GPU",
-        "span": "采集时长", "eras": "报告格式", "source": "选取依据", "start": "开始", "end": "结束",
-        "length": "时长", "rel_note": "自采集的第一个事件起算；nsys 时间轴上为 {abs}，即 --window 使用的时间", "rel_note_trace": "自采集的第一个事件起算；trace 时钟上为 {abs}，即 --window 使用的时间", "startup": "窗口前的启动时间", "iterations": "迭代",
-        "median_iter": "中位数", "first_iter": "预热的首次迭代", "slowest": "最慢",
-        "active": "GPU 活跃时间占比", "kernel_active": "kernel", "memcpy_active": "拷贝",
-        "idle_by_cause": "空闲时间按主机行为归因", "cause": "原因", "share": "占窗口比例",
-        "gaps": "间隙数", "rank": "排名", "name": "Kernel 名称", "total": "总耗时 (ms)", "calls": "调用次数", "avg": "平均耗时 (us)",
-        "share_gpu": "占比 (%)", "api_name": "API", "share_api": "占 API 时间 (%)", "med": "中位数 (us)",
-        "cpu_ops": "torch.profiler CPU 算子", "phase": "阶段", "host_per_step": "每步主机时间 (ms)",
-        "kernel_ms": "Kernel 时间 (ms)", "kernel_share": "占 Kernel 时间 (%)",
-        "phases": {"dataloader": "DataLoader __next__", "optimizer": "优化器 step", "backward": "反向传播（autograd）",
-                   "forward": "前向及其余部分"},
-        "sync_sources": "阻塞调用按发起的算子归类", "operator": "算子", "via": "经由",
-        "wait_ms": "主机等待 (ms)", "idle_after_ms": "之后 GPU 空闲 (ms)", "share_sync": "占比 (%)",
-        "no_nccl": "窗口内没有 NCCL kernel。", "nccl_unknown": "NCCL kernel：未知（这些输入中没有 GPU kernel trace 或汇总）。", "nccl_share": "NCCL 占 GPU 忙碌时间",
-        "overlap": "与计算重叠", "exposed": "暴露时间（占窗口）", "verdict": "结论",
-        "none_found": "稳态下未发现系统级瓶颈。", "severity": "严重程度",
-        "none_undetermined": "没有发现，也无法判断：判断系统级瓶颈的规则缺少所需数据（见结论与未评估的规则）。",
-        "evidence": "依据", "fact": "指标", "value": "数值", "threshold": "阈值", "from": "来源",
-        "gain": "预期收益", "gain_replayed": "回放", "limiter_short": "瓶颈：没有发现指出的主机工作，占关键路径的 {host} %（完整报告给出分析方法）", "limiter_host": "瓶颈是主机在 CUDA 调用之间自身的工作，没有任何发现指出它：占每次迭代关键路径的 {host} %（把它移出关键路径最多可挽回窗口的 {offload} %）；分析方法见“后续步骤”。", "gain_capped": "至多为关键路径所允许的部分", "gain_capped_copies": "至多为可用来掩盖拷贝的 kernel 时间加上可分页拷贝的时间",
-        "recoverable_capped": "至多为 100 % 减去{side}（关键路径的 {value} %），没有任何发现的优化能缩短它", "side_host": "主机自身的时间", "side_gpu": "GPU 的工作",
-        "gain_summary": "范围", "of_window": "（占窗口）", "missing": "缺少", "main_idle": "主要空闲原因",
-        "idle_causes": {"launch": "提交 kernel（短间隙）", "sync": "阻塞同步之后", "memcpy": "拷贝调用中",
-                        "data": "加载数据", "wait": "主机阻塞等待（系统调用）", "sleep": "主机在休眠（sleep 调用）", "gil": "等待 GIL（其他 Python 线程）", "load": "加载 kernel 模块（懒加载）", "alloc": "cudaMalloc / cudaFree 调用中", "host": "CUDA 之外的主机代码", "other": "工作已排队（依赖等待）"},
-        "rule": "规则", "nsys_version": "nsys 版本", "memcpy": "窗口内的拷贝",
-        "direction": "方向", "memory": "内存", "facts_from": "数据来源", "no_findings_advice": "系统层面无需优化。",
-        "settings": "设置", "settings_file": "来自", "settings_packs": "附加规则包",
-        "settings_only": "仅运行", "settings_ignored": "排除", "settings_params": "修改过的参数",
-        "settings_default": "默认",
-        "whole": "整个采集", "ranks_title": "各 rank", "representative": "上文数据来自",
-        "iter_ms": "迭代 (ms)", "unknown_gpu": "未记录 GPU 型号", "compute_per_iter": "每次迭代计算 (ms)", "last_arrival": "最后到达",
-        "verdict_likely": "结论（可能，基于汇总报告）", "verdict_partial": "结论（可能：部分系统级规则无法运行）",
-        "compute_ok": "计算受限：GPU 在做有用的工作；进一步的收益来自 kernel 或算法本身。",
-        "verdict_undetermined": "结论（无法判定）", "found_so_far": "目前已发现", "also_noted": "另见",
-        "confirm": "确认方法", "export_next": "判定所需", "likely": "可能，基于汇总报告",
-        "reason_utilization_unknown": "GPU 利用率未知：没有 GPU trace，汇总报告中也没有可用于估计的 NVTX 步骤区间",
-        "reason_idle_unexplained": "GPU 仅 {active} % 的时间活跃，且没有规则指出原因",
-        "reason_idle_explained": "GPU 仅 {active} % 的时间活跃；空闲间隙的原因解释了窗口的 {attributed} %，但规则所知的修改都收回不了多少：这段时间是两次 GPU 提交之间主机自身的工作（缩短它，或把它移出关键路径）",
-        "active_est": "据汇总报告：每次 {iter} ms 的迭代中 GPU 至多 {est} % 的时间有工作（上界：步骤之外的启动阶段工作也计入其中）",
-        "reason_no_rows": "没有可判断的内容：读取的每个报告都没有数据行（没有记录到 GPU 工作、CUDA API 调用或 NVTX 区间）；请重新采集，让程序的稳态落在采集范围内",
-        "reason_no_gpu_work": "没有可判断的内容：没有记录到 GPU 工作（kernel、拷贝或 memset）；请重新采集，让程序的 GPU 步骤落在采集范围内",
-        "reason_window_not_steady": "无法据此输入判定：窗口（{window_ms} ms，取自 GPU trace 的密集部分：没有 NVTX 时间戳）大部分不是稳态：NVTX 汇总中 {steps} 个稳态 '{range}' 步只占其中 {steady_ms} ms（每步 {median_ms} ms），窗口里含有很慢的预热步或启动阶段，其 GPU 活跃 {active} % 并非这些步的；NVTX trace 可以界定窗口",
-        "reason_estimate_near_threshold": "无法据此输入判定：GPU 在每次迭代中至多 {active} % 的时间忙碌（{basis}，是上界），离 50 % 太近，无法区分 GPU 忙碌还是空等",
-        "reason_copies_unjudged": "无法仅凭汇总报告判定：主机与设备之间的拷贝占 GPU 忙碌时间的 {copies} %，只有 trace 才能看出它们是与 kernel 重叠运行，还是拖住了 kernel（拷贝瓶颈）",
-        "reason_no_finding_partial": "可运行的规则未发现系统级瓶颈；GPU 忙碌 {active} %（{basis}）",
-        "basis_measured": "由 GPU trace 测得", "basis_estimated": "由汇总报告估计",
-        "reason_no_finding_bound": "可运行的规则未发现系统级瓶颈；汇总报告中的 GPU 工作量多于迭代时间（为其 {work} %：迭代之外或并发 stream 上的工作），因此无法据此判断迭代内 GPU 的忙碌程度",
-        "not_checked": "未评估", "input_notes": "关于输入的 {n} 条说明（各表读自哪个文件、未读取的文件）",
-        "supporting": "佐证", "does_not_apply_cap": "不适用", "and_more": "及另外 {n} 个 kernel", "gain_together": "，{n} 个 kernel 合计（“佐证”中所列 kernel 的收益与此 kernel 的相加）",
-        "reason_too_little_work": "窗口内 GPU 工作太少，无法判断：在很短的窗口内 GPU 仅 {active} % 的时间忙碌；请采集更多步",
-        "reason_too_little_work_summary": "GPU 工作太少，无法判断：汇总报告中整个 profile 只有 {work_ms} ms 的 kernel 与拷贝；请采集更多步",
-        "phase_holds": "位置：GPU 空闲时间的 {share} % 位于 NVTX {phase}阶段（{names}）；应先修复这一阶段。",
-        "where_code": "代码位置", "where_in": "函数", "where_called_from": "调用自",
-        "where_share": "占该原因的时间", "where_source_kineto": "torch.profiler 调用栈：行号是函数的第一行",
-        "where_source_nsys": "nsys Python 回溯",
-        "phase_work_title": "每一步的时间按阶段的去向（launch 时间对应到 NVTX 区间）", "ms_per_step": "每步 ms",
-        "share_window": "占窗口 (%)", "kernels_per_step": "每步 kernel 数", "gpu_busy_in_it": "其中 GPU 忙碌 (%)",
-        "d2h_per_step": "拷回主机 (每步 MB)",
-        "async_step": "'{range}' 区间只计主机时间（中位数 {host} ms）：循环把 GPU 工作排入队列后继续执行，因此窗口中的一次迭代持续到它所发起的 GPU 工作结束（中位数 {iter} ms）。",
-        "mem_kinds": {"Pageable": "可分页主机内存", "Pinned": "Pinned 主机内存", "Device": "设备", "Managed": "统一内存",
-                      "Array": "CUDA 数组", "Unknown": "未知"},
-        "phases_title": "NVTX 阶段", "range_name": "区间", "phase": "阶段", "parent": "所在区间", "share_parent": "占所在区间 (%)", "instances": "实例数",
-        "median_ms": "中位数 (ms)", "nesting_trace": "嵌套关系来自 NVTX trace", "nesting_inferred": "没有 NVTX trace：嵌套关系由总时间与次数推断",
-        "phase_names": {"data": "数据加载", "checkpoint": "保存检查点", "eval": "评估", "log": "日志", "comm": "通信",
-                        "optimizer": "优化器", "backward": "反向", "forward": "前向", "step": "训练步", "pauses": "停顿"},
-        "api_shares": "CUDA API 时间按类别的占比", "api_kinds": {"memcpy": "拷贝", "sync": "同步", "launch": "launch", "alloc": "分配 / 释放", "load": "加载代码"},
-        "copy_calls_of": "拷贝调用", "of_span": "（占采集时长）",
-        "recoverable": "可挽回的总时间", "recoverable_replayed_how": "各项发现的优化在迭代的依赖模型上一起回放，每项作用于其余优化剩下的部分（绝不是简单相加）",
-        "cp_line": "一次迭代的关键路径：主机 **%s %%**，GPU **%s %%**（在 %s 次迭代上回放：每次 %s ms，实测 %s ms）",
-        "recoverable_how": "同一部分时间（空闲间隙、某个 kernel、拷贝）上的收益相互重叠，每项优化作用于其余优化剩下的时间；不同部分相加；任何部分都不超过它所占的份额",
+        "mem_kinds": {"Pageable": "Pageable", "Pinned": "Pinned", "Device": "Device", "Managed": "Managed",
+                      "Array": "Array", "Unknown": "Unknown"},
+        # the punctuation between a label and its value, and the language's settings
+        "colon": ": ", "comma": ", ", "semicolon": "; ", "paren": " ({})",
+        "phases_line": "{title} (numbers from {source}; {nesting}):",
+        "html_lang": "en",          # the HTML page's lang attribute
+        "brackets": "ascii",        # full-width: prose brackets and punctuation set full-width (i18n.zh_markdown_brackets)
     },
 }
-SEVERITY_ZH = {"info": "提示", "low": "低", "medium": "中", "high": "高", "critical": "严重"}
+SEVERITY = {"info": "info", "low": "low", "medium": "medium", "high": "high", "critical": "critical"}
 
-for _lang, _words in gm_report.LABELS.items():   # the GPU metrics words (report/gpu_metrics.py)
-    LABELS[_lang]["gm"] = _words
+LABELS["en"]["gm"] = gm_report.LABELS["en"]   # the GPU metrics words (report/gpu_metrics.py)
 
 
 # the HTML page's own words (report/html.py)
@@ -182,27 +119,7 @@ HTML_LABELS = {
         "summary_active": "GPU active in the window", "summary_span": "GPU active, whole profile",
         "summary_iter": "Median iteration", "summary_idle": "Main idle cause", "summary_gain": "Top expected gain",
         "advice_for": "for", "priority": {"critical": "critical", "high": "high", "medium": "medium", "low": "low", "info": "info"},
-        "bin": "bin", "busy": "busy",
-    },
-    "zh": {
-        "timeline": "整个采集期间的 GPU 利用率", "rank_timeline": "各 rank 在其分析窗口内的情况",
-        "rank_time": "自窗口开始的时间 (ms)", "timeline_zoom": "分析窗口内的 GPU 利用率",
-        "time_s": "时间 (s)", "busy_axis": "占每个时间段的 %", "compute": "计算 kernel", "nccl": "NCCL kernel",
-        "copy": "拷贝 / memset", "idle": "空闲", "unattributed": "空闲（未归因）",
-        "startup_band": "启动阶段", "window_band": "分析窗口",
-        "iter_chart": "迭代耗时", "iter_axis": "ms", "warmup": "预热（已排除）", "steady": "稳态",
-        "median_line": "中位数", "clipped": "已截断",
-        "kern_chart": "窗口内总耗时最高的 kernel", "api_chart": "CUDA API 各调用耗时",
-        "api_classes": {"sync": "同步", "launch": "启动 kernel", "memcpy": "拷贝 / 设置", "other": "其他"},
-        "window_bar": "分析窗口概览", "nccl_chart": "NCCL 占 GPU 忙碌时间",
-        "nccl_overlapped": "NCCL（与计算重叠）", "nccl_exposed": "NCCL（未重叠）", "non_nccl": "其他 GPU 工作",
-        "no_timeline": "没有可绘制的 GPU 时间线", "no_iterations": "采集中没有 NVTX 迭代标注。",
-        "graph_hidden": "CUDA graph 的 GPU 工作不在 GPU trace 中：图中空白部分是未采集到，而不是空闲。",
-        "hover": "鼠标悬停可查看完整名称和数值。", "generated": "生成工具",
-        "summary_active": "窗口内 GPU 活跃", "summary_span": "整个采集 GPU 活跃",
-        "summary_iter": "迭代中位耗时", "summary_idle": "主要空闲原因", "summary_gain": "最大预期收益",
-        "advice_for": "针对", "priority": SEVERITY_ZH,
-        "bin": "时间段", "busy": "忙碌",
+        "bin": "bin", "busy": "busy", "name_cut": "{n} characters; the whole name is in the JSON report",
     },
 }
 
@@ -222,15 +139,62 @@ def with_categories(L: dict, categories: dict, lang: str) -> dict:
     return {**L, "categories": titles} if titles else L
 
 
+# how the notes and lists join their parts (notes.Language): the ``join`` entries of the labels catalog
+JOIN = {"names": ", ", "items": ", ", "either": " or ", "both": " and ", "clauses": "; ",
+        "and_more": "{names} and {more} more"}
+
+DOMAIN = "labels"
+
+
+def words(name: str, english: dict, lang: str | None) -> dict:
+    """``english`` (a table of words, nested) in ``lang``: each word its ``labels`` catalog entry (context
+    ``name.key``, message id the English word), else the English word."""
+    if not lang or lang == "en":
+        return english
+    return _words(name, _Frozen(english), lang, tuple(catalogs.locale_dirs()))
+
+
+class _Frozen:
+    """A table of words as a cache key (the tables are module constants: by identity)."""
+    __slots__ = ("table",)
+
+    def __init__(self, table):
+        self.table = table
+
+    def __hash__(self):
+        return id(self.table)
+
+    def __eq__(self, other):
+        return isinstance(other, _Frozen) and other.table is self.table
+
+
+@functools.lru_cache(maxsize=None)
+def _words(name: str, english: _Frozen, lang: str, dirs: tuple[str, ...]) -> dict:
+    cat = catalogs.catalog(DOMAIN, lang)
+
+    def one(prefix, v):
+        if isinstance(v, dict):
+            return {k: one(f"{prefix}.{k}", x) for k, x in v.items()}
+        if isinstance(v, str):
+            return cat.get(f"{prefix}\x04{v}", v)
+        return v
+    return one(name, english.table)
+
+
+def severity(lang: str | None):
+    """A finding's severity (info … critical) as ``lang`` says it."""
+    said = words("severity", SEVERITY, lang)
+    return lambda s: said.get(s, s)
+
+
 def labels(lang: str, facts: dict | None = None, table: dict | None = None) -> dict:
-    """The labels of ``lang`` (``table``: another table of labels by language, e.g. the HTML page's),
-    in the words of the run's GPU maker (``facts``: the run's facts): a ROCm run's report says HIP API,
-    not CUDA API."""
+    """The labels of ``lang`` (``table``: another table of labels, e.g. the HTML page's), in the words of
+    the run's GPU maker (``facts``: the run's facts): a ROCm run's report says HIP API, not CUDA API."""
     table = LABELS if table is None else table
-    words = table.get(lang, table["en"])
+    words_ = words("html" if table is HTML_LABELS else "report", table["en"], lang)
     swaps = _VENDOR.get((facts or {}).get("gpu_vendor"))
     if not swaps:
-        return words
+        return words_
     def swap(v):
         if isinstance(v, dict):          # a table of words (the idle causes)
             return {k: swap(x) for k, x in v.items()}
@@ -239,4 +203,4 @@ def labels(lang: str, facts: dict | None = None, table: dict | None = None) -> d
                 v = v.replace(a, b)
         return v
 
-    return swap(words)
+    return swap(words_)

@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 from ..textsafe import one_line, visible
 from . import labels, severity_word, verdict
+from .labels import words as _words
 
 SEVERITY_STYLES = {"info": "dim", "low": "blue", "medium": "yellow", "high": "bold red", "critical": "bold white on red"}
 
@@ -26,12 +27,6 @@ WORDS = {
            "not_evaluated": "rule(s) not evaluated", "warnings": "warning(s)", "notes": "note(s) on the inputs",
            "more": "Full report: add --format md (or html -o report.html); --lang zh for Chinese.",
            "iter": "median iteration", "critical": "critical path: host", "where_code": "where", "where_in": "in"},
-    "zh": {"working": "正在诊断", "loading": "读取输入", "facts": "计算指标", "rules": "评估规则",
-           "where_code": "代码位置", "where_in": "函数",
-           "charts": "计算图表数据", "ranks": "个 rank", "failed": "失败", "findings": "发现的问题", "gain": "预期收益",
-           "window": "窗口", "whole": "整个采集", "main_idle": "主要空闲原因", "active": "GPU 活跃",
-           "of_window": "（占窗口）", "not_evaluated": "条规则未评估", "warnings": "条警告", "notes": "条关于输入的说明",
-           "more": "完整报告：加 --format md（或 html -o report.html）。", "iter": "迭代中位耗时", "critical": "关键路径：主机"},
 }
 
 
@@ -53,7 +48,7 @@ def progress(paths: list[str] | tuple[str, ...], lang: str | None = "en", delay:
     and is erased when the work ends, so short runs and pipes see nothing.
     """
     stream = stream if stream is not None else sys.stderr
-    W = WORDS.get(lang or "en", WORDS["en"])
+    W = _words("terminal", WORDS["en"], lang)
     state = {"phase": W["working"], "status": None, "done": False}
     if not (force or _isatty(stream)):
         yield lambda *a: None
@@ -139,13 +134,12 @@ class _Words:
     """The summary's words in the report's language: its labels, the severity words, Chinese punctuation."""
 
     def __init__(self, d, lang: str):
-        self.lang, self.L, self.W = lang, labels(lang, d.facts), WORDS.get(lang, WORDS["en"])
+        self.lang, self.L, self.W = lang, labels(lang, d.facts), _words("terminal", WORDS["en"], lang)
         self.sev = severity_word(lang)
-        self.zh = lang == "zh"        # Chinese punctuation: ：（）, one bracket for a value's notes
-        self.colon = "：" if self.zh else ": "
+        self.colon = self.L["colon"]      # the language's punctuation: ：（） in Chinese
 
     def par(self, text: str) -> str:
-        return f"（{text}）" if self.zh else f" ({text})"
+        return self.L["paren"].replace("{}", text)
 
 
 def summary(d, lang: str | None = "en", console=None, max_findings: int = 5) -> None:
@@ -194,13 +188,14 @@ def _activity_line(d, say: _Words):
     """GPU active (window, whole profile) and the main idle cause."""
     from rich.text import Text
 
-    f, t, W, zh, colon, par = d.facts, d.tables, say.W, say.zh, say.colon, say.par
+    f, t, W, colon, par = d.facts, d.tables, say.W, say.colon, say.par
+    full_width = say.L["brackets"] == "full-width"   # one bracket for a value's notes
     line = Text()
     if "gpu_active_pct" in f:
         a = f["gpu_active_pct"]
         line.append(f"{W['active']} ")
         line.append(_pct(a), style="bold green" if a >= 80 else ("bold yellow" if a >= 50 else "bold red"))
-        if zh:     # 13.7 %（占窗口，整个采集 9.9 %）
+        if full_width:     # 13.7 %（占窗口，整个采集 9.9 %）
             line.append("（" + W["of_window"].strip("（）"))
             if "gpu_active_pct_span" in f:
                 line.append(f"，{W['whole']} {_pct(f['gpu_active_pct_span'])}", style="dim")

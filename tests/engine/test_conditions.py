@@ -170,15 +170,13 @@ def test_one_table_of_operators():
 
 def test_a_new_operator_is_one_entry(monkeypatch):
     """An operator added to the table alone is evaluated in Python, compiled for the engine and put in
-    words (no other file names it)."""
-    import dataclasses
-
+    words (no other file names it; its words in another language are the labels catalog's)."""
     from nsys_expert.engine import describe, operators
     from nsys_expert.engine.condition import Leaf as L
     from nsys_expert.engine.condition import Lit
 
     rule = engine.Rule(id="r", title={}, category="c", severity="low", scope="run", when=None, message={}, advice={})
-    odd = operators.Operator("odd_above", operators.NUMERIC, "is odd and above", "为奇数且大于", None,
+    odd = operators.Operator("odd_above", operators.NUMERIC, "is odd and above", None,
                              lambda h, v: isinstance(h, int) and h % 2 == 1 and h > v,
                              lambda fact, val: {"$gt": {fact: val}})
     monkeypatch.setitem(operators.OPS, "odd_above", odd)
@@ -186,8 +184,8 @@ def test_a_new_operator_is_one_entry(monkeypatch):
     assert conditions.holds(leaf, {"x": 3}) and not conditions.holds(leaf, {"x": 4}) and not conditions.holds(leaf, {})
     assert conditions.compiled(leaf)({"x": 5}) and not conditions.compiled(leaf)({"x": 1})
     assert compiler.compile_condition(leaf, {}, rule) == {"$gt": {"x": 2}}
-    assert describe.condition_text(leaf, {}, lang="zh") == ["- `x` 为奇数且大于 2"]
-    assert dataclasses.replace(odd, zh=None).words("zh") == "is odd and above"
+    assert describe.condition_text(leaf, {}, lang="zh") == ["- `x` is odd and above 2"]   # no catalog entry: its words
+    assert operators.OPS["gte"].words("zh") == "≥" and operators.OPS["in"].words("zh") == "属于"   # the labels catalog's
 
 
 def _one_rule_pack(tmp_path, meta: str, when: str = "{fact: gpu_active_pct, op: lt, value: 3}"):
