@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from . import scheduler
+from . import budget, scheduler
 from .errors import InputError
 from .notes import Note
 from .load import ranks as rank_inputs
@@ -71,6 +71,9 @@ def gather(ranks: list[rank_inputs.RankInput], notes: list[str], skipped: list[s
     if slow is not None and progress is not None:
         progress(slow)   # said before any rank's work starts
     results, indices, failed = _gather(ranks, opts, sched, workers, progress)   # results[j] is ranks[indices[j]]
+    if sched and scheduler.check(sched) not in (scheduler.LOCAL, scheduler.DASK) and os.environ.get(budget.ENV):
+        # a budget was given: said where it does not reach (another machine's workers)
+        notes = notes + [Note("pipeline.remote_budget", {"address": sched})]
     separate = all(r.pid is None for r in ranks)
     if separate:   # separate files: ranks of one job, one run twice, or unrelated runs?
         from .load import runs

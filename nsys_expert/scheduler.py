@@ -87,15 +87,37 @@ def _quiet_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+@contextlib.contextmanager
+def _quiet_tracker():
+    """multiprocessing's resource tracker starts with a pool or a local cluster; if the memory watch ends the run
+    (budget.py), the tracker still removes their semaphores, and says nothing: the run's one line stays one."""
+    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
+    before = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = f"{before},{quiet}" if before else quiet
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = before
+
+
 def pooled(fn, calls: list[tuple], workers: int) -> Iterator[tuple[int, object]]:
     """``fn(*call)`` for each call on a ``spawn`` process pool (Polars' thread pools do not survive a
     fork); ``(index, result or exception)`` as each finishes. Interrupted (Ctrl-C, or the consumer
     stops), the workers are ended at once and nothing is waited for."""
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_quiet_worker)
+    from . import budget
+
+    with _quiet_tracker():
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_quiet_worker)
     done = False
+    pids: list[int] = []
     try:
         futs = {pool.submit(fn, *c): i for i, c in enumerate(calls)}
+        # the workers' memory counts against the run's budget with this process's (the pool has started them all)
+        pids = budget.add_workers(p.pid for p in (getattr(pool, "_processes", None) or {}).values())
         for f in as_completed(futs):
             i = futs.pop(f)
             try:
@@ -104,6 +126,7 @@ def pooled(fn, calls: list[tuple], workers: int) -> Iterator[tuple[int, object]]
                 yield i, e
         done = True
     finally:
+        budget.drop_workers(pids)
         if done:
             pool.shutdown(wait=True)
         else:
@@ -144,7 +167,7 @@ def _client(scheduler: str, workers: int):
         raise InputError(f"--scheduler {scheduler} needs Dask, an optional extra that is not installed",
                          hint=MISSING_EXTRA) from e
     if scheduler == DASK:
-        with _children_ignore_sigint():
+        with _children_ignore_sigint(), _quiet_tracker():
             cluster = LocalCluster(**local_cluster_options(workers))
         try:
             client = Client(cluster)
@@ -198,11 +221,16 @@ def local_cluster_options(workers: int) -> dict:
 
 
 def _dask(ranks, opts, scheduler, jobs):
+    from . import budget
     from .units import rank_unit
 
     # a local cluster: ``jobs`` workers, else one per core (at most one per rank)
     client, cluster = _client(scheduler, max(1, jobs or min(len(ranks), os.cpu_count() or 1)))
+    # a local cluster's worker processes are this machine's: their memory counts against the run's budget (a
+    # remote cluster's workers are bounded by their own Dask memory limit: budget.py)
+    pids: list[int] = []
     try:
+        pids = budget.add_workers(client.run(os.getpid).values() if cluster is not None else ())
         from distributed import as_completed as dask_completed
 
         # another machine's worker has another working directory: it gets the absolute paths
@@ -222,6 +250,7 @@ def _dask(ranks, opts, scheduler, jobs):
             f.release()               # the result lives on here only: the worker lets it go
             yield i, res
     finally:
+        budget.drop_workers(pids)
         client.close()
         if cluster is not None:
             cluster.close()

@@ -4,10 +4,11 @@ Below both ``scheduler`` (which runs the units) and ``job`` (which asks for them
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import load
+from . import budget, load
 
 if TYPE_CHECKING:
     from . import facts
@@ -29,9 +30,11 @@ def rank_unit(label: str, files: list[str], pid: int | None, opts: facts.Options
 
     from .load import runs
 
-    prof = load.load_files(files, pid=pid)
-    fp = runs.fingerprint(prof.tables, prof.meta)
-    fs = facts.compute(prof, opts)
+    # the rank named by the memory watch while its facts are computed too (a worker's: through budget.py's folder)
+    with budget.reading(files[0] if len(files) == 1 else f"{os.path.commonpath(files)} ({label})"):
+        prof = load.load_files(files, pid=pid)
+        fp = runs.fingerprint(prof.tables, prof.meta)
+        fs = facts.compute(prof, opts)
     if opts.rank_rows:   # the rank's row of the HTML report's rank timeline, binned here where its frames are
         try:
             from .facts.series import rank_row

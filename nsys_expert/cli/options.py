@@ -73,7 +73,8 @@ def memory_option():
         return value
     return click.option("--max-memory", "max_memory", metavar="SIZE", callback=given, expose_value=False,
                         help="the most memory this run may hold (e.g. 8G, 512M, 25%; default NSX_MAX_MEMORY, else "
-                             "half of this machine's memory): past it, one line and exit 2")
+                             "half of this machine's memory), a multi-rank run's local worker processes included: "
+                             "past it, one line and exit 2")
 
 
 def raise_internal(e: BaseException):

@@ -156,12 +156,38 @@ def guard(findings: list[Finding], rules: dict[str, Rule], run: dict) -> tuple[T
         note = ("engine.too_little_work_summaries", {"work": busy_ms, "limit": limit})
     else:
         return None
+    little = TooLittleWork(round(busy_ms, 4), limit)
+    steps = run.get("profiler_step_count")
     if busy_ms >= limit:
-        return None
+        few = _few_ops(rules, run) if note[0] == "engine.too_little_work" else None
+        if few is not None:
+            ops, least = few
+            little.gpu_ops, little.min_gpu_ops = ops, least
+            note = ("engine.too_few_gpu_ops", {"ops": ops, "window": window, "least": least})
+        elif isinstance(steps, int) and steps == 1:
+            # a torch.profiler trace of one step: the profiler's stop may have cut it short (the stub after the
+            # loop's last prof.step()), and with no other step to compare it cannot be told (issue 56, item 3)
+            little.profiler_steps = steps
+            note = ("engine.one_profiler_step", {"window": window})
+        else:
+            return None
     for f in findings:
         if SEVERITIES.index(f.severity) > SEVERITIES.index("low"):
             f.severity = "low"
-    return TooLittleWork(round(busy_ms, 4), limit), Note(*note)
+    return little, Note(*note)
+
+
+def _few_ops(rules: dict[str, Rule], run: dict) -> tuple[int, int] | None:
+    """(kernels in the window, the least the pack asks) when a window without copies holds fewer kernels
+    (NCCL kernels and graph launches counted) than ``min_gpu_ops``, however long they run: one GEMM of 1.4 ms
+    that a torch.profiler trace caught after its start-up is not a run to call compute-bound (issue 56,
+    item 3); else None."""
+    least = next((r.pack_params["min_gpu_ops"] for r in rules.values() if "min_gpu_ops" in r.pack_params), None)
+    kernels = run.get("kernel_count")
+    if least is None or not isinstance(kernels, (int, float)) or (run.get("memcpy_active_pct") or 0) > 0:
+        return None   # copies are work the kernel count does not hold: not judged by it
+    ops = int(kernels) + sum(int(run.get(k) or 0) for k in ("nccl_kernel_count", "graph_launch_count"))
+    return (ops, int(least)) if ops < least else None
 
 
 def recoverable(findings: list[Finding], run: dict, kernels: dict, rules: dict[str, Rule] | None = None,

@@ -121,6 +121,7 @@ PACK_PARAMS = {
     "gain_for_high_pct": "below this gain a finding is at most medium",
     "gain_for_critical_pct": "below this gain a finding is at most high",
     "min_gpu_busy_ms": "less GPU work than this in the window (ms) is too little to judge: no finding above low",
+    "min_gpu_ops": "fewer kernels than this in a window without copies is too little to judge: no finding above low",
 }
 SUBJECTS = ("run", "idle", "busy", "kernels", "kernel", "copies", "nccl", "ranks", "iterations", "startup")
 
@@ -264,3 +265,6 @@ class TooLittleWork(_Reads):
     contract's ``too_little_work``."""
     gpu_busy_ms: float
     min_gpu_busy_ms: float
+    gpu_ops: int | None = None         # set when the window's few operations decided (``min_gpu_ops``)
+    min_gpu_ops: int | None = None
+    profiler_steps: int | None = None  # set when a torch.profiler trace's one step decided

@@ -165,6 +165,9 @@ def _window(fs: FactSet, prof: Profile, opts: Options, gpu, api_t, nvtx_t, found
     wlen = win.length_ns
     if wlen:
         fs.put("window_ms", wlen / 1e6, src("gpu_trace") or src("nvtx_trace"))
+    steps = window_mod.profiler_step_count(nvtx_t)
+    if steps:   # a torch.profiler trace: one step cannot be told from a stub (engine/gains.py's guard)
+        fs.put("profiler_step_count", steps, src("nvtx_trace"))
     if win.span_start_ns is not None and win.start_ns is not None and win.source != "whole":
         fs.put("startup_s", (win.start_ns - win.span_start_ns) / 1e9, src("gpu_trace") or src("nvtx_trace"))
     return prof, win, gpu

@@ -57,7 +57,7 @@ def _ranges(ctx: Context, pattern: str) -> pl.DataFrame:
 
 def _merged(df: pl.DataFrame, win) -> pl.DataFrame:
     """Per thread, the union of the ranges, clipped to the window."""
-    d = df.with_columns((pl.col("pid").fill_null(0) * (1 << 32) + pl.col("tid").fill_null(0)).alias("thr"))
+    d = df.with_columns(thread_key())
     m = intervals.merge(d.select("thr", "s", "e"), by="thr")
     return m.with_columns(pl.col("s").clip(lower_bound=win.start_ns), pl.col("e").clip(upper_bound=win.end_ns)) \
             .filter(pl.col("e") > pl.col("s"))
@@ -75,7 +75,10 @@ def _inside(points: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
 
 
 def thread_key(expr_pid: str = "pid", expr_tid: str = "tid") -> pl.Expr:
-    return (pl.col(expr_pid).fill_null(0) * (1 << 32) + pl.col(expr_tid).fill_null(0)).alias("thr")
+    """One int64 per (process, thread): packed where the ids fit, a hash where a hostile id would wrap around."""
+    from ..load.sanity import pair_key
+
+    return pair_key(pl.col(expr_pid).fill_null(0), pl.col(expr_tid).fill_null(0)).alias("thr")
 
 
 def holders(calls: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:

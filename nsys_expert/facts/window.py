@@ -136,6 +136,14 @@ def _nesting(rows: list[dict], inst: dict, tid, pid, step_iv: pl.DataFrame) -> d
     return nested_in
 
 
+def profiler_step_count(nvtx: pl.DataFrame | None) -> int:
+    """How many torch.profiler steps (distinct ``ProfilerStep#N``) the trace holds: 0 when none."""
+    if nvtx is None or not nvtx.height or "name" not in nvtx.columns:
+        return 0
+    names = nvtx["name"].cast(pl.String)
+    return int(names.filter(names.str.contains(r"^ProfilerStep#\d+\s*$")).n_unique())
+
+
 def find_iterations(nvtx: pl.DataFrame, wanted: str | None = None,
                     passed_over: list | None = None) -> tuple[str | None, pl.DataFrame | None]:
     """The repeated NVTX range that marks iterations, and its instances (s, e) sorted.
@@ -398,4 +406,5 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
 FACTS = [
     fact("window_ms", "ms", "length of the analysis window", ("gpu_trace", "nvtx_trace", "api_trace")),
     fact("startup_s", "s", "time from the first recorded event to the start of the window (start-up, warm-up)", ("gpu_trace", "nvtx_trace", "api_trace")),
+    fact("profiler_step_count", "", "torch.profiler steps (ProfilerStep#N ranges) in the trace", ("nvtx_trace",)),
 ]

@@ -236,7 +236,8 @@ def _careful_read(source, spec, opts: dict, path: str, warnings: list) -> pl.Dat
         if cls == "str":
             exprs.append(pl.col(cell).alias(name))
         else:
-            exprs.append(_scale(numbers.parse(cell, _dtype(name, cls, factor)), name, cls, factor))
+            exprs.append(_scale(numbers.parse(cell, _dtype(name, cls, factor), clamp=cls in ("ts", "dur")),
+                                name, cls, factor))
     frame = raw.select(exprs)
     warnings += numbers.notes(raw, plan, path) + _bad_cells(raw, frame, plan, path)
     return frame
@@ -319,7 +320,9 @@ def _scale(expr: pl.Expr, name: str, cls: str, factor: float) -> pl.Expr:
     if cls in ("str", "int") or factor == 1.0:
         return expr.alias(name)
     if cls in ("ts", "dur") and name in INT_NS:
-        return (expr * factor).round(0).cast(pl.Int64).alias(name)
+        # a value past the 64-bit range (1e17 us) is held at its end, for sanity.time_range / totals / too_long to
+        # say and leave out, never a cast that fails or wraps around
+        return (expr * factor).round(0).clip(-9.2e18, 9.2e18).cast(pl.Int64).alias(name)
     return (expr * factor).alias(name)
 
 

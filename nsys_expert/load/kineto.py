@@ -233,11 +233,12 @@ def _main_pid(pids: pl.Series) -> int | None:
 
 def _ranges(n: pl.DataFrame) -> pl.DataFrame:
     """user_annotation ranges with their nesting depth on their thread (0 = top), as push/pop NVTX."""
+    from .sanity import pair_key
     from .sqlite_tables import NVTX_PUSHPOP, _levels
     n = n.sort("start_ns", maintain_order=True).with_row_index("range_id", offset=1).with_columns(
         pl.col("range_id").cast(pl.Int64), (pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
         pl.lit(NVTX_PUSHPOP).alias("event"), pl.lit("PushPop").alias("style"),
-        (pl.col("pid").fill_null(0) * (1 << 32) + pl.col("tid").fill_null(0)).alias("gtid"))
+        pair_key(pl.col("pid").fill_null(0), pl.col("tid").fill_null(0)).alias("gtid"))
     n = n.join(_levels(n), on="range_id", how="left", maintain_order="left")
     return n.select("start_ns", "end_ns", "dur_ns", "name", "style", "pid", "tid", "level", "range_id")
 

@@ -121,6 +121,7 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
     warnings: list[Note] = []
     base = os.path.basename(path)
     distinct = None   # the distinct names, when a step below has found them
+    frame = sanity.time_range(frame, path, warnings)   # before any end = start + duration, sum or difference
     if table in ("gpu_trace", "api_trace"):
         frame = _timed_rows(frame, base, warnings)
     if table == "gpu_trace":
@@ -139,6 +140,7 @@ def normalize(table: str, frame: pl.DataFrame, path: str) -> tuple[pl.DataFrame,
         frame = _narrow(frame, NARROW[table])
     if "name" in frame.columns and frame.height:
         _lost_characters(frame, distinct, base, warnings)
+    sanity.totals(frame, path)   # no column whose sums would wrap around past 2**63 - 1
     return frame, warnings
 
 

@@ -26,14 +26,20 @@ _NUMERIC = {"dur", "ts", "bytes", "bps"}
 _WRITTEN = {"ns", "mb", "mb/s", "mbps", "%"}
 
 
-def parse(cell: str, dtype) -> pl.Expr:
+def parse(cell: str, dtype, clamp: bool = False) -> pl.Expr:
     """The text column ``cell`` as ``dtype``: separators removed where they are thousands separators,
-    and an integer column also read from scientific notation (rounded to the nearest unit)."""
+    and an integer column also read from scientific notation (rounded to the nearest unit). ``clamp`` (time
+    columns): a number past the 64-bit range is read as the range's end, which ``sanity.time_range`` and
+    ``sanity.totals`` then say is past any clock, rather than as a cell that is "not a number"."""
     s = pl.col(cell).str.strip_chars()
     s = pl.when(s.str.contains(THOUSANDS)).then(s.str.replace_all(",", "", literal=True)).otherwise(s)
     if dtype == pl.Int64:
         f = s.cast(pl.Float64, strict=False)
         from_float = pl.when(f.is_finite() & (f.abs() < 9.2e18)).then(f.round(0)).otherwise(None).cast(pl.Int64)
+        if clamp:
+            top = (1 << 63) - 1
+            from_float = pl.coalesce(from_float, pl.when(f >= 9.2e18).then(pl.lit(top, pl.Int64))
+                                     .when(f <= -9.2e18).then(pl.lit(-top, pl.Int64)))
         return pl.coalesce(s.cast(pl.Int64, strict=False), from_float)
     return s.cast(dtype, strict=False)
 

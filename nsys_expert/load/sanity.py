@@ -3,6 +3,11 @@ left out (never read as if it were true).
 
 - One GPU operation longer than a day (a 292-year kernel is an int64 end time read as a duration):
   the row is left out (``normalize``).
+- A time stamp past any clock (:func:`time_range`: before -1e18 ns or after 4e18 ns, the year 2096 as
+  nanoseconds since 1970, the largest clock a real profile uses): the row is left out, or the file refused
+  when most rows are; a column of times, sizes or counts whose total passes 4e18 (:func:`totals`) is
+  refused. Within these bounds no sum, difference or cumulative sum of the int64 columns can overflow
+  (Polars and NumPy wrap around without a word: a 292-year kernel once gave a replay error of -0.22 %).
 - A kernel summary whose kernels are not the trace's (another run's file under this run's prefix):
   it is left out, and the kernel facts come from the trace.
 - A GPU whose compute capability is below what its kernels were built for (:func:`gpu_claim`): its
@@ -29,15 +34,75 @@ import os
 
 import polars as pl
 
+from ..errors import InputError
 from ..notes import Note
 
 MAX_OP_NS = 86_400 * 10**9          # one day
+# time stamps a real profile can hold: nsys counts from its session's start (seconds to days), torch.profiler
+# from 1970 (1.7e18 ns in 2024); 4e18 is the year 2096. Any two such stamps differ by at most 5e18 and add up to
+# at most 8e18 < 2**63 - 1, and end = start + duration (at most a day) stays below 2**63 too.
+MIN_TS_NS, MAX_TS_NS = -(10**18), 4 * 10**18
+MAX_TOTAL = 4 * 10**18                # a column's total (times in ns, bytes, counts): its cumulative sums fit
+TS_COLS = ("start_ns", "end_ns")
+REDO = "export or record it again from the profiler (nsys stats / nsys export, torch.profiler), or leave it out"
 # overlaps shorter than this are clock rounding, not counted
 OVERLAP_SLACK_NS = 1_000
 
 
 def too_long(frame: pl.DataFrame) -> pl.Expr:
     return pl.col("dur_ns") > MAX_OP_NS
+
+
+def pair_key(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+    """One int64 per pair (device and stream, process and thread): ``a * 2**32 + b`` where ``a`` fits 31 bits and
+    ``b`` 32 (every real id), else a 63-bit hash of the pair, negative so it never meets a packed key. The packing
+    alone wraps around for an id past those bits (a pid of 2**40) and makes two threads one."""
+    fits = a.is_between(0, (1 << 31) - 1) & b.is_between(0, (1 << 32) - 1)
+    packed = a.cast(pl.Int64) * (1 << 32) + b.cast(pl.Int64)
+    return pl.when(fits).then(packed).otherwise(-(pl.struct(a, b).hash(58) // 2).cast(pl.Int64) - 1)
+
+
+def _stream_key() -> pl.Expr:
+    return pair_key(pl.col("device_id").fill_null(0), pl.col("stream").fill_null(-1) + 1)
+
+
+def time_range(frame: pl.DataFrame, path: str, warnings: list) -> pl.DataFrame:
+    """``frame`` without the rows whose start or end lies past any clock (said in one warning); an
+    InputError naming the file when most rows do (the table, not a few rows, is damaged). Runs before any
+    ``end = start + duration``, sum or difference of the times (each would wrap around past 2**63 - 1)."""
+    cols = [c for c in TS_COLS if c in frame.columns and frame.schema[c].is_integer()]
+    if not cols or not frame.height:
+        return frame
+    out = pl.any_horizontal([pl.col(c).is_between(MIN_TS_NS, MAX_TS_NS).not_() for c in cols]).fill_null(False)
+    n = int(frame.select(out.sum()).item())
+    if not n:
+        return frame
+    ex = frame.filter(out).select(cols).row(0, named=True)
+    worst = max((v for v in ex.values() if v is not None and not MIN_TS_NS <= v <= MAX_TS_NS), key=abs)
+    base = os.path.basename(path)
+    if 2 * n > frame.height:
+        raise InputError(f"{n:,} of {frame.height:,} rows have a time stamp past any clock (e.g. {worst:,} ns, "
+                         f"{worst / 3.15576e16:,.0f} years): damaged or edited; not read", path, REDO)
+    warnings.append(Note("load.rows_out_of_range", {"file": base, "n": n, "rows": frame.height, "ns": worst,
+                                                    "years": worst / 3.15576e16}))
+    return frame.filter(~out)
+
+
+def totals(frame: pl.DataFrame, path: str) -> None:
+    """An InputError naming the file when a column of times (other than time stamps), sizes or counts adds up
+    past MAX_TOTAL, or holds a value past it: no profile holds 126 years of work, and the sums and
+    cumulative sums of such a column would wrap around. The totals are taken in floating point."""
+    cols = [c for c, t in frame.schema.items() if t.is_integer() and c not in TS_COLS
+            and (c.endswith(("_ns", "bytes")) or c in ("count", "instances"))]
+    if not cols or not frame.height:
+        return
+    got = frame.select(pl.col(c).cast(pl.Float64).abs().sum() for c in cols).row(0, named=True)
+    over = {c: v for c, v in got.items() if v is not None and v > MAX_TOTAL}
+    if over:
+        c, v = next(iter(over.items()))
+        what = f" ({v / 3.15576e16:,.0f} years)" if c.endswith("_ns") else ""
+        raise InputError(f"its '{c}' values add up to {v:.3g}{what}, past what any profile holds: damaged or "
+                         f"edited (the sums would overflow 64-bit integers); not read", path, REDO)
 
 
 def _prev_end(gpu: pl.DataFrame) -> tuple[pl.DataFrame, pl.Expr] | None:
@@ -57,8 +122,7 @@ def _prev_end(gpu: pl.DataFrame) -> tuple[pl.DataFrame, pl.Expr] | None:
     prev = pl.col("end_ns").cum_max().shift(1)
     one = all(g.select(pl.col(k).min() == pl.col(k).max()).item() for k in keys if g[k].null_count() < g.height)
     if not one:
-        key = pl.col("device_id").fill_null(0) * (1 << 32) + pl.col("stream").fill_null(-1) \
-            if "device_id" in keys else pl.col("stream")
+        key = _stream_key() if "device_id" in keys else pl.col("stream")
         prev = prev.over(key)
     return g, prev
 
@@ -104,8 +168,7 @@ def stretched(tables: dict, warnings: list, source: str | None = None) -> None:
     nxt = pl.col("end_ns").reverse().cum_min().reverse().shift(-1)
     keys = [c for c in ("device_id", "stream") if c in g.columns]
     if len(keys) > 1 or g[keys[0]].n_unique() > 1:
-        nxt = nxt.over(pl.col("device_id").fill_null(0) * (1 << 32) + pl.col("stream").fill_null(-1)
-                       if "device_id" in keys else pl.col("stream"))
+        nxt = nxt.over(_stream_key() if "device_id" in keys else pl.col("stream"))
     bad = g.filter(pl.col("end_ns") > nxt + OVERLAP_SLACK_NS)
     ex = bad.row(0, named=True)
     drop = gpu.select(pl.struct("start_ns", "end_ns", *keys).is_in(bad.select(pl.struct("start_ns", "end_ns", *keys))

@@ -108,6 +108,10 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
     if cut:
         part.warnings.append(Note("load.long_names", {"table": f"{base}: StringIds", "kib": sqlite_tables.NAME_MAX >> 10,
                                                       "kept": sqlite_tables.NAME_KEPT, **cut}))
+    cut = sqlite_tables.long_inline(con, cols)
+    if cut:
+        part.warnings.append(Note("load.long_names", {"table": f"{base}: NVTX_EVENTS", "kib": sqlite_tables.NAME_MAX >> 10,
+                                                      "kept": sqlite_tables.NAME_KEPT, **cut}))
     gm, gm_meta, gm_warn = gpu_metrics.read(con, cols, gpus, path, _frame)   # --gpu-metrics-devices samples
     part.warnings += gm_warn
     if gm is not None:

@@ -217,6 +217,22 @@ def cut_value(col: str, id_col: str) -> str:
             f"length(CAST({col} AS BLOB)) || ' bytes, #s' || {id_col} || ']' ELSE {col} END")
 
 
+def cut_text(col: str) -> str:
+    """``cut_value`` for a text stored inline, which has no string id: its first NAME_KEPT characters, its last 16
+    and its length (two long names stay two unless both their ends and their lengths agree)."""
+    return (f"CASE WHEN length(CAST({col} AS BLOB)) > {NAME_MAX} THEN substr({col}, 1, {NAME_KEPT}) || ' …' || "
+            f"substr({col}, -16) || ' [' || length(CAST({col} AS BLOB)) || ' bytes]' ELSE {col} END")
+
+
+def long_inline(con: sqlite3.Connection, cols: dict) -> dict | None:
+    """How many NVTX texts stored inline (NVTX_EVENTS.text) are past NAME_MAX bytes, and the longest."""
+    if "text" not in cols.get("NVTX_EVENTS", ()):
+        return None
+    n, longest = con.execute(f"SELECT count(*), max(length(CAST(text AS BLOB))) FROM NVTX_EVENTS "
+                             f"WHERE length(CAST(text AS BLOB)) > {NAME_MAX}").fetchone()
+    return {"n": n, "longest": longest} if n else None
+
+
 def long_strings(con: sqlite3.Connection, cols: dict) -> dict | None:
     """How many StringIds values are past NAME_MAX bytes, and the longest (None: none is)."""
     if "StringIds" not in cols or "value" not in cols["StringIds"]:

@@ -8,7 +8,7 @@ import sqlite3
 import polars as pl
 
 from . import chunks, normalize
-from .sqlite_read import NAME_KEPT, NAME_MAX, _Big, _derived, _frame, _pid, _tid, cut_value, long_strings  # noqa: F401
+from .sqlite_read import NAME_KEPT, NAME_MAX, _Big, _derived, _frame, _pid, _tid, cut_text, cut_value, long_inline, long_strings  # noqa: F401
 
 # nsys event types in NVTX_EVENTS (ENUM_NSYS_EVENT_TYPE): ranges and the domain-create event
 NVTX_PUSHPOP, NVTX_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 75
@@ -255,8 +255,8 @@ def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
     # name are ten million ids, not ten million copies of the name
     join = ""
     texts = []
-    if "text" in c:
-        texts.append("e.text")
+    if "text" in c:   # (an inline text past NAME_MAX is cut where SQLite reads it, as a registered one)
+        texts.append(cut_text("e.text"))
     if "textId" in c and "StringIds" in cols:
         join = "LEFT JOIN StringIds s ON s.id = e.textId"
         texts.append(cut_value("s.value", "s.id"))
@@ -264,7 +264,7 @@ def _nvtx_trace(con: sqlite3.Connection, cols: dict) -> pl.DataFrame:
     did = "e.domainId" if "domainId" in c else "0"
     gtid = "e.globalTid" if "globalTid" in c else "NULL"
     tid_col = "e.textId" if "textId" in c and "StringIds" in cols else "NULL"
-    n = _frame(con, f'SELECT e.start, e."end", e.eventType, {"e.text" if "text" in c else "NULL"}, {tid_col}, {did}, '
+    n = _frame(con, f'SELECT e.start, e."end", e.eventType, {cut_text("e.text") if "text" in c else "NULL"}, {tid_col}, {did}, '
                     f'{gtid} FROM {NVTX} e WHERE e.eventType IN ({NVTX_PUSHPOP}, {NVTX_STARTEND})',
                {"start_ns": pl.Int64, "end_ns": pl.Int64, "event": pl.Int64, "text": pl.String, "text_id": pl.Int64,
                 "did": pl.Int64, "gtid": pl.Int64})
@@ -365,11 +365,15 @@ def _summary(frame: pl.DataFrame, col: str, style: bool = False) -> pl.DataFrame
     if frame["name"].null_count():
         frame = frame.with_columns(pl.col("name").fill_null(""))
     # grouped by the category code (a million kernels, a few hundred names); the names become text after
+    # a total past sanity.MAX_TOTAL (a damaged time: an int64 sum would wrap around to a plausible number) is
+    # missing, so normalize leaves its row out and says so (load.summary_bad), as the trace's row is
+    from .sanity import MAX_TOTAL
     g = frame.group_by(keys).agg(
-        v.sum().alias("total_ns"), pl.len().cast(pl.Int64).alias("count"), v.mean().alias("avg_ns"),
+        pl.when(v.cast(pl.Float64).abs().sum() <= MAX_TOTAL).then(v.sum()).alias("total_ns"),
+        pl.len().cast(pl.Int64).alias("count"), v.mean().alias("avg_ns"),
         v.median().cast(pl.Float64).alias("med_ns"), v.min().alias("min_ns"), v.max().alias("max_ns"),
         v.std().fill_null(0.0).alias("std_ns"))
-    total = g["total_ns"].sum() or 1
+    total = g["total_ns"].cast(pl.Float64).sum() or 1
     g = g.with_columns((100.0 * pl.col("total_ns") / total).alias("time_pct"), pl.col("name").cast(pl.String))
     return g.sort(["total_ns", "name"], descending=[True, False]).select(*_SUMMARY, *keys[::-1])
 

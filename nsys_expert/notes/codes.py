@@ -196,8 +196,9 @@ CODES: dict[str, Code] = {
                                       "are built for sm_{built}, which that GPU cannot run: the GPU's name and "
                                       "capability are left out (no advice rests on them)"),
     "load.long_names": Code("warning", "{table}: {n:,} name(s) longer than {kib} KiB (the longest {longest:,} bytes; "
-                                       "the longest real kernel names are a few KiB) kept as their first {kept:,} "
-                                       "characters and a hash"),
+                                       "real kernel and NVTX range names are a few KiB at most) kept as their "
+                                       "first {kept:,} characters and a mark of the whole (its length, and a hash "
+                                       "or its last characters), so two names stay two"),
     "load.most_rows_bad": Code("warning", "{file}: {bad} of {rows} rows have a missing or negative start or duration "
                                           "(e.g. start {start}, duration {dur}): most of the table cannot be true, so "
                                           "none of it is used; export the report again from the .nsys-rep"),
@@ -210,6 +211,9 @@ CODES: dict[str, Code] = {
                                           "{ms:,.3f} ms long): a stream runs its work in order, and a kernel "
                                           "launched early (PDL) still ends after its predecessor, so these times "
                                           "are damaged; left out"),
+    "load.rows_out_of_range": Code("warning", "{file}: {n:,} of {rows:,} rows have a time stamp past any clock (e.g. "
+                                              "{ns:,} ns, {years:,.0f} years): a damaged or edited value, and sums "
+                                              "of it would overflow; left out"),
     "load.nvtx_bad": Code("warning", "{file}: {n} NVTX ranges without a valid start/end were left out"),
     "load.summary_bad": Code("warning", "{file}: {n} rows without a valid total time or count were left out"),
     "load.replacement_chars": Code("warning", "{file}: {n} name(s) hold U+FFFD replacement characters (e.g. "
@@ -400,6 +404,10 @@ CODES: dict[str, Code] = {
                                            "{minutes:.0f} minutes or more on this machine; --scheduler dask (a local "
                                            "Dask cluster) or --scheduler tcp://HOST:PORT (a cluster's scheduler) "
                                            "spreads the ranks over more cores (docs/multi-rank.md)"),
+    "pipeline.remote_budget": Code("input", "the memory budget (--max-memory, NSX_MAX_MEMORY) holds for this "
+                                            "machine's process only: the workers of the Dask cluster at {address} "
+                                            "are bounded by their own memory limit (dask worker --memory-limit), "
+                                            "and a rank whose worker Dask ends is reported as not diagnosed"),
     "pipeline.rank_note": Code("same", "[{rank}] {note}"),
     "pipeline.rank_failed": Code("warning", "[{rank}] not diagnosed: {error}; the job is diagnosed from the other {n} "
                                             "of {total} ranks"),
@@ -411,6 +419,15 @@ CODES: dict[str, Code] = {
     "engine.too_little_work": Code("warning", "only {work:.3g} ms of GPU work in the {window:.3g} ms window (less than "
                                               "{limit:g} ms): too little to judge the run; findings are capped at low "
                                               "severity; profile more steps"),
+    "engine.too_few_gpu_ops": Code("warning", "only {ops} GPU kernel(s) in the {window:.3g} ms window (fewer than "
+                                              "{least}): they show what those kernels are, not where a run's time "
+                                              "goes; too little to judge the run; findings are capped at low "
+                                              "severity; profile more steps"),
+    "engine.one_profiler_step": Code("warning", "the trace holds one torch.profiler step ({window:.3g} ms window): the "
+                                                "profiler's stop may have cut it short, and with no other step to "
+                                                "compare it cannot be told from a stub; too little to judge the run; "
+                                                "findings are capped at low severity; record three or more steps "
+                                                "(schedule(wait=1, warmup=1, active=3))"),
     "engine.too_little_work_summaries": Code("warning", "only {work:.3g} ms of GPU work in the whole profile (kernels "
                                                         "and copies in the summary reports) (less than {limit:g} ms): "
                                                         "too little to judge the run; findings are capped at low "

@@ -59,10 +59,16 @@ def _decided(findings: list[Ranked], facts: dict, inputs: list, tables: dict, ev
         steps.append(verdict.HOST_SAMPLING_STEP)
     out = verdict.decide(typed, evaluation.not_evaluated, facts, steps, window, tables.get("phases"),
                          evaluation.categories)
+    # a torch.profiler trace (the only input that names its GPUs' maker) is profiled again with torch.profiler
+    # (on an AMD GPU no command: `command quick` prints nsys beside the torch.profiler snippet)
+    again = shaping.PROFILE_AGAIN if "gpu_vendor" not in facts else \
+        None if facts["gpu_vendor"] == "amd" else shaping.PROFILE_AGAIN_TORCH
     if evaluation.too_little_work is not None:     # engine/gains.py's minimum-work guard: no finding decides
-        out = verdict.undecided(out, "too_little_work")
+        # more steps decide, not ncu on the few kernels there are (a new profile or an export stays)
+        keep = out.next_command and not out.next_command.startswith("ncu ")
+        out = verdict.undecided(out, "too_little_work", out.next_command if keep else again)
     if recorded != "some":   # nothing to judge: that is the verdict, not a warning
-        out = verdict.undecided(out, "no_rows" if recorded == "nothing" else "no_gpu_work", shaping.PROFILE_AGAIN)
+        out = verdict.undecided(out, "no_rows" if recorded == "nothing" else "no_gpu_work", again)
     if lim:
         out = dataclasses.replace(out, limiter=lim)
     return out, steps

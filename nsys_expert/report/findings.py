@@ -98,4 +98,11 @@ def path_cap_json(c: PathCap) -> dict:
 
 def too_little_work_json(t: TooLittleWork | None) -> dict | None:
     """``too_little_work``: the GPU work the run had and the least the pack asks, or None."""
-    return None if t is None else {"gpu_busy_ms": t.gpu_busy_ms, "min_gpu_busy_ms": t.min_gpu_busy_ms}
+    if t is None:
+        return None
+    out = {"gpu_busy_ms": t.gpu_busy_ms, "min_gpu_busy_ms": t.min_gpu_busy_ms}
+    if t.gpu_ops is not None:   # the window's few kernels decided, not its GPU time
+        out.update(gpu_ops=t.gpu_ops, min_gpu_ops=t.min_gpu_ops)
+    if t.profiler_steps is not None:   # a torch.profiler trace of one step: it cannot be told from a stub
+        out["profiler_steps"] = t.profiler_steps
+    return out

@@ -7,6 +7,9 @@ import os
 from ..load import Profile
 
 PROFILE_AGAIN = "nsys profile --trace=cuda,nvtx,osrt -o prof python train.py"
+# a torch.profiler trace is profiled again with torch.profiler: this writes torch_profiler_steps.py (a schedule
+# that records six steps after the start-up), not an nsys flag (issue 56, item 10)
+PROFILE_AGAIN_TORCH = "nsys-expert command quick --out-dir ."
 MIN_KERNEL_ADVICE_GAIN_PCT = 0.5
 
 

@@ -225,8 +225,15 @@ def words(d, L: dict, sev) -> dict:
     little = d.too_little_work
     if reason == "too_little_work" and active is None and little is not None and little.gpu_busy_ms is not None:
         reason = "too_little_work_summary"   # no trace: the summaries' GPU work of the whole profile (engine/resolve.py)
+    elif reason == "too_little_work" and little is not None and little.gpu_ops is not None:
+        reason = "too_little_work_ops"       # a few long kernels: the GPU was busy, but with too few operations
+    elif reason == "too_little_work" and little is not None and little.profiler_steps is not None:
+        reason = "too_little_work_steps"     # a torch.profiler trace of one step, maybe a stub
     st = v.steady
-    text = (L["reason_" + reason].replace("{work_ms}", f"{little.gpu_busy_ms:.3g}" if reason.endswith("_summary") else "")
+    text = L["reason_" + reason]
+    if reason.endswith("_ops"):
+        text = text.replace("{ops}", str(little.gpu_ops)).replace("{window_ms}", f"{d.facts.get('window_ms') or 0:,.3g}")
+    text = (text.replace("{work_ms}", f"{little.gpu_busy_ms:.3g}" if reason.endswith("_summary") else "")
             .replace("{active}", f"{active:,.1f}" if active is not None else "–")
             .replace("{basis}", basis).replace("{work}", f"{work:,.0f}" if work is not None else "–")
             .replace("{attributed}", f"{v.gpu_idle_attributed_pct or 0:,.1f}")
