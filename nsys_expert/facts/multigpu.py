@@ -89,7 +89,7 @@ def _data_parallel(ctx: Context, ops: pl.DataFrame) -> None:
     fs, win = ctx.fs, ctx.win
     src = ctx.prof.source_name("gpu_trace")
     names = pl.col("name").cast(pl.String)
-    if matching(ops.filter(pl.col("kind") == "kernel"), DP_COLLECTIVE).height == 0:
+    if matching(ops.select(pl.col("name").filter(pl.col("kind") == "kernel")), DP_COLLECTIVE).height == 0:   # one column
         fs.put("dp_broadcast_reduce_count", 0, src)   # no broadcast or reduce to tell apart: nothing to count
     work = _process_of(ctx, ops)
     if work is None:

@@ -67,7 +67,7 @@ def compute(ctx: Context) -> None:
     if it.height == 0:
         return
     ctx.fs.put("sync_small_d2h_per_iter", n_small / it.height, src)
-    launches = a.filter(pl.col("base").is_in(sorted(KERNEL_LAUNCH_APIS))).select("start_ns")
+    launches = a.select(pl.col("start_ns").filter(pl.col("base").is_in(sorted(KERNEL_LAUNCH_APIS))))   # one column copied
     mid = _mid_step(s.select("start_ns"), launches, it)
     if mid is not None:
         ctx.fs.put("sync_mid_step_share_pct", mid, src)

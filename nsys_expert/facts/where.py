@@ -132,26 +132,25 @@ def locate_kineto(frames: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
     if par is None:
         return points.with_columns(pl.lit(None, pl.String).alias("file"), pl.lit(None, pl.Int64).alias("line"),
                                    pl.lit(None, pl.String).alias("function"), pl.lit(None, pl.String).alias("chain"))
-    parent = par.to_list()
-    tid = rows["tid"].to_list()
-    ff = frames.select("file", "line", "function").rows()
-    out_file, out_line, out_func, out_chain = [], [], [], []
-    for j in range(points.height):
-        i = n_f + j
-        p = parent[i]
-        if p is None or p >= n_f or tid[p] != tid[i]:
-            out_file.append(None), out_line.append(None), out_func.append(None), out_chain.append(None)
-            continue
-        f = ff[p]
-        out_file.append(f[0]), out_line.append(f[1]), out_func.append(f[2])
-        chain, q = [], parent[p]
-        while q is not None and q < n_f and tid[q] == tid[p] and len(chain) < CHAIN:
-            c = ff[q]
-            chain.append(f"{c[0]}:{c[1]} in {c[2]}")
-            q = parent[q]
-        out_chain.append(" > ".join(reversed(chain)))
-    return points.with_columns(pl.Series("file", out_file, pl.String), pl.Series("line", out_line, pl.Int64),
-                               pl.Series("function", out_func, pl.String), pl.Series("chain", out_chain, pl.String))
+    # in columns (issue 57): ``up`` is each row's parent where that is a user frame of the row's own thread,
+    # else null; a point's location is its ``up``, its chain the ``up`` of that and so on, CHAIN levels at
+    # most (a gather by a null index gives null: the chain stops there)
+    up = pl.DataFrame({"p": par.cast(pl.Int64), "tid": rows["tid"]}).select(
+        pl.when((pl.col("p") < n_f) & pl.col("tid").gather(pl.col("p").fill_null(0)).eq_missing(pl.col("tid")))
+        .then(pl.col("p")).alias("up"))["up"]
+    frame = frames.select(pl.col("file").cast(pl.String), pl.col("line").cast(pl.Int64),
+                          pl.col("function").cast(pl.String))
+    text = [pl.col(c).cast(pl.String).fill_null("None") for c in ("file", "line", "function")]
+    label = frame.select(pl.concat_str(text[0], pl.lit(":"), text[1], pl.lit(" in "), text[2])).to_series()
+    loc = up.slice(n_f, points.height)
+    levels, q = [], loc
+    for _ in range(CHAIN):
+        q = up.gather(q)
+        levels.append(label.gather(q).alias(f"c{len(levels)}"))
+    chain = pl.select(pl.when(loc.is_not_null()).then(
+        pl.concat_str(levels[::-1], separator=" > ", ignore_nulls=True)).alias("chain")).to_series()
+    at = frame.select(pl.all().gather(loc))
+    return points.with_columns(at["file"], at["line"], at["function"], chain)
 
 
 def summarize(located: pl.DataFrame, source: str, min_points: int = 3) -> Where:

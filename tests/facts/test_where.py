@@ -68,3 +68,45 @@ def test_points_outside_any_user_frame_are_not_guessed():
     assert loc["file"].to_list() == ["train.py", None, None]   # another thread's frame, or none: no location
     w = where.summarize(loc, "x")
     assert w.located == 1 and w.locations[0].share_pct == pytest.approx(33.3, abs=0.1)
+
+
+def _walk(frames: pl.DataFrame, points: pl.DataFrame) -> list[tuple]:
+    """The locator's meaning, point by point: the innermost frame of the point's own thread that holds it
+    (from its start up to, not at, its end), and the frames that hold that one, outermost first, CHAIN of
+    them at most."""
+    fr = frames.rows(named=True)
+    out = []
+    for p in points.rows(named=True):
+        held = [f for f in fr if f["tid"] == p["tid"] and f["start_ns"] <= p["ts"] < f["end_ns"]]
+        if not held:
+            out.append((None, None, None, None))
+            continue
+        held.sort(key=lambda f: (f["start_ns"], -f["end_ns"]))
+        inner, above = held[-1], held[:-1][-where.CHAIN:]
+        out.append((inner["file"], inner["line"], inner["function"],
+                    " > ".join(f"{f['file']}:{f['line']} in {f['function']}" for f in above)))
+    return out
+
+
+def test_the_chain_in_columns_is_the_walk_up_the_frames():
+    # issue 57: locate_kineto gathers up the parent column instead of walking each point's frames in
+    # Python; two threads of nested frames, deeper than CHAIN, and points at every depth, between
+    # frames and on another thread
+    rows = []
+
+    def nest(s, e, depth, tid):
+        rows.append((s, e, 1, tid, f"m{depth}.py", 10 + depth, f"f{depth}_{s}"))
+        if depth < where.CHAIN + 3:
+            w = (e - s) // 3
+            nest(s + 1, s + w, depth + 1, tid)
+            nest(s + 2 * w, e - 1, depth + 1, tid)
+    for tid, t0 in ((1, 0), (2, 5_000)):
+        nest(t0, t0 + 1_000_000, 0, tid)
+    frames = pl.DataFrame(rows, schema=["start_ns", "end_ns", "pid", "tid", "file", "line", "function"], orient="row")
+    ts = list(range(0, 1_010_000, 997))
+    pts = pl.DataFrame({"pid": [1] * len(ts) * 3, "tid": [1] * len(ts) + [2] * len(ts) + [3] * len(ts),
+                        "ts": ts * 3, "weight": [1.0] * len(ts) * 3, "operator": ["op"] * len(ts) * 3})
+    loc = where.locate_kineto(frames, pts)
+    assert list(zip(loc["file"], loc["line"], loc["function"], loc["chain"])) == _walk(frames, pts)
+    assert loc["chain"].str.count_matches(" > ").max() == where.CHAIN - 1     # the chain is cut at CHAIN
+    assert loc.filter(pl.col("tid") == 3)["file"].null_count() == len(ts)   # no frame on that thread
