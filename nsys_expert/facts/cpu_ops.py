@@ -132,7 +132,7 @@ def compute(ctx: Context) -> None:
     if bwd.height and n_steps:
         fs.put("backward_host_ms_per_step", intervals.total(in_window["backward"]) / n_steps / 1e6, src)
     _kernel_phases(ctx, merged, n_steps, src)
-    _sync_sources(ctx, ops, src)
+    sync_sources(ctx, src, lambda calls: holders(calls, ops))
     _pageable_sources(ctx, ops, src)
 
 
@@ -178,8 +178,11 @@ def _kernel_phases(ctx: Context, merged: dict, n_steps, src) -> None:
         for name in PHASES if by.get(name) or (name in merged and merged[name].height)]
 
 
-def _sync_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
-    """The operator behind each blocking call in the window, weighed by the GPU idle time after it."""
+def sync_sources(ctx: Context, src, held_of) -> None:
+    """The operator behind each blocking call in the window, weighed by the GPU idle time after it.
+    ``held_of(calls)``: the calls (``cid``, ``t0``, ``t1``, ``api``, ``thr``, ``pid``, ``corr_id``) with the
+    operators that made each (``outer``, ``inner``; null where none): torch.profiler's CPU operators by
+    time containment (this module), or the calls' native call chains (facts/call_ops.py)."""
     fs, win = ctx.fs, ctx.win
     api = ctx.prof.tables.get("api_trace")
     if api is None or api.height == 0 or "tid" not in api.columns:
@@ -187,8 +190,9 @@ def _sync_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
     blocking = sorted(SYNC_APIS | SYNC_MEM_APIS)
     a = api.filter((pl.col("end_ns") > win.start_ns) & (pl.col("start_ns") < win.end_ns)).with_columns(
         api_base(api).alias("api"))
+    ids = [pl.col(c).cast(pl.Int64) for c in ("pid", "corr_id") if c in a.columns]
     calls = a.filter(pl.col("api").is_in(blocking)).select(
-        pl.col("start_ns").alias("t0"), pl.col("end_ns").alias("t1"), "api", thread_key()).sort("t0").with_row_index("cid")
+        pl.col("start_ns").alias("t0"), pl.col("end_ns").alias("t1"), "api", thread_key(), *ids).sort("t0").with_row_index("cid")
     if calls.height == 0:
         return
     # the idle time each call left: the sync gaps (facts/gaps.py) whose start the call held
@@ -203,7 +207,7 @@ def _sync_sources(ctx: Context, ops: pl.DataFrame, src) -> None:
         idle = calls.select("cid").join(per, on="cid", how="left", maintain_order="left")["len"].fill_null(0)
     calls = calls.with_columns(idle.alias("idle"), (pl.col("t1").clip(upper_bound=win.end_ns)
                                                     - pl.col("t0").clip(lower_bound=win.start_ns)).alias("wait"))
-    held = holders(calls, ops)
+    held = held_of(calls)
     none = pl.concat_str(pl.col("api"), pl.lit(" " + NO_OP))
     held = held.with_columns(pl.coalesce("outer", none).alias("outer"), pl.coalesce("inner", none).alias("inner"))
     rows = held.group_by("outer", "inner").agg(pl.len().alias("calls"), pl.col("api").mode().sort().first().alias("api"),
@@ -270,11 +274,11 @@ FACTS = [
     fact("forward_kernel_share_pct", "%", "share of the window's kernel time launched outside the backward pass, the optimizer step and the DataLoader (forward pass, loss, the rest)", ("cpu_trace",)),
     fact("optimizer_kernel_share_pct", "%", "share of the window's kernel time launched from Optimizer.step", ("cpu_trace",)),
     fact("backward_forward_ratio", "x", "kernel time launched from the backward pass / from the forward pass and the rest (about 2 in a plain training step)", ("cpu_trace",)),
-    fact("sync_source_op", "", "the outermost PyTorch operator holding the blocking calls that left the GPU idle longest (aten::item, aten::nonzero, aten::to, ...; 'API (no operator)' for a call made outside any operator: torch.cuda.synchronize())", ("cpu_trace",)),
-    fact("sync_source_inner_op", "", "the innermost operator holding those calls (aten::_local_scalar_dense, aten::copy_), when it is not the outermost", ("cpu_trace",)),
-    fact("sync_source_api", "", "the blocking runtime call those operators make most (cudaStreamSynchronize, hipMemcpyWithStream, ...)", ("cpu_trace",)),
-    fact("sync_source_share_pct", "%", "share of the GPU idle time after blocking calls that follows the calls of sync_source_op (of the host's wait in them when no call left the GPU idle)", ("cpu_trace",)),
-    fact("sync_source_calls_per_iter", "", "blocking calls per iteration made inside sync_source_op", ("cpu_trace",)),
+    fact("sync_source_op", "", "the outermost PyTorch operator holding the blocking calls that left the GPU idle longest (aten::item, aten::nonzero, aten::to, ...; 'API (no operator)' for a call made outside any operator: torch.cuda.synchronize())", ("cpu_trace", "call_ops")),
+    fact("sync_source_inner_op", "", "the innermost operator holding those calls (aten::_local_scalar_dense, aten::copy_), when it is not the outermost", ("cpu_trace", "call_ops")),
+    fact("sync_source_api", "", "the blocking runtime call those operators make most (cudaStreamSynchronize, hipMemcpyWithStream, ...)", ("cpu_trace", "call_ops")),
+    fact("sync_source_share_pct", "%", "share of the GPU idle time after blocking calls that follows the calls of sync_source_op (of the host's wait in them when no call left the GPU idle)", ("cpu_trace", "call_ops")),
+    fact("sync_source_calls_per_iter", "", "blocking calls per iteration made inside sync_source_op", ("cpu_trace", "call_ops")),
     fact("pageable_copy_op", "", "the outermost PyTorch operator issuing most of the copy time to or from pageable host memory (aten::to, aten::copy_, ...)", ("cpu_trace",)),
     fact("pageable_copy_op_calls", "", "copies to or from pageable memory in the window issued inside pageable_copy_op", ("cpu_trace",)),
     fact("pageable_copy_op_share_pct", "%", "share of the window's pageable copy time issued inside pageable_copy_op", ("cpu_trace",)),

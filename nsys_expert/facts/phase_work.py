@@ -24,13 +24,15 @@ The report's per-phase table is ``tables["phase_work"]``.
 """
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from ..notes import Note
 from . import intervals
 from .base import Context, in_window, pct
 from .declare import fact, group, on_timeline
-from .phases import classify_all, merged_table
+from .phases import OPERATOR_NAME, classify_all, merged_table
 
 # the facts this group puts (registry.py collects them): name, unit, doc, the inputs that can supply it
 _PW = ("gpu_trace", "api_trace", "nvtx_trace")   # the traces and NVTX steps
@@ -116,7 +118,8 @@ def _phases(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> l
     table = merged_table(ctx.phases)
     step_cover = intervals.merge(steps.select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e")))
     r = nv.filter(pl.col("end_ns").is_not_null() & (pl.col("start_ns") >= win.start_ns) & (pl.col("start_ns") < win.end_ns))
-    names = r["name"].drop_nulls().unique().to_list()
+    # operator ranges (autograd-NVTX: "aten::embedding_backward, op_id = 3146") are not phases
+    names = [n for n in r["name"].drop_nulls().unique().to_list() if not re.search(OPERATOR_NAME, str(n))]
     phase_of = {}
     for n, p in zip(names, classify_all(names, table)):
         if p and p["phase"] in PHASES:

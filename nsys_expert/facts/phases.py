@@ -43,7 +43,7 @@ from .declare import fact, group
 
 MAX_ROWS = 12
 # operator ranges of PyTorch's emit_nvtx are not phases (but a user's plain "forward" / "backward" is)
-_OPERATOR = r"(?i)^(aten|autograd|torch|c10d|prim|cudnn|cublas)::|op_id\s*=|(^|, )seq\s*="
+OPERATOR_NAME = r"(?i)^(aten|autograd|torch|c10d|prim|cudnn|cublas)::|op_id\s*=|(^|, )seq\s*="
 
 
 @lru_cache(maxsize=1)
@@ -107,7 +107,7 @@ def compute(ctx: Context) -> None:
     if per is None or per.height == 0:
         return
     per = per.filter(~pl.any_horizontal([pl.col("name").str.starts_with(d) for d in LIBRARY_DOMAINS]))
-    per = per.filter(~pl.col("name").str.contains(_OPERATOR))
+    per = per.filter(~pl.col("name").str.contains(OPERATOR_NAME))
     if per.height == 0:
         return
     rows = per.sort(["total_ns", "name"], descending=[True, False]).to_dicts()
@@ -179,7 +179,7 @@ def _strip(name: pl.Expr) -> pl.Expr:
 
 def _user_range(name: pl.Expr) -> pl.Expr:
     """Neither a library's range nor a PyTorch operator's."""
-    return ~pl.any_horizontal([name.str.starts_with(d) for d in LIBRARY_DOMAINS]) & ~name.str.contains(_OPERATOR)
+    return ~pl.any_horizontal([name.str.starts_with(d) for d in LIBRARY_DOMAINS]) & ~name.str.contains(OPERATOR_NAME)
 
 
 def _trace_rows(t: pl.DataFrame) -> pl.DataFrame:

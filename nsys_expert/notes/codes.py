@@ -66,6 +66,8 @@ CODES: dict[str, Code] = {
                                         "export --type sqlite)", "GPU metrics samples"),
     "input.cpu_trace": Code("phrase", "torch.profiler's CPU operators (a Kineto trace recorded with "
                                       "ProfilerActivity.CPU)"),
+    "input.call_ops": Code("phrase", "native call chains of the CUDA calls (nsys profile --cudabacktrace=all, "
+                                     "then nsys export --type sqlite)", "the CUDA calls' native call chains"),
     "input.ncu": Code("phrase", "an Nsight Compute CSV of the hot kernels (ncu --set full ... then ncu -i "
                                 "X.ncu-rep --csv --page details)", "an Nsight Compute CSV of the hot kernels"),
 

@@ -32,6 +32,7 @@ from ...notes import Note
 from ...errors import InputError
 from .. import chunks, gpu_metrics, normalize
 from . import tables as sqlite_tables
+from .callchains import read_call_ops
 from ..profile import Part
 from .reading import BigTables, close_readers, open_readers, derived_columns, read_frame, pid_of, tid_of
 from .tables import (GRAPH, KERNEL, MEANING, MEMCPY, MEMSET, NVTX, OSRT, OSRT_SLEEPS, OSRT_WAITS, RUNTIME, read_api_trace, big_jobs, gpu_names, read_gpu_trace, gpu_capabilities, read_nvtx_trace, read_osrt, table_pairs, processes, read_schema, size_summary, summary)  # noqa: F401
@@ -147,6 +148,9 @@ def _traces(con: sqlite3.Connection, cols: dict, gpus: dict, big: "BigTables", p
         api = read_api_trace(con, cols, big)
         part.tables["api_trace"] = api
         part.tables["api_sum"] = sums.submit(summary, api, "dur_ns")
+        ops = read_call_ops(con, cols)   # --cudabacktrace: the ATen operator under each blocking call
+        if ops is not None:
+            part.tables["call_ops"] = ops
     if NVTX in cols:
         nvtx = read_nvtx_trace(con, cols)
         part.tables["nvtx_trace"] = nvtx
