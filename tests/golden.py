@@ -68,6 +68,7 @@ def golden_view(doc: dict) -> dict:
         "findings": [{k: f[k] for k in ("rank", "rule", "category", "severity", "estimated_gain_pct", "confidence", "scope",
                                         "message", "subject", "subject_share_pct", "cause")}
                      | {k: f[k] for k in ("gain_basis", "estimated_gain_range_pct") if k in f}
+                     | ({"locations": f["locations"]} if f.get("locations") else {})
                      | {"evidence": [{k: e[k] for k in ("fact", "value", "threshold", "op", "source")} for e in f["evidence"]],
                         "supporting": [{k: s[k] for k in ("rule", "relation", "scope", "estimated_gain_pct")}
                                        for s in f["supporting"]]}
