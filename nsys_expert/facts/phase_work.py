@@ -61,10 +61,19 @@ FACTS = [
     fact("pause_write_ms", "ms", "file-write time (write, pwrite64, fsync, ...; OS runtime trace, any thread) in each pause (mean)", ("osrt_trace",)),
     fact("pause_host_ms", "ms", "the host's part of each pause (mean): its file writes (OS runtime trace), or the pause less its copies' GPU time when that is more", _PW),
     fact("checkpoint_async_gain_pct", "%", "gain of saving asynchronously: each pause shrinks to its device-to-host bytes at 25 GB/s (pinned, side stream) plus the host part (serialising, writing) that outlasts the steps until the next pause", _PW),
+    fact("pause_api_calls", "", "CUDA API calls (any thread) started in each pause (mean): none means the host was busy in its own code", _PW),
+    fact("pause_osrt_ms", "ms", "OS runtime call time (the thread that makes the CUDA calls; memory mapping such as mmap, munmap, brk, madvise left out) in each pause (mean): file I/O, waits, sleeps", ("osrt_trace",)),
+    fact("pause_gpu_busy_pct", "%", "GPU busy time in the pauses, as a share of their time", _PW),
+    fact("host_pause_gain_pct", "%", "gain of removing the pauses: their excess over the typical gap between steps (a pause between the steps) or the typical step (a slow step), as a share of the window", _PW),
     fact("step_d2h_mb_per_iter", "MB", "device-to-host megabytes copied inside each step (median over the steps; copies of 1 MB or more, in 80 % of the steps or more)", _PW),
     fact("step_d2h_copies_per_iter", "", "device-to-host copies of 1 MB or more per step", _PW),
     fact("step_d2h_pageable_share_pct", "%", "share of those copies that go to pageable host memory", _PW),
     fact("step_d2h_copy_share_of_exposed_pct", "%", "share of that exposed time in which the copies themselves ran (the rest: staging and host work waiting for them)", _PW),
+    fact("cat_copy_iters_pct", "%", "share of the steps that launch concatenation kernels (CatArrayBatchedCopy, cat_...)", _PW),
+    fact("cat_copy_ms_per_iter", "ms", "GPU time of the concatenation kernels per step (median)", _PW),
+    fact("cat_copy_growth_pct", "%", "growth of the concatenation kernels' time per step from the first quarter of the steps to the last (medians): a tensor grown by torch.cat copies more every step", _PW),
+    fact("launch_interval_us", "us", "median time from one kernel-launch call to the next inside a step (the host's pace where nothing else runs between launches)", _PW),
+    fact("kv_static_gain_pct", "%", "gain of a preallocated cache written in place: the step becomes the longer of the GPU's work less the concatenation kernels and the step's launches at the median launch-to-launch pace (the long host stretches that each new shape costs go)", _PW),
     fact("step_d2h_exposed_pct", "%", "time those copies cost the GPU, as a share of the window: from its last work before each copy (or the copy call, when later) to the next operation after it (the copy, a pageable copy's staging, the host work that waited for it)", _PW),
 ]
 
@@ -101,6 +110,7 @@ def compute(ctx: Context) -> None:
     rows += _pauses(ctx, steps, d2h, src)
     _between_work(ctx, steps, ops, src)
     _step_d2h(ctx, steps, ops, d2h, src)
+    _cat_growth(ctx, steps, ops, src)
     if rows:
         ctx.fs.tables["phase_work"] = rows
 
@@ -224,6 +234,13 @@ def _pauses(ctx: Context, steps: pl.DataFrame, d2h_all: pl.DataFrame, src: str) 
         fs.put("pause_count", len(pauses), src)
         fs.put("pause_share_pct", pct(sum(p[3] for p in pauses), win.length_ns) or 0.0, src)
         fs.put("pause_d2h_mb", 0.0, src)
+        fs.put("host_pause_gain_pct", pct(sum(max(0.0, p[3] - (med_gap if p[2] in s else 0)) for p in pauses), win.length_ns) or 0.0, src)
+        if pauses:
+            _pause_contents(ctx, pl.DataFrame({"s": [p[1] for p in pauses], "e": [p[2] for p in pauses]},
+                                              schema={"s": pl.Int64, "e": pl.Int64}), len(pauses), s, src)
+        else:   # no pause: the pause rules are evaluated, and quiet
+            fs.put("pause_api_calls", 0.0, src)
+            fs.put("pause_gpu_busy_pct", 0.0, src)
         return []
     pauses.sort()
     idx = [p[0] for p in pauses]
@@ -254,9 +271,101 @@ def _pauses(ctx: Context, steps: pl.DataFrame, d2h_all: pl.DataFrame, src: str) 
     steps_between = (every[len(every) // 2] if every else 1) * step_ns
     residual = d2h_bytes / n / PINNED_GBPS + max(0.0, host_ns - steps_between)
     fs.put("checkpoint_async_gain_pct", pct(sum(max(0.0, p[3] - residual) for p in pauses), win.length_ns), src)
+    _pause_contents(ctx, cover, n, s, src)
+    # a pause between the steps stands for its excess over the typical gap (the work every gap holds stays);
+    # a slow step's pause is its excess over the typical step already
+    excess = sum(max(0.0, p[3] - (med_gap if p[2] in s else 0)) for p in pauses)
+    fs.put("host_pause_gain_pct", pct(excess, win.length_ns), src)
     return [{"phase": "pauses", "names": f"{n} × {sorted(p[3] for p in pauses)[n // 2] / 1e6:.0f} ms, every {every[len(every) // 2] if every else '?'} steps",
              "ms_per_iter": total / steps.height / 1e6, "share_pct": pct(total, win.length_ns), "kernels_per_iter": None,
              "gpu_busy_pct": None, "d2h_mb_per_iter": d2h_bytes / 1e6 / steps.height}]
+
+
+MEM_CALLS = ("mmap", "mmap64", "munmap", "mremap", "brk", "sbrk", "madvise", "mprotect")
+
+
+def _pause_contents(ctx: Context, cover: pl.DataFrame, n: int, step_starts: list, src: str) -> None:
+    """What the host did in the pauses: CUDA API calls, OS runtime calls (memory mapping left out: an
+    allocator growing its heap), GPU busy. None of them: the host ran its own code (a garbage collection)."""
+    fs = ctx.fs
+    total = intervals.total(cover)
+    fs.put("pause_gpu_busy_pct", min(100.0, pct(_busy_in(fs, cover), total) or 0.0), src)
+    api = ctx.prof.tables.get("api_trace")
+    lo, hi = int(cover["s"].min()), int(cover["e"].max())
+    if api is not None and "start_ns" in api.columns:
+        a = api.filter(pl.col("start_ns").is_between(lo, hi))
+        calls = int(intervals.containing(a["start_ns"], cover).sum()) if a.height else 0
+        fs.put("pause_api_calls", calls / n, ctx.prof.source_name("api_trace") or src)
+    tid = None   # the training thread: the one that opens the step ranges (autograd's and the loader's threads wait)
+    nv = ctx.prof.tables.get("nvtx_trace")
+    if nv is not None and {"tid", "start_ns"} <= set(nv.columns):
+        t = nv.filter(pl.col("start_ns").is_in(step_starts))["tid"].drop_nulls()
+        tid = t.mode().sort()[0] if t.len() else None
+    o = ctx.prof.tables.get("osrt_trace")
+    if o is None or not {"name", "start_ns", "end_ns"} <= set(o.columns):
+        return
+    w = o.filter(~pl.col("name").cast(pl.String).is_in(list(MEM_CALLS)) & (pl.col("end_ns") > lo) & (pl.col("start_ns") < hi))
+    if tid is not None and "tid" in o.columns:   # the training thread's calls: other threads wait all the time
+        w = w.filter(pl.col("tid") == tid)
+    calls = intervals.merge(w.select(pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))) if w.height else None
+    ns = 0
+    for ps, pe in cover.select("s", "e").iter_rows():   # a few pauses
+        if calls is not None:
+            c = calls.filter((pl.col("e") > ps) & (pl.col("s") < pe))
+            ns += int((c["e"].clip(upper_bound=pe) - c["s"].clip(lower_bound=ps)).sum()) if c.height else 0
+    ms = ns / 1e6
+    fs.put("pause_osrt_ms", ms / n, ctx.prof.source_name("osrt_trace") or src)
+
+
+CAT_KERNELS = r"CatArrayBatchedCopy|CatArray|\bcat_|_cat_kernel"
+CAT_MIN_ITERS = 8
+
+
+def _cat_growth(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> None:
+    """Concatenation kernels in every step whose time grows step after step (a key / value cache grown with
+    torch.cat in decoding), and the gain of a preallocated cache written in place."""
+    fs, win = ctx.fs, ctx.win
+    n = steps.height
+    if n < CAT_MIN_ITERS or "name" not in ops.columns:
+        return
+    k = ops.filter((pl.col("kind") == "kernel") & pl.col("name").cast(pl.String).str.contains(CAT_KERNELS))
+    cover = intervals.merge(steps.select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e")))
+    k = _launched_in(k, cover)
+    if k.height == 0:   # no concatenation in the steps: the rule is evaluated, and quiet
+        fs.put("cat_copy_iters_pct", 0.0, src)
+        fs.put("cat_copy_growth_pct", 0.0, src)
+        fs.put("kv_static_gain_pct", 0.0, src)
+        return
+    it_of = steps["host_s"].search_sorted(k["launch_s"], side="right").cast(pl.Int64) - 1
+    per = k.with_columns(it_of.alias("it")).group_by("it").agg(pl.col("dur_ns").sum()).sort("it")
+    fs.put("cat_copy_iters_pct", pct(per.height, n), src)
+    if per.height < 0.8 * n:   # not every step: no growing cache
+        fs.put("cat_copy_growth_pct", 0.0, src)
+        fs.put("kv_static_gain_pct", 0.0, src)
+        return
+    ms = (per["dur_ns"] / 1e6).to_list()
+    q = max(1, len(ms) // 4)
+    first, last = sorted(ms[:q])[q // 2], sorted(ms[-q:])[q // 2]
+    med = sorted(ms)[len(ms) // 2]
+    fs.put("cat_copy_ms_per_iter", med, src)
+    fs.put("cat_copy_growth_pct", 100.0 * (last / first - 1.0) if first > 0 else None, src)
+    api = ctx.prof.tables.get("api_trace")
+    if api is None or "base_name" not in api.columns:
+        return
+    lo, hi = int(steps["host_s"].min()), int(steps["host_e"].max())
+    la = api.filter(pl.col("start_ns").is_between(lo, hi) & pl.col("base_name").cast(pl.String).str.contains("(?i)launch"))
+    la = la.filter(intervals.containing(la["start_ns"], cover)).sort("start_ns")
+    if la.height < 2 * n:
+        return
+    st = la["start_ns"]
+    it = steps["host_s"].search_sorted(st, side="right").cast(pl.Int64)
+    d = pl.DataFrame({"it": it, "gap": st.diff()}).filter(pl.col("it") == pl.col("it").shift(1))["gap"]
+    interval = float(d.median())
+    fs.put("launch_interval_us", interval / 1e3, src)
+    iter_now = (fs.run.get("iter_median_ms") or 0.0) * 1e6 or win.length_ns / n
+    gpu = (fs.run.get("gpu_active_pct") or 0.0) / 100.0 * win.length_ns / n
+    after = max(gpu - med * 1e6, la.height / n * interval)
+    fs.put("kv_static_gain_pct", max(0.0, 100.0 * (1.0 - after / iter_now)), src)
 
 
 LOADER_WORKERS = 8
@@ -340,7 +449,7 @@ def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, d2h_all: pl.
 # the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
 GROUPS = [
     group("phase_work", compute, on_timeline,
-          reads=("fact:gpu_active_pct", "fact:gpu_idle_pct", "fact:iter_median_ms", "input:gpu_trace", "input:nvtx_trace",
+          reads=("fact:gpu_active_pct", "fact:gpu_idle_pct", "fact:iter_median_ms", "input:api_trace", "input:gpu_trace", "input:nvtx_trace",
                  "input:osrt_trace", "work:busy", "work:busy_cover"),
           puts=(FACTS, "table:phase_work")),
 ]
