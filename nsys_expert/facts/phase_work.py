@@ -51,7 +51,9 @@ FACTS = [
     fact("between_steps_share_pct", "%", "share of the window between the NVTX step ranges (outside every iteration range)", _PW),
     fact("between_steps_ms_per_iter", "ms", "median time from the end of one step range to the start of the next", _PW),
     fact("between_steps_gpu_idle_pct", "%", "GPU idle time between the step ranges, as a share of the window", _PW),
-    fact("loader_workers_gain_pct", "%", "gain of making the batch between the steps in 8 DataLoader workers: the step then takes the longest of the GPU's work, the step range's own time and an eighth of the time between steps", _PW),
+    fact("loader_workers_gain_pct", "%", "gain of making the batch between the steps in 8 DataLoader workers: the step then takes the longest of the GPU's work and the training thread's time: the step range's own time (slowed by half the share of the step moved beside it), the CUDA calls between the steps that stay (allocator, sync, copy calls) and an eighth of the rest", _PW),
+    fact("between_steps_cuda_ms_per_iter", "ms", "host time in CUDA calls between the step ranges that no DataLoader worker takes over (allocator calls, syncs, host-device copies), per step", _PW),
+    fact("input_prefetch_gain_pct", "%", "gain of copying the input batches (host-to-device copy calls that take a quarter or more of the time between the step ranges) from pinned memory one step ahead on a side stream: the GPU's step loses their copy time, the training thread their calls and the batch hand-over", _PW),
     fact("pause_count", "", "pauses in the window: a gap between steps, or the excess of a slow step, of 5 ms or more and 3x the typical step", _PW),
     fact("pause_every_iters", "", "median number of iterations from one pause to the next", _PW),
     fact("pause_median_ms", "ms", "median length of a pause", _PW),
@@ -369,13 +371,25 @@ def _cat_growth(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) 
 
 
 LOADER_WORKERS = 8
+# the training thread shares its process and memory bus with the work moved beside it (the pin-memory
+# thread, which holds the GIL while it takes each batch from the workers' queue, and the workers'
+# copies): measured on the trainapp pairs, its step range's host time grows by about half the share of
+# the step that the moved work took (host_after_sync: 5.4 -> 7.2 ms with 66 % of the step moved;
+# pageable_input: 9.9 -> 13.1 ms with 67 %), and the fixed runs show the waits (gpu_idle_wait_pct, gil)
+CONTENTION = 0.5
+# copies between the steps are the input batches' when their calls, and their host-to-device GPU time, take
+# this share of the time there
+INPUT_COPY_SHARE = 0.25
 
 
 def _between_work(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> None:
     """Host time between the step ranges in every step (a batch made in the training loop, outside the
     annotated step) and the gain of making it in ``LOADER_WORKERS`` DataLoader workers: the step then
-    takes the longest of the GPU's work, the step range's own host time and a worker's share of the
-    batch time (the loader's rate)."""
+    takes the longest of the GPU's work and the training thread's own time: the step range's host time
+    (slowed by the work moved beside it, ``CONTENTION``), the CUDA calls between the steps that no worker
+    takes (allocator calls, syncs, the copies of the batch to the device) and a worker's share of the rest
+    (the loader's rate). Where the input copies fill the time between the steps, also the gain of copying
+    them from pinned memory one step ahead on a side stream (``input_prefetch_gain_pct``)."""
     fs, win = ctx.fs, ctx.win
     s, e = steps["host_s"], steps["host_e"]
     n = steps.height
@@ -383,18 +397,45 @@ def _between_work(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str
     if gaps.len() < 2:
         return
     gap_med = float(gaps.median())
-    cover = pl.DataFrame({"s": e.slice(0, n - 1), "e": s.slice(1)}).filter(pl.col("e") > pl.col("s"))
-    busy_in_gaps = _busy_in(fs, intervals.merge(cover))
+    cover = intervals.merge(pl.DataFrame({"s": e.slice(0, n - 1), "e": s.slice(1)}).filter(pl.col("e") > pl.col("s")))
+    busy_in_gaps = _busy_in(fs, cover)
     idle_in_gaps = max(0.0, float(gaps.sum()) - busy_in_gaps)
     fs.put("between_steps_ms_per_iter", gap_med / 1e6, src)
     fs.put("between_steps_gpu_idle_pct", pct(idle_in_gaps, win.length_ns) or 0.0, src)
     if gap_med <= 0:
         return
+    host = fs.work.host if isinstance(getattr(fs.work, "host", None), dict) else {}
+
+    def calls_in_gaps(kind: str) -> float:   # host time in these CUDA calls between the steps, per gap
+        iv = host.get(kind)
+        if iv is None or iv.height == 0 or cover.height == 0:
+            return 0.0
+        return float(intervals.coverage(cover.select("s", "e"), iv).sum()) / gaps.len()
+
+    copy_ns = calls_in_gaps("memcpy")
+    waits_ns = calls_in_gaps("alloc") + calls_in_gaps("sync")
+    kept = min(gap_med, copy_ns + waits_ns)
+    fs.put("between_steps_cuda_ms_per_iter", kept / 1e6, src)
     iter_now = (fs.run.get("iter_median_ms") or 0.0) * 1e6 or win.length_ns / n   # a typical step, start to start
     gpu_busy = (fs.run.get("gpu_active_pct") or 0.0) / 100.0 * win.length_ns / n
     in_step = float((e - s).median())
-    after = max(gpu_busy, in_step, gap_med / LOADER_WORKERS)
+
+    def host_after(moved: float, stays: float) -> float:
+        return in_step * (1.0 + CONTENTION * min(1.0, moved / iter_now)) + stays + moved / LOADER_WORKERS
+
+    movable = max(0.0, gap_med - kept)
+    after = max(gpu_busy, host_after(movable, kept))
     fs.put("loader_workers_gain_pct", max(0.0, 100.0 * (1.0 - after / iter_now)), src)
+    # the batches' host-to-device copies launched between the steps: pinned (the DataLoader's pin-memory
+    # thread takes each batch off the training thread) and copied one step ahead on a side stream, they
+    # leave both the thread and the compute stream: the GPU's step loses their time
+    h2d = _launched_in(ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "HtoD")), cover)
+    h2d_ns = float((h2d["end_ns"] - h2d["start_ns"]).sum()) / gaps.len() if h2d.height else 0.0
+    if min(copy_ns, h2d_ns) < INPUT_COPY_SHARE * gap_med:   # no input batch copied there (a checkpoint's
+        return                                                # device-to-host copies are not one)
+    moved = max(0.0, gap_med - waits_ns)
+    after = max(gpu_busy - h2d_ns, host_after(moved, min(gap_med, waits_ns)))
+    fs.put("input_prefetch_gain_pct", max(0.0, 100.0 * (1.0 - after / iter_now)), src)
 
 
 def _writes_in(ctx: Context, cover: pl.DataFrame) -> float | None:
@@ -450,6 +491,6 @@ def _step_d2h(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, d2h_all: pl.
 GROUPS = [
     group("phase_work", compute, on_timeline,
           reads=("fact:gpu_active_pct", "fact:gpu_idle_pct", "fact:iter_median_ms", "input:api_trace", "input:gpu_trace", "input:nvtx_trace",
-                 "input:osrt_trace", "work:busy", "work:busy_cover"),
+                 "input:osrt_trace", "work:busy", "work:busy_cover", "work:host"),
           puts=(FACTS, "table:phase_work")),
 ]

@@ -11,13 +11,20 @@ a step, at its end; a data-dependent shape comes inside the forward and backward
   device-to-host copy call of at most 64 bytes (a count or a scalar), or is one;
 - ``sync_mid_step_share_pct``: the share with a fifth or more of their step's kernel launches still to
   come (inside the passes, not at the step's end);
-- ``sync_small_d2h_per_iter``: those syncs after small copies, per iteration.
+- ``sync_small_d2h_per_iter``: those syncs after small copies, per iteration;
+- ``sync_op_host_pct``: the host's time in the operations around those syncs, as a share of the window:
+  for each, from the end of the CUDA call before the kernel that made the count (the last launch before
+  the copy) to the end of the ``OP_LAUNCHES_AFTER``-th launch after the sync (the compaction that uses
+  the count and the gather that uses its result: ``nonzero``'s select kernels, the index): the Python
+  time before each call included, the spans merged. Where the host is the critical path (a launch-bound
+  step: the host cannot queue ahead of a GPU it drains at every sync), this is what fixed-shape code
+  returns.
 """
 from __future__ import annotations
 
 import polars as pl
 
-from . import timeline
+from . import intervals, timeline
 from .base import Context, pct
 from .declare import fact, group
 from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
@@ -25,6 +32,10 @@ from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 SMALL_BYTES = 64
 FOLLOW_NS = 200_000       # a sync this soon after a small copy call ended on its thread reads that copy back
 MID_SHARE = 0.2
+# a data-dependent index after its count is read back: the compaction kernels (cub's select: init and
+# sweep) and the gather that uses the indices (pair_moe_mask: DeviceCompactInit, DeviceSelectSweep,
+# index / gather after each cudaStreamSynchronize)
+OP_LAUNCHES_AFTER = 3
 
 
 def applies(ctx: Context) -> bool:
@@ -71,6 +82,35 @@ def compute(ctx: Context) -> None:
     mid = _mid_step(s.select("start_ns"), launches, it)
     if mid is not None:
         ctx.fs.put("sync_mid_step_share_pct", mid, src)
+    if n_small:
+        op = _op_spans(s.filter(pl.col("after_small")), a)
+        cover = intervals.merge(op) if op.height else op
+        ctx.fs.put("sync_op_host_pct", pct(intervals.total(intervals.clip(cover, win.start_ns, win.end_ns)) if op.height else 0,
+                                           win.length_ns) or 0.0, src)
+
+
+def _op_spans(syncs: pl.DataFrame, a: pl.DataFrame) -> pl.DataFrame:
+    """Per sync after a small copy, the host span of its operation (``sync_op_host_pct``): s, e."""
+    launch_apis = sorted(KERNEL_LAUNCH_APIS)
+    la = a.filter(pl.col("base").is_in(launch_apis)).select("tid", "start_ns", "end_ns").sort("tid", "start_ns") \
+        .with_columns(pl.int_range(pl.len()).over("tid").alias("k"))
+    work = a.filter(pl.col("base").is_in(launch_apis + sorted(SYNC_APIS | SYNC_MEM_APIS))   # launches, syncs, copies
+                    | pl.col("base").cast(pl.String).str.contains("(?i)memcpy|memset")).select("tid", pl.col("end_ns").alias("p_e")).sort("p_e")
+    sy = syncs.select("tid", pl.col("start_ns").alias("sync_s"), pl.col("end_ns").alias("sync_e"),
+                      pl.coalesce("copy_s", "same_s", "start_ns").alias("c0"))
+    # the launch of the count: the last launch on the thread before the copy
+    sy = sy.sort("c0").join_asof(la.select("tid", pl.col("start_ns").alias("l_s")).sort("l_s"), left_on="c0",
+                                 right_on="l_s", by="tid", strategy="backward", check_sortedness=False)
+    # the call before it (launch, copy or sync): the Python time between them is the operation's too
+    sy = sy.with_columns((pl.coalesce("l_s", "c0") - 1).alias("before")).sort("before") \
+        .join_asof(work, left_on="before", right_on="p_e", by="tid", strategy="backward", check_sortedness=False)
+    # the OP_LAUNCHES_AFTER-th launch after the sync returned
+    sy = sy.sort("sync_e").join_asof(la.select("tid", pl.col("start_ns").alias("n_s"), "k").sort("n_s"), left_on="sync_e",
+                                     right_on="n_s", by="tid", strategy="forward", check_sortedness=False)
+    sy = sy.with_columns((pl.col("k") + OP_LAUNCHES_AFTER - 1).alias("k_end")).join(
+        la.select("tid", pl.col("k").alias("k_end"), pl.col("end_ns").alias("op_e")), on=["tid", "k_end"], how="left")
+    out = sy.select(pl.coalesce("p_e", "l_s", "c0").alias("s"), pl.coalesce("op_e", "sync_e").alias("e"))
+    return out.filter(pl.col("e") > pl.col("s")).with_columns(pl.col("s").cast(pl.Int64), pl.col("e").cast(pl.Int64))
 
 
 def _in_iter(points: pl.DataFrame, it: pl.DataFrame) -> pl.DataFrame:
@@ -99,6 +139,7 @@ def _mid_step(syncs: pl.DataFrame, launches: pl.DataFrame, it: pl.DataFrame) -> 
 FACTS = [
     fact("sync_small_d2h_share_pct", "%", "share of the window's blocking sync calls that follow (or are) a device-to-host copy of 64 bytes or less on their thread: a scalar or a count read back (loss.item(), or a data-dependent shape: nonzero, a boolean-mask index)", ("api_trace", "gpu_trace")),
     fact("sync_small_d2h_per_iter", "", "blocking syncs after such small device-to-host copies, per iteration", ("api_trace", "gpu_trace")),
+    fact("sync_op_host_pct", "%", "host time in the operations around the syncs after small device-to-host copies, as a share of the window: from the CUDA call before the kernel that made the count to the end of the third launch after the sync (the compaction and the gather that use it), merged", ("api_trace", "gpu_trace")),
     fact("sync_mid_step_share_pct", "%", "share of the blocking syncs inside an iteration with a fifth or more of that iteration's kernel launches still to come (in the middle of the forward / backward passes, not at the step's end)", ("api_trace",)),
 ]
 
