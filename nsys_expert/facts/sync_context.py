@@ -19,15 +19,24 @@ a step, at its end; a data-dependent shape comes inside the forward and backward
   time before each call included, the spans merged. Where the host is the critical path (a launch-bound
   step: the host cannot queue ahead of a GPU it drains at every sync), this is what fixed-shape code
   returns.
+- ``sync_small_d2h_api_share_pct``: the launching thread's time blocked in them, share of the window;
+- ``sync_explicit_per_iter``: the synchronisations (cuda*Synchronize) with no copy or set call just
+  before them on their thread, per iteration: ``torch.cuda.synchronize()`` (a step timer, a log line),
+  not a read of a value (that copies first) nor PyTorch's sync after a pageable ``.to('cuda')``;
+- ``gpu_idle_explicit_sync_pct``: the GPU's idle time in the gaps that begin while such a call waits
+  (it drained the queue) and last until the next operation, share of the window (per GPU, averaged);
+- ``gpu_idle_explicit_sync_host_after_pct``: of that, the part after the call had returned: the host's
+  own work (timing, logging) between the sync and its next launch, which the GPU waits for.
 """
 from __future__ import annotations
 
 import polars as pl
 
 from . import intervals, timeline
-from .base import Context, pct
+from .base import Context, pct, srcs
 from .declare import fact, group
-from .names import KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
+from . import intervals
+from .names import ASYNC_MEM_APIS, KERNEL_LAUNCH_APIS, SYNC_APIS, SYNC_MEM_APIS, api_base
 
 SMALL_BYTES = 64
 FOLLOW_NS = 200_000       # a sync this soon after a small copy call ended on its thread reads that copy back
@@ -52,7 +61,9 @@ def compute(ctx: Context) -> None:
     syncs = a.filter(pl.col("base").is_in(blocking))
     src = prof.source_name("api_trace")
     if syncs.height == 0:           # no blocking call: none after a small copy, none mid-step
-        for name in ("sync_small_d2h_share_pct", "sync_small_d2h_per_iter", "sync_mid_step_share_pct"):
+        for name in ("sync_small_d2h_share_pct", "sync_small_d2h_per_iter", "sync_mid_step_share_pct",
+                     "sync_small_d2h_api_share_pct", "sync_explicit_per_iter", "gpu_idle_explicit_sync_pct",
+                     "gpu_idle_explicit_sync_host_after_pct"):
             ctx.fs.put(name, 0.0, src)
         return
     if gpu is None or not {"corr_id", "bytes", "copy_kind"} <= set(gpu.columns):
@@ -70,6 +81,12 @@ def compute(ctx: Context) -> None:
     n = s.height
     n_small = int(s["after_small"].sum())
     ctx.fs.put("sync_small_d2h_share_pct", pct(n_small, n), src)
+    small_iv = intervals.clip(intervals.merge(s.filter(pl.col("after_small")).select(
+        pl.col("start_ns").alias("s"), pl.col("end_ns").alias("e"))), win.start_ns, win.end_ns)
+    ctx.fs.put("sync_small_d2h_api_share_pct", pct(intervals.total(small_iv), win.length_ns), src)
+    explicit = _explicit(a, s)
+    n_explicit = explicit.height
+    _explicit_idle(ctx, explicit, src)
     iters = win.iterations
     if iters is None or iters.height - win.skipped < 1:
         return
@@ -78,6 +95,7 @@ def compute(ctx: Context) -> None:
     if it.height == 0:
         return
     ctx.fs.put("sync_small_d2h_per_iter", n_small / it.height, src)
+    ctx.fs.put("sync_explicit_per_iter", n_explicit / it.height, src)
     launches = a.select(pl.col("start_ns").filter(pl.col("base").is_in(sorted(KERNEL_LAUNCH_APIS))))   # one column copied
     mid = _mid_step(s.select("start_ns"), launches, it)
     if mid is not None:
@@ -113,6 +131,47 @@ def _op_spans(syncs: pl.DataFrame, a: pl.DataFrame) -> pl.DataFrame:
     return out.filter(pl.col("e") > pl.col("s")).with_columns(pl.col("s").cast(pl.Int64), pl.col("e").cast(pl.Int64))
 
 
+def _explicit(a: pl.DataFrame, s: pl.DataFrame) -> pl.DataFrame:
+    """The synchronisation calls (``SYNC_APIS``, not a blocking copy) that read nothing back: no small copy
+    before them, and the call just before each on its thread is not a copy or a set (PyTorch's sync after
+    a pageable ``.to('cuda')``, a ``.cpu()``): start_ns, end_ns."""
+    syn = s.filter(pl.col("base").is_in(sorted(SYNC_APIS)) & ~pl.col("after_small")).select("tid", "start_ns", "end_ns")
+    if syn.height == 0:
+        return syn.select("start_ns", "end_ns")
+    mem = sorted(ASYNC_MEM_APIS | SYNC_MEM_APIS)
+    prev = a.sort("tid", "start_ns").with_columns(pl.col("base").shift(1).over("tid").alias("prev"))
+    j = syn.join(prev.select("tid", "start_ns", "prev"), on=["tid", "start_ns"], how="left")
+    return j.filter(pl.col("prev").is_null() | ~pl.col("prev").is_in(mem)).select("start_ns", "end_ns").unique().sort("start_ns")
+
+
+def _explicit_idle(ctx: Context, explicit: pl.DataFrame, src: str) -> None:
+    """The GPU's idle time in the gaps that begin while an explicit sync waits (it drained the queue),
+    and the part of it after the call returned, as shares of the window (per GPU, averaged)."""
+    busy, win = ctx.fs.work.busy, ctx.win
+    if not ctx.timeline_ok or busy is None or not busy:
+        return
+    both = srcs(src, ctx.prof.source_name("gpu_trace"))
+    if explicit.height == 0:
+        ctx.fs.put("gpu_idle_explicit_sync_pct", 0.0, both)
+        ctx.fs.put("gpu_idle_explicit_sync_host_after_pct", 0.0, both)
+        return
+    calls = explicit.select(pl.col("start_ns").alias("_t"), pl.col("end_ns").alias("_se")).sort("_t")
+    idle = after = 0
+    for d in sorted(busy):
+        g = intervals.gaps(busy[d], win.start_ns, win.end_ns).select("s", "e").sort("s")
+        if g.height == 0:
+            continue
+        # the last explicit sync begun at or before each gap's start, and still waiting when the gap began
+        j = g.join_asof(calls, left_on="s", right_on="_t", strategy="backward").filter(
+            pl.col("_se").is_not_null() & (pl.col("_se") >= pl.col("s")))
+        i_, a_ = j.select((pl.col("e") - pl.col("s")).sum().alias("idle"),
+                          (pl.col("e") - pl.col("_se").clip(pl.col("s"), pl.col("e"))).sum().alias("after")).row(0)
+        idle, after = idle + int(i_ or 0), after + int(a_ or 0)
+    n = max(1, len(busy))
+    ctx.fs.put("gpu_idle_explicit_sync_pct", pct(idle / n, win.length_ns), both)
+    ctx.fs.put("gpu_idle_explicit_sync_host_after_pct", pct(after / n, win.length_ns), both)
+
+
 def _in_iter(points: pl.DataFrame, it: pl.DataFrame) -> pl.DataFrame:
     """``points`` (start_ns) with the iteration (``it``) whose host range holds each; the others dropped."""
     j = points.sort("start_ns").join_asof(it.sort("s"), left_on="start_ns", right_on="s", strategy="backward")
@@ -140,10 +199,14 @@ FACTS = [
     fact("sync_small_d2h_share_pct", "%", "share of the window's blocking sync calls that follow (or are) a device-to-host copy of 64 bytes or less on their thread: a scalar or a count read back (loss.item(), or a data-dependent shape: nonzero, a boolean-mask index)", ("api_trace", "gpu_trace")),
     fact("sync_small_d2h_per_iter", "", "blocking syncs after such small device-to-host copies, per iteration", ("api_trace", "gpu_trace")),
     fact("sync_op_host_pct", "%", "host time in the operations around the syncs after small device-to-host copies, as a share of the window: from the CUDA call before the kernel that made the count to the end of the third launch after the sync (the compaction and the gather that use it), merged", ("api_trace", "gpu_trace")),
+    fact("sync_small_d2h_api_share_pct", "%", "host time inside the blocking syncs that follow such small device-to-host copies (reads of a value: loss.item()), as a share of the window", ("api_trace", "gpu_trace")),
+    fact("sync_explicit_per_iter", "", "synchronisation calls (cuda*Synchronize) per iteration with no small device-to-host copy before them and no copy or set call just before them on their thread: an explicit torch.cuda.synchronize() (a step timer, a log line), not a read of a value nor the sync after a pageable copy", ("api_trace", "gpu_trace")),
+    fact("gpu_idle_explicit_sync_pct", "%", "GPU idle time in the gaps that begin while such an explicit synchronisation waits (it drained the queue), until the next operation, as a share of the window", ("api_trace", "gpu_trace")),
+    fact("gpu_idle_explicit_sync_host_after_pct", "%", "of the idle time after explicit synchronisations, the part after the call had returned, before the host queued more work (its own work: timing, logging), as a share of the window", ("api_trace", "gpu_trace")),
     fact("sync_mid_step_share_pct", "%", "share of the blocking syncs inside an iteration with a fifth or more of that iteration's kernel launches still to come (in the middle of the forward / backward passes, not at the step's end)", ("api_trace",)),
 ]
 
 # the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
 GROUPS = [
-    group("sync_context", compute, applies, reads=("input:api_trace", "input:gpu_trace"), puts=(FACTS,)),
+    group("sync_context", compute, applies, reads=("input:api_trace", "input:gpu_trace", "work:busy"), puts=(FACTS,)),
 ]
