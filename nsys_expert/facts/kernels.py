@@ -7,7 +7,7 @@ from ..notes import Note
 from . import graph
 from .base import KERNEL_FACT_LIMIT, SMALL_KERNEL_NS, Context, FactSet, in_window, of_kinds, pct
 from .names import (CONV_KERNEL, FUSED_ATTENTION_KERNEL, FUSED_KERNEL, LOG_SOFTMAX_KERNEL, SOFTMAX_KERNEL,
-                    LAYOUT_KERNEL, NCHW_KERNEL, NHWC_KERNEL, TRITON_ELEMENTWISE, fused_kernel_expr, kernel_class_expr, simt_gemm_expr)
+                    LAYOUT_KERNEL, NCHW_KERNEL, NHWC_KERNEL, TRITON_ELEMENTWISE, fused_kernel_expr, kernel_class_expr, misaligned_gemm_expr, simt_gemm_expr)
 from .declare import fact, group, on_timeline
 
 
@@ -56,7 +56,8 @@ def compute(ctx: Context) -> None:
 # what the kernel classes say: shares of the kernel time by name
 CLASS_SHARES = ("matmul_share_of_kernel_pct", "elementwise_share_of_kernel_pct", "elementwise_fused_share_of_kernel_pct",
                 "layout_convert_share_of_kernel_pct", "conv_share_of_kernel_pct", "nchw_kernel_share_of_kernel_pct",
-                "simt_gemm_share_of_kernel_pct", "attention_by_hand_share_of_kernel_pct")
+                "simt_gemm_share_of_kernel_pct", "attention_by_hand_share_of_kernel_pct",
+                "misaligned_gemm_share_of_kernel_pct")
 
 
 MIN_SOFTMAX_SHARE_PCT = 3.0
@@ -115,6 +116,8 @@ def kernel_table(fs: FactSet, per: pl.DataFrame, src: str | None, suffix: str = 
     fs.put("nchw_kernel_share_of_kernel_pct" + suffix, float(nchw["total_ns"].sum()) / tot * 100 if conv else 0.0, src)
     fs.put("simt_gemm_share_of_kernel_pct" + suffix,
            float(per.filter(pl.col("simt"))["total_ns"].sum()) / tot * 100, src)
+    fs.put("misaligned_gemm_share_of_kernel_pct" + suffix,
+           float(per.filter(misaligned_gemm_expr("name"))["total_ns"].sum()) / tot * 100, src)
     if suffix:
         return
     rows = []
@@ -149,6 +152,7 @@ FACTS = [
     fact("conv_share_of_kernel_pct", "%", "share of kernel time in convolution kernels (cuDNN's and PyTorch's own, by name): a conv net", ("gpu_trace", "kern_sum")),
     fact("nchw_kernel_share_of_kernel_pct", "%", "share of kernel time in NCHW-layout kernels that have a channels_last counterpart (PyTorch's NCHW batch norm, depthwise convolution, pooling and upsampling; cuDNN's nchw helpers; by name; 0 without convolution kernels), layout conversions apart", ("gpu_trace", "kern_sum")),
     fact("layout_convert_share_of_kernel_pct", "%", "share of kernel time in layout-conversion kernels (cuDNN's nchwToNhwc / nhwcToNchw and kin, by name): NCHW tensors converted around NHWC tensor-core convolutions", ("gpu_trace", "kern_sum")),
+    fact("misaligned_gemm_share_of_kernel_pct", "%", "share of kernel time in tensor-core GEMM kernels built for operands aligned to one or two elements (CUTLASS / cuBLAS names ending _align1 / _align2; fp64 and convolution kernels apart): a GEMM dimension that is not a multiple of 8 (a vocabulary of 50,257) makes the library fall back from its aligned kernels", ("gpu_trace", "kern_sum")),
     fact("simt_gemm_share_of_kernel_pct", "%", "share of kernel time in fp32/fp64 GEMMs on SIMT cores (no tensor cores, by name)", ("gpu_trace", "kern_sum")),
     fact("name", "", "kernel name as nsys prints it", ("gpu_trace", "kern_sum"), "kernel"),
     fact("kernel_class", "", "nccl / matmul / elementwise / other (from the name)", ("gpu_trace", "kern_sum"), "kernel"),

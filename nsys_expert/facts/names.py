@@ -119,6 +119,12 @@ NCHW_KERNEL = (r"(?i)batch_norm_\w*kernel|conv_depthwise[23]d|nchw|max_pool|avg_
                r"adaptive_max_pool|upsample_\w+_out_frame|implicit_convolve_sgemm")
 NHWC_KERNEL = r"(?i)channels_?last|nhwc"
 SIMT_GEMM = r"(?i)simt|sgemm|dgemm|_ffma|_dfma"
+# a tensor-core GEMM that reads its operands one or two elements at a time (CUTLASS's and cuBLAS's
+# ``..._align1`` / ``..._align2`` kernels): a row length (K, N, a leading dimension) that is not a multiple
+# of 8 bf16 / fp16 elements (16 bytes), so the library falls back from its aligned (TMA / wgmma on sm90)
+# kernels; fp64 kernels (align1 is 8 bytes there) and convolutions (3 input channels are normal) apart
+MISALIGNED_GEMM = r"(?i)_align[abc]?[12]([^0-9]|$)"
+MISALIGNED_GEMM_EXCLUDE = r"(?i)d884|dmma|dgemm|_f64|fp64|_dfma"
 # elementwise kernels a compiler already fused (torch.compile's Triton kernels, nvFuser): a chain in one pass
 FUSED_KERNEL = r"(?i)^triton_(poi|red|per)_|nvfuser|^kernel_cuda_fused|CudaCodeGen"
 # Inductor's generated kernels: pointwise, reduction and persistent-reduction kernels are elementwise work
@@ -178,6 +184,13 @@ def fused_kernel_expr(col: str = "name") -> pl.Expr:
 def simt_gemm_expr(col: str = "name") -> pl.Expr:
     n = pl.col(col).cast(pl.String)
     return n.str.contains(r"(?i)gemm") & n.str.contains(SIMT_GEMM) & ~n.str.contains(TENSOR_CORE_HINT)
+
+
+def misaligned_gemm_expr(col: str = "name") -> pl.Expr:
+    """A tensor-core GEMM kernel built for operands aligned to one or two elements (``MISALIGNED_GEMM``)."""
+    n = pl.col(col).cast(pl.String)
+    return (n.str.contains(r"(?i)gemm|cutlass|xmma|nvjet") & n.str.contains(MISALIGNED_GEMM)
+            & n.str.contains(TENSOR_CORE_HINT) & ~n.str.contains(MISALIGNED_GEMM_EXCLUDE) & ~n.str.contains(CONV_KERNEL))
 
 
 def short_kernel_name(name: str, width: int = 90) -> str:

@@ -24,6 +24,7 @@ The report's per-phase table is ``tables["phase_work"]``.
 """
 from __future__ import annotations
 
+import bisect
 import re
 
 import polars as pl
@@ -45,6 +46,8 @@ FACTS = [
     fact("optimizer_phase_fused_kernel_share_pct", "%", "share of the optimizer ranges' kernel time in multi-tensor or fused optimizer kernels (multi_tensor_apply, fused_adam): near 100 the optimizer is fused already", _PW),
     fact("optimizer_phase_names", "", "the NVTX range names taken as the optimizer phase", _PW),
     fact("optimizer_fused_gain_pct", "%", "gain of a fused optimizer: the optimizer ranges' wall time per iteration minus 0.35 of their kernels' GPU time, as a share of the iteration", _PW),
+    fact("zero_fill_run_per_iter", "", "the longest run of back-to-back fill / zero kernels of floating-point tensors launched in a step (no other kernel between their launches; integer fills apart), median over the steps: zero_grad(set_to_none=False) launches one per parameter tensor", _PW),
+    fact("zero_fill_run_ms_per_iter", "ms", "the host time of that run a step (from its first launch call to its last, median over the steps): the time zero_grad spends zeroing the gradients one tensor at a time", _PW),
     fact("idle_top_phase", "", "the NVTX phase nested in the steps (optimizer, forward, backward, data, ...) that holds most of the GPU's idle time", _PW),
     fact("idle_top_phase_names", "", "the NVTX range names of that phase", _PW),
     fact("idle_top_phase_share_pct", "%", "share of the GPU's idle time in the window that lies in that phase", _PW),
@@ -85,6 +88,12 @@ PHASES = ("data", "forward", "backward", "optimizer", "comm", "log", "eval", "ch
 # p, g, m, v and writes p, m, v once; foreach=False passes over them in ~5 kernels of 2-3 tensors each)
 FUSED_TIME_FACTOR = 0.35
 FUSED_OPT = r"(?i)multi_tensor_apply|fused_adam|fusedadam|_fused_|adam_kernel|FusedOptimizer|fused_sgd"
+# kernels that zero or fill a floating-point tensor, as a gradient is (PyTorch's fill_ / zero_: FillFunctor;
+# a foreach zero_'s kernels); an integer fill is a buffer's (Triton's autotuner clears the L2 with an int
+# buffer's zero_ before each timed launch: a run of a hundred in a recompiling program that has no gradient);
+# memsets are not counted, nor do they break a run
+ZERO_FILL_KERNEL = r"(?i)FillFunctor|fill_kernel|ZeroFunctor|zero_kernel"
+INT_FILL_KERNEL = r"(?i)FillFunctor<\s*(int|long|bool|unsigned|signed|char|short|u?int\d+_t|c10::complex)"
 PAUSE_MIN_MS = 5.0
 PAUSE_OVER_MEDIAN = 3.0
 MIN_PAUSES = 2
@@ -113,6 +122,7 @@ def compute(ctx: Context) -> None:
     _between_work(ctx, steps, ops, src)
     _step_d2h(ctx, steps, ops, d2h, src)
     _cat_growth(ctx, steps, ops, src)
+    _zero_fills(ctx, steps, ops, src)
     if rows:
         ctx.fs.tables["phase_work"] = rows
 
@@ -204,6 +214,41 @@ def _optimizer(fs, row: dict, k: pl.DataFrame, busy: float, wall: float, n_it: i
     iter_ns = float((steps["host_e"] - steps["host_s"]).sum() + _between_ns(steps)) / n_it
     after = FUSED_TIME_FACTOR * busy / n_it
     fs.put("optimizer_fused_gain_pct", max(0.0, pct(wall / n_it - after, iter_ns) or 0.0), src)
+
+
+def _zero_fills(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) -> None:
+    """The gradients zeroed one tensor at a time: per step, the longest run of floating-point fill / zero
+    kernels launched back to back (no other kernel launched between them), its length and the
+    host time from its first launch to its last; the median over the steps. zero_grad(set_to_none=False)
+    fills every parameter's gradient (a run as long as the parameter tensors); a model's own zeros
+    (torch.zeros, a buffer's fill_) come one or a few at a time between its other kernels."""
+    fs = ctx.fs
+    o = ops.filter(pl.col("kind") == "kernel").select("launch_s", "name").sort("launch_s")
+    if o.height == 0:
+        return
+    n = pl.col("name").cast(pl.String)
+    uniq = o.select(pl.col("name").unique()).with_columns(
+        fill=(n.str.contains(ZERO_FILL_KERNEL) & ~n.str.contains(INT_FILL_KERNEL)).fill_null(False))
+    o = o.join(uniq, on="name", how="left", maintain_order="left").with_columns(pl.col("fill").fill_null(False))
+    o = o.with_columns(run=(pl.col("fill") != pl.col("fill").shift(1)).fill_null(True).cum_sum())
+    runs = (o.filter("fill").group_by("run")
+              .agg(pl.len().alias("n"), pl.col("launch_s").min().alias("t0"), pl.col("launch_s").max().alias("t1")))
+    per_step = []
+    bounds = list(steps.select("host_s", "host_e").iter_rows())
+    if runs.height:
+        runs = runs.sort("t0")
+        starts, counts = runs["t0"].to_list(), runs["n"].to_list()
+        spans = (runs["t1"] - runs["t0"]).to_list()
+        for hs, he in bounds:
+            lo, hi = bisect.bisect_left(starts, hs), bisect.bisect_right(starts, he)
+            best = max(((counts[i], spans[i]) for i in range(lo, hi)), default=(0, 0))
+            per_step.append(best)
+    else:
+        per_step = [(0, 0)] * len(bounds)
+    ns = pl.DataFrame({"n": [p[0] for p in per_step], "ns": [p[1] for p in per_step]},
+                      schema={"n": pl.Int64, "ns": pl.Int64})
+    fs.put("zero_fill_run_per_iter", float(ns["n"].median() or 0.0), src)
+    fs.put("zero_fill_run_ms_per_iter", float(ns["ns"].median() or 0.0) / 1e6, src)
 
 
 def _between_ns(steps: pl.DataFrame) -> int:

@@ -233,7 +233,8 @@ FILLS = (
     "fact:kernel_small_share_pct", "fact:launch_api_share_pct", "fact:launch_to_kernel_time_ratio",
     "fact:layout_convert_share_of_kernel_pct", "fact:matmul_share_of_kernel_pct", "fact:memcpy_d2h_gbps",
     "fact:memcpy_d2h_mb", "fact:memcpy_dtod_share_of_busy_pct", "fact:memcpy_h2d_gbps", "fact:memcpy_h2d_mb",
-    "fact:memcpy_host_share_of_busy_pct", "fact:memcpy_share_of_busy_pct", "fact:nccl_kernel_count",
+    "fact:memcpy_host_share_of_busy_pct", "fact:memcpy_share_of_busy_pct", "fact:misaligned_gemm_share_of_kernel_pct",
+    "fact:nccl_kernel_count",
     "fact:nccl_share_of_busy_pct", "fact:nchw_kernel_share_of_kernel_pct", "fact:simt_gemm_share_of_kernel_pct",
     "fact:sync_api_share_pct", "fact:sync_calls_per_iter",
 )
