@@ -162,7 +162,7 @@ def summarize(located: pl.DataFrame, source: str, min_points: int = 3) -> Where:
     total = float(located["weight"].sum()) or float(points)
     g = (have.group_by("file", "line", "function")
          .agg(pl.col("weight").sum(), pl.len().alias("n"),
-              pl.col("operator").drop_nulls().mode().first().alias("operator"),
+              pl.col("operator").drop_nulls().mode().sort().first().alias("operator"),
               pl.col("chain").drop_nulls().mode().first().alias("chain"))
          .sort(["weight", "n", "file", "line"], descending=[True, True, False, False]).head(TOP))
     locs = []
