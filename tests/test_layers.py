@@ -21,6 +21,17 @@ def _modules() -> dict[str, pathlib.Path]:
     return out
 
 
+def _from_base(node: ast.ImportFrom, pkg: str) -> str:
+    """The absolute module a ``from ... import`` names (relative levels resolved against ``pkg``)."""
+    base = node.module or ""
+    if node.level:
+        up = pkg
+        for _ in range(node.level - 1):
+            up = up.rsplit(".", 1)[0]
+        base = up + ("." + node.module if node.module else "")
+    return base
+
+
 def _edges(mods):
     edges = collections.defaultdict(set)
     for m, p in mods.items():
@@ -28,12 +39,7 @@ def _edges(mods):
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             targets = []
             if isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = pkg
-                    for _ in range(node.level - 1):
-                        up = up.rsplit(".", 1)[0]
-                    base = up + ("." + node.module if node.module else "")
+                base = _from_base(node, pkg)
                 for a in node.names:
                     targets.append(f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base)
             elif isinstance(node, ast.Import):
@@ -101,12 +107,7 @@ def _private_uses(mods):
         aliases = {}                     # a local name -> the package module it is
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = pkg
-                    for _ in range(node.level - 1):
-                        up = up.rsplit(".", 1)[0]
-                    base = up + ("." + node.module if node.module else "")
+                base = _from_base(node, pkg)
                 for a in node.names:
                     if f"{base}.{a.name}" in mods:
                         aliases[a.asname or a.name] = f"{base}.{a.name}"
