@@ -31,6 +31,11 @@ APPS = {   # how the run was made, and where its plant is described
 }
 
 
+def flags(res: pathlib.Path, name: str) -> str:
+    f = res / name / "flags.txt"
+    return f.read_text().strip() if f.exists() else "-t cuda,nvtx,osrt,cublas,cudnn"
+
+
 def make(res: pathlib.Path, base: str, after: str, app: str = "presc") -> None:
     b, a = mean_ms(res, base), mean_ms(res, after)
     gain = 100.0 * (1.0 - a / b)
@@ -46,7 +51,7 @@ def make(res: pathlib.Path, base: str, after: str, app: str = "presc") -> None:
         (out / "README.md").write_text(
             f"# pair_{name}_sqlite: `{name}`, {role}\n\n"
             f"A real run ({gpu}; {APPS[app][0].format(name=name)}, nsys 2025.3.1, "
-            f"`-t cuda,nvtx,osrt,cublas,cudnn`); `input/{name}.sqlite.gz` is the unchanged `nsys export --type sqlite`.\n\n"
+            f"`{flags(res, name)}`); `input/{name}.sqlite.gz` is the unchanged `nsys export --type sqlite`.\n\n"
             f"## What was planted\n{APPS[app][1].format(name=name, fn=base, fixed=name != base)} "
             f"(`{base}` / `{after}`).\n\n"
             f"## What was measured\n`python ../shared/tools/check/step_time.py` on the two exports: "

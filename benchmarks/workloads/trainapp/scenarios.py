@@ -38,6 +38,8 @@ Planted where (the line a finding should name):
   with ``cudnn.benchmark`` off; fixed: on.
 - compile_mlp / compile_encoder: the MLP language model / an SDPA encoder in eager mode; fixed:
   ``torch.compile(model)``.
+- compile_loss: compile_mlp's model and loss (cross-entropy over the fp32 logits) in eager mode; fixed: the
+  loss function compiled (``torch.compile(lm_loss)``), the model left eager.
 - vocab_pad: an SDPA encoder with a vocabulary of 32,001 (a pad token added to 32,000); fixed: the
   embedding and head padded to 32,064.
 - zero_grad_moe: the fixed-capacity MoE model with ``zero_grad(set_to_none=False)`` and for-each
@@ -251,6 +253,14 @@ def compile_encoder(fixed):
     lm_run(torch.compile(model) if fixed else model, steps(30), 8, 1024, 8192)
 
 
+def compile_loss(fixed):
+    model = models.MLPLanguageModel(32768, d=1024, layers=4).to(dev)
+    n = steps(30)
+    trainer = Trainer(model, adamw(model, fused=True), torch.compile(lm_loss) if fixed else lm_loss, [cb.NvtxSteps()],
+                      split=shift_tokens)
+    trainer.fit(token_feed(n, 16, 512, 32768), n)
+
+
 def vocab_pad(fixed):
     model = sdpa_encoder(vocab=32064 if fixed else 32001)
     lm_run(model, steps(30), 8, 1024, 32001)
@@ -264,4 +274,4 @@ def zero_grad_moe(fixed):
 
 NAMES = ["moe_mask", "step_timer", "janitor", "zero_grad", "cudnn_bench", "vocab_align", "pageable_input",
          "host_after_sync", "gc_pause", "kv_cat", "loss_callback", "conv_nchw", "hand_attention", "metrics_cpu",
-         "mem_pressure", "cudnn_net", "compile_mlp", "compile_encoder", "vocab_pad", "zero_grad_moe"]
+         "mem_pressure", "cudnn_net", "compile_mlp", "compile_encoder", "compile_loss", "vocab_pad", "zero_grad_moe"]
