@@ -47,7 +47,7 @@ for W in "$@"; do
   nsys|tplb)
     FLAGS="-t cuda,nvtx,osrt,cublas,cudnn -s none --cpuctxsw=none"
     [ $MODE = tplb ] && FLAGS="-t cuda,nvtx,osrt,cublas,cudnn --cudabacktrace=all --python-backtrace=cuda --python-sampling=true --pytorch=autograd-nvtx --cpuctxsw=none" && export STEPS=${STEPS:-8}
-    echo "$FLAGS" > $D/flags.txt
+    FLAGS="$FLAGS $NSYS_EXTRA"; echo "$FLAGS" > $D/flags.txt
     timeout 240 nsys profile $FLAGS -o /tmp/rep_$W -f true python3 run.py $W > $D/profile.log 2>&1
     echo "== $W profiled in $(( $(date +%s) - T0 ))s: $(tail -1 $D/profile.log)"
     [ -f /tmp/rep_$W.nsys-rep ] && export_one $W $D & ;;

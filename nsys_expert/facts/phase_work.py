@@ -56,6 +56,7 @@ FACTS = [
     fact("between_steps_ms_per_iter", "ms", "median time from the end of one step range to the start of the next", _PW),
     fact("between_steps_gpu_idle_pct", "%", "GPU idle time between the step ranges, as a share of the window", _PW),
     fact("loader_workers_gain_pct", "%", "gain of making the batch between the steps in 8 DataLoader workers: the step then takes the longest of the GPU's work and the training thread's time: the step range's own time (slowed by half the share of the step moved beside it), the CUDA calls between the steps that stay (allocator, sync, copy calls) and an eighth of the rest", _PW),
+    fact("h2d_copies_per_iter", "", "host-to-device copies in the window per step: a batch made on the host reaches the GPU by one or more every step; none means the host's work between the steps is not an input batch", _PW),
     fact("between_steps_cuda_ms_per_iter", "ms", "host time in CUDA calls between the step ranges that no DataLoader worker takes over (allocator calls, syncs, host-device copies), per step", _PW),
     fact("input_prefetch_gain_pct", "%", "gain of copying the input batches (host-to-device copy calls that take a quarter or more of the time between the step ranges) from pinned memory one step ahead on a side stream: the GPU's step loses their copy time, the training thread their calls and the batch hand-over", _PW),
     fact("pause_count", "", "pauses in the window: a gap between steps, or the excess of a slow step, of 5 ms or more and 3x the typical step", _PW),
@@ -471,6 +472,8 @@ def _between_work(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str
     waits_ns = calls_in_gaps("alloc") + calls_in_gaps("sync")
     kept = min(gap_med, copy_ns + waits_ns)
     fs.put("between_steps_cuda_ms_per_iter", kept / 1e6, src)
+    h2d_all = ops.filter((pl.col("kind") == "memcpy") & (pl.col("copy_kind") == "HtoD")).height
+    fs.put("h2d_copies_per_iter", h2d_all / n, src)
     iter_now = (fs.run.get("iter_median_ms") or 0.0) * 1e6 or win.length_ns / n   # a typical step, start to start
     gpu_busy = (fs.run.get("gpu_active_pct") or 0.0) / 100.0 * win.length_ns / n
     in_step = float((e - s).median())

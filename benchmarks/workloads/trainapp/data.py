@@ -20,6 +20,33 @@ class TokenBatches(torch.utils.data.Dataset):
         return torch.from_numpy(tokens)
 
 
+class VariableTokenBatches(torch.utils.data.Dataset):
+    """Token batches of varying length (documents batched by length, no packing): each item is
+    [batch, t + 1] with t drawn from ``lengths``."""
+
+    def __init__(self, steps, batch, lengths, vocab, seed=0):
+        self.steps, self.batch, self.lengths, self.vocab = steps, batch, list(lengths), vocab
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, i):
+        t = int(self.rng.choice(self.lengths))
+        return torch.from_numpy(self.rng.integers(0, self.vocab, size=(self.batch, t + 1)))
+
+
+class GpuTokenCache:
+    """A token corpus kept resident on the GPU (so that sampling never waits for the host), sized to
+    the memory the device has left beyond ``leave_bytes``."""
+
+    def __init__(self, leave_bytes, device):
+        free, _ = torch.cuda.mem_get_info(device)
+        n = max(free - int(leave_bytes), 1 << 20) // 4
+        self.tokens = torch.empty(n, dtype=torch.int32, device=device)
+        self.nbytes = n * 4
+
+
 class TokenIndex:
     """A tokenizer-style index built at start-up: ``n`` small dicts (id, text, frequency) that live for
     the whole run."""

@@ -21,6 +21,9 @@ def main(argv):
     name, mode = argv[1], (argv[2] if len(argv) > 2 else "nsys")
     fixed = name.endswith("_fixed")
     fn = getattr(scenarios, name.removesuffix("_fixed"))
+    conf = scenarios.ALLOC_CONF.get(name)
+    if conf:                              # the allocator reads it when CUDA starts
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = conf
     torch.manual_seed(0)
     torch.ones(1, device="cuda")          # context creation before the first step
     t0 = time.time()

@@ -30,12 +30,26 @@ Planted where (the line a finding should name):
 - conv_nchw: ``build_conv`` makes the conv net in the default NCHW layout (cuDNN converts layouts).
 - hand_attention: ``models.py`` ``HandAttention.forward``, attention written out by hand.
 - metrics_cpu: ``callbacks.py`` ``Metrics.on_step_end``, ``.cpu()`` of the logits every step.
+- mem_pressure: a GPU-resident token corpus (``data.GpuTokenCache``) sized to leave the model's
+  measured peak plus ``MEM_MARGIN`` (8 %) free, and batches of varying length: the caching allocator
+  fragments, fails to find a block, frees its cache (``cudaFree``, a device sync) and allocates again
+  inside the step; fixed: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` (``ALLOC_CONF``).
+- cudnn_net: a net of ``vision.py`` (``CUDNN_NET``: the one ``cudnn_sweep.py`` found the most gain on)
+  with ``cudnn.benchmark`` off; fixed: on.
+- compile_mlp / compile_encoder: the MLP language model / an SDPA encoder in eager mode; fixed:
+  ``torch.compile(model)``.
+- vocab_pad: an SDPA encoder with a vocabulary of 32,001 (a pad token added to 32,000); fixed: the
+  embedding and head padded to 32,064.
+- zero_grad_moe: the fixed-capacity MoE model with ``zero_grad(set_to_none=False)`` and for-each
+  AdamW; fixed: ``set_to_none=True``.
 """
 from __future__ import annotations
 
 import os
+import sys
 
 import torch
+import torch.nn.functional as F
 
 import callbacks as cb
 import data
@@ -185,5 +199,69 @@ def metrics_cpu(fixed):
     conv_run(build_conv(), gpu_images(n, 128, 112), n, [cb.Metrics(on_gpu=fixed)])
 
 
+ALLOC_CONF = {"mem_pressure_fixed": "expandable_segments:True"}   # set before CUDA starts (run.py)
+
+
+def sdpa_encoder(d=1024, heads=16, layers=4, vocab=8192):
+    model = models.Encoder(d=d, heads=heads, layers=layers, vocab=vocab)
+    for blk in model.blocks:
+        blk.attn = models.SdpaAttention(d, heads)
+    return model.to(dev)
+
+
+def mem_pressure(fixed):
+    model = sdpa_encoder(layers=8, vocab=32768)
+    optimizer = adamw(model, fused=True)
+    trainer = Trainer(model, optimizer, lm_loss, [cb.NvtxSteps()], split=shift_tokens)
+    longest = torch.randint(0, 32768, (16, 1025), device=dev)
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    trainer.train_step(shift_tokens(longest))            # the step's peak at the longest batch
+    need = torch.cuda.max_memory_allocated() - base
+    del longest
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    margin = float(os.environ.get("MEM_MARGIN", "1.08"))
+    corpus = data.GpuTokenCache(need * margin + (256 << 20), dev)
+    n = steps(30)
+    batches = data.loader(data.VariableTokenBatches(n + 4, 16, range(256, 1025, 64), 32768), workers=2)
+    trainer.fit(data.DeviceFeed(batches, dev), n)
+    stats = torch.cuda.memory_stats()
+    print(f"mem_pressure: corpus {corpus.nbytes / 2**30:.1f} GiB, step need {need / 2**30:.2f} GiB, "
+          f"alloc retries {stats.get('num_alloc_retries')}, ooms {stats.get('num_ooms')}", file=sys.stderr)
+
+
+def cudnn_net(fixed):
+    import vision
+    torch.backends.cudnn.benchmark = fixed
+    model, x, y = vision.build(os.environ.get("CUDNN_NET", "unet"), dev)
+    loss = (lambda out, b: F.mse_loss(out.float(), b[1])) if x.shape == y.shape else class_loss
+    n = steps(30)
+    trainer = Trainer(model, adamw(model, fused=True), loss, [cb.NvtxSteps()])
+    trainer.fit([(x, y)] * (n + 4), n)
+
+
+def compile_mlp(fixed):
+    model = models.MLPLanguageModel(32768, d=1024, layers=4).to(dev)
+    lm_run(torch.compile(model) if fixed else model, steps(30), 16, 512, 32768)
+
+
+def compile_encoder(fixed):
+    model = sdpa_encoder()
+    lm_run(torch.compile(model) if fixed else model, steps(30), 8, 1024, 8192)
+
+
+def vocab_pad(fixed):
+    model = sdpa_encoder(vocab=32064 if fixed else 32001)
+    lm_run(model, steps(30), 8, 1024, 32001)
+
+
+def zero_grad_moe(fixed):
+    model = models.MoEModel(capacity_factor=1.25).to(dev)
+    trainer = Trainer(model, adamw(model), lm_loss, [cb.NvtxSteps()], split=shift_tokens, set_to_none=fixed)
+    trainer.fit(token_feed(steps(30), 8, 256, 8192), steps(30))
+
+
 NAMES = ["moe_mask", "step_timer", "janitor", "zero_grad", "cudnn_bench", "vocab_align", "pageable_input",
-         "host_after_sync", "gc_pause", "kv_cat", "loss_callback", "conv_nchw", "hand_attention", "metrics_cpu"]
+         "host_after_sync", "gc_pause", "kv_cat", "loss_callback", "conv_nchw", "hand_attention", "metrics_cpu",
+         "mem_pressure", "cudnn_net", "compile_mlp", "compile_encoder", "vocab_pad", "zero_grad_moe"]
