@@ -220,9 +220,14 @@ def _idle_in(g: pl.DataFrame, calls: pl.DataFrame) -> tuple[int, int]:
     return int(i_ or 0), int(a_ or 0)
 
 
+def _by_start(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` by ``start_ns``: as it is when in order already (a window's launches: a million rows sorted again)."""
+    return df if df["start_ns"].is_sorted() else df.sort("start_ns")
+
+
 def _in_iter(points: pl.DataFrame, it: pl.DataFrame) -> pl.DataFrame:
     """``points`` (start_ns) with the iteration (``it``) whose host range holds each; the others dropped."""
-    j = points.sort("start_ns").join_asof(it.sort("s"), left_on="start_ns", right_on="s", strategy="backward")
+    j = _by_start(points).join_asof(it.sort("s"), left_on="start_ns", right_on="s", strategy="backward")
     return j.filter(pl.col("e").is_not_null() & (pl.col("start_ns") <= pl.col("e")))
 
 
@@ -231,10 +236,10 @@ def _mid_step(syncs: pl.DataFrame, launches: pl.DataFrame, it: pl.DataFrame) -> 
     sy, la = _in_iter(syncs, it), _in_iter(launches, it)
     if sy.height == 0 or la.height == 0:
         return None
-    la = la.sort("start_ns").with_columns(pl.len().over("it").alias("n_it"),
+    la = _by_start(la).with_columns(pl.len().over("it").alias("n_it"),
                                           pl.int_range(pl.len()).over("it").alias("k"))
     # launches of the same iteration at or before each sync: an as-of join by iteration
-    j = sy.sort("start_ns").join_asof(la.select("start_ns", "it", "k", "n_it"), on="start_ns", by="it",
+    j = _by_start(sy).join_asof(la.select("start_ns", "it", "k", "n_it"), on="start_ns", by="it",
                                       strategy="backward", check_sortedness=False)
     tot = la.group_by("it").agg(pl.len().alias("tot"))
     j = j.join(tot, on="it", how="left").with_columns(
