@@ -173,7 +173,11 @@ def inputs(names: list[str], extra: list[str], work: str, head: Side) -> list[tu
                 shutil.rmtree(partial)
             elif os.path.exists(partial):
                 os.remove(partial)
-            _made(name, partial)
+            # in a child process: what the parent holds after making it (hundreds of MB for the SQLite
+            # inputs) would be every later child's peak RSS as well (Linux counts a forked child's peak
+            # from its parent's at the fork), and every side would read the same floor
+            subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import compare; "
+                            "compare._made(sys.argv[2], sys.argv[3])", HERE, name, partial], check=True)
             os.rename(partial, path)
         out.append((name, path, *_reference(path, head)))
     for p in extra:

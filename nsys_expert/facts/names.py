@@ -240,7 +240,9 @@ def short_kernel_name(name: str, width: int = 90) -> str:
 
 def matching(df: pl.DataFrame, regex: str, col: str = "name") -> pl.DataFrame:
     """The rows of ``df`` whose ``col`` matches ``regex``: each distinct name tested once, then the rows
-    picked by a semi-join (a regex over a million kernel names, one by one, costs a large part of a second)."""
+    picked by their values (a regex over a million kernel names, one by one, costs a large part of a second)."""
     names = df.select(pl.col(col).unique())
     hits = names.filter(pl.col(col).cast(pl.String).str.contains(regex))
-    return df.join(hits, on=col, how="semi") if hits.height else df.clear()
+    # the rows kept by their names' values (``is_in`` over categorical codes: ~1 ms a million rows, where a
+    # semi-join hashed every row: ~50 ms)
+    return df.filter(pl.col(col).is_in(hits[col].cast(pl.String).to_list())) if hits.height else df.clear()

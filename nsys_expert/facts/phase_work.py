@@ -33,6 +33,7 @@ from ..notes import Note
 from . import intervals
 from .base import Context, in_window, pct
 from .declare import fact, group, on_timeline
+from .names import matching
 from .phases import OPERATOR_NAME, classify_all, merged_table
 
 # the facts this group puts (registry.py collects them): name, unit, doc, the inputs that can supply it
@@ -224,19 +225,27 @@ def _zero_fills(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) 
     fills every parameter's gradient (a run as long as the parameter tensors); a model's own zeros
     (torch.zeros, a buffer's fill_) come one or a few at a time between its other kernels."""
     fs = ctx.fs
-    o = ops.filter(pl.col("kind") == "kernel").select("launch_s", "name").sort("launch_s")
+    kernel = pl.col("kind") == "kernel"
+    o = ops.select(pl.col("launch_s").filter(kernel), pl.col("name").filter(kernel))   # two columns copied
     if o.height == 0:
         return
     n = pl.col("name").cast(pl.String)
-    uniq = o.select(pl.col("name").unique()).with_columns(
-        fill=(n.str.contains(ZERO_FILL_KERNEL) & ~n.str.contains(INT_FILL_KERNEL)).fill_null(False))
-    o = o.join(uniq, on="name", how="left", maintain_order="left").with_columns(pl.col("fill").fill_null(False))
-    o = o.with_columns(run=(pl.col("fill") != pl.col("fill").shift(1)).fill_null(True).cum_sum())
-    runs = (o.filter("fill").group_by("run")
-              .agg(pl.len().alias("n"), pl.col("launch_s").min().alias("t0"), pl.col("launch_s").max().alias("t1")))
+    fills = o.select(pl.col("name").unique()).filter(
+        (n.str.contains(ZERO_FILL_KERNEL) & ~n.str.contains(INT_FILL_KERNEL)).fill_null(False))
+    if fills.height:
+        # each launch flagged by its name's value (``is_in`` over the codes), not a join of every launch
+        if not o["launch_s"].is_sorted():
+            o = o.sort("launch_s")
+        o = o.with_columns(
+            fill=pl.col("name").is_in(fills["name"].cast(pl.String).to_list()).fill_null(False))
+        o = o.with_columns(run=(pl.col("fill") != pl.col("fill").shift(1)).fill_null(True).cum_sum())
+        runs = (o.filter("fill").group_by("run")
+                  .agg(pl.len().alias("n"), pl.col("launch_s").min().alias("t0"), pl.col("launch_s").max().alias("t1")))
+    else:               # no fill kernel: no run (the million launches neither sorted nor grouped)
+        runs = pl.DataFrame()
     per_step = []
-    bounds = list(steps.select("host_s", "host_e").iter_rows())
     if runs.height:
+        bounds = list(steps.select("host_s", "host_e").iter_rows())
         runs = runs.sort("t0")
         starts, counts = runs["t0"].to_list(), runs["n"].to_list()
         spans = (runs["t1"] - runs["t0"]).to_list()
@@ -245,7 +254,7 @@ def _zero_fills(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) 
             best = max(((counts[i], spans[i]) for i in range(lo, hi)), default=(0, 0))
             per_step.append(best)
     else:
-        per_step = [(0, 0)] * len(bounds)
+        per_step = [(0, 0)] * steps.height
     ns = pl.DataFrame({"n": [p[0] for p in per_step], "ns": [p[1] for p in per_step]},
                       schema={"n": pl.Int64, "ns": pl.Int64})
     fs.put("zero_fill_run_per_iter", float(ns["n"].median() or 0.0), src)
@@ -376,7 +385,8 @@ def _cat_growth(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) 
     n = steps.height
     if n < CAT_MIN_ITERS or "name" not in ops.columns:
         return
-    k = ops.filter((pl.col("kind") == "kernel") & pl.col("name").cast(pl.String).str.contains(CAT_KERNELS))
+    # each distinct name tested once (a regex over a million kernel names cast to text: ~0.1 s)
+    k = matching(ops, CAT_KERNELS).filter(pl.col("kind") == "kernel")
     cover = intervals.merge(steps.select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e")))
     k = _launched_in(k, cover)
     if k.height == 0:   # no concatenation in the steps: the rule is evaluated, and quiet

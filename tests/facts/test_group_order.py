@@ -78,6 +78,31 @@ def test_a_circle_is_refused():
         order.waves([a, b])
 
 
+def test_the_indexed_overlap_is_the_pairwise_one():
+    """``order._overlap`` (the items put, indexed) answers as ``covers`` tested on every pair, on every two
+    built-in groups and on made-up items (wildcards, whole-profile twins, sources, kernels)."""
+    for g in facts.GROUPS:
+        for h in facts.GROUPS:
+            for items in (g.puts, g.reads):
+                assert order._overlap(h.puts, items) == order._overlap_pairs(h.puts, items), (h.name, g.name)
+    made = ["fact:x", "fact:x_span", "fact:*", "source:x", "source:x_span", "source:*", "absent:x", "absent:*",
+            "kernel:y", "kernel:*", "kernels", "kernel:y_span", "input:*", "input:api_trace", "table:t", "x"]
+    for p in made:
+        for q in made:
+            for r in made:
+                puts = frozenset((p, q))
+                assert order._overlap(puts, frozenset((r,))) == order._overlap_pairs(puts, frozenset((r,))), (p, q, r)
+
+
+def test_the_waves_are_worked_out_once_per_list_of_groups():
+    first = order.waves(facts.GROUPS)
+    again = order.waves(facts.GROUPS)
+    assert [[g.name for g in w] for w in first] == [[g.name for g in w] for w in again]
+    assert first == order._waves(facts.GROUPS)
+    again[0].clear()                               # a caller's copy: the next call's waves are whole
+    assert order.waves(facts.GROUPS) == first
+
+
 def test_one_list_of_groups():
     assert registry.DECLARING_GROUPS is groups.MODULES
     assert facts.GROUPS == [g for m in groups.MODULES for g in getattr(m, "GROUPS", ())]
