@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from . import config, job as jobs, load, scheduler
+from .notes import Note
 from .load import ranks as rank_inputs
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def diagnose_with_series(req: Request, progress: Callable[[str], None] | None = 
     res = run(dataclasses.replace(req, charts=True), progress)
     doc, prof, fs = res.doc, res.prof, res.fs
     if doc.ranks or prof is None:   # one row per rank instead (report/html.py: rank_timeline_chart)
-        return doc, {"available": False, "reason": "a multi-rank job: one row per rank below, no single timeline",
+        return doc, {"available": False, "reason": Note("series.multi_rank"),
                      "iterations": [], "causes": [], "ranks": res.rank_rows}, None
     if progress is not None:
         progress("charts")

@@ -15,7 +15,7 @@ import click
 from .. import config, scenarios as sc
 from ..errors import InputError
 from ..notes import Note
-from .options import Choice, command, config_option, emit, output_option, resolve_settings
+from .options import Choice, languages, command, config_option, emit, output_option, resolve_settings
 
 
 
@@ -189,7 +189,7 @@ def summary(res: dict) -> str:
 @click.option("--gpu-metrics", "gpu_metrics", is_flag=False, flag_value="all", default=None, metavar="[all|IDS]",
               help="sample GPU metrics (--gpu-metrics-devices; bare: all) and diagnose the SQLite export, which holds them")
 @click.option("--no-diagnose", is_flag=True, help="profile and export only (diagnose the CSV folder elsewhere)")
-@click.option("--lang", type=Choice(["en", "zh"]), default=None, help="report language (default en)")
+@click.option("--lang", type=Choice(languages()), default=None, help="report language (default en)")
 @click.option("-q", "--quiet", is_flag=True, help="do not echo the application's output")
 @config_option()
 def collect_cmd(app, scenario, out_dir, name, output, nsys_args, pytorch_modes, range_name, delay, duration,

@@ -12,7 +12,7 @@ import click
 from .. import scenarios as sc
 from ..errors import InputError
 from ..scenarios.commands import heredoc_tag
-from .options import Choice, command, emit, format_option, output_option, special_file
+from .options import Choice, languages, command, emit, format_option, output_option, special_file
 
 
 def _ranks(ctx, param, value):
@@ -54,26 +54,33 @@ def _comment(text: str, prefix: str = "# ") -> str:
     return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines())
 
 
+_WORDS = {"note": "note: ", "container": "in a container, start it with the capabilities nsys / ncu need:",
+          "why": "why each option is there:"}
+
+
 def _said(plan: sc.Plan, lang: str) -> sc.Plan:
-    """The plan's title and notes in ``lang`` (the message catalog: issue 56, item 9, where ``--lang zh``
-    translated only the --explain lines); commands, file names and the files' code stay as they are."""
-    if lang == "en":
-        return plan
-    from ..report.i18n import translate
-    plan.title = translate(plan.title, lang)
-    plan.notes = [translate(n, lang) for n in plan.notes]
+    """The plan's title, notes and why each option is there in ``lang`` (each a ``plan.*`` note or the playbook's
+    English, said from the message catalog: issue 56, item 9); commands, file names and the files' code stay
+    as they are."""
+    from ..report.i18n import say
+    plan.title = say(plan.title, lang)
+    plan.notes = [say(n, lang) for n in plan.notes]
+    plan.explain = [(flag, say(why, lang)) for flag, why in plan.explain]
     return plan
 
 
 def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_line: bool = False,
                 lang: str = "en") -> str:
     """What ``command`` prints: a valid shell script (comments, heredocs for wrappers, the commands)."""
-    from ..report.i18n import translate
+    from ..notes import Note
+    from ..report.i18n import say
+    from ..report.labels import words
     plan = _said(plan, lang)
-    note = "说明：" if lang == "zh" else "note: "
+    w = words("command", _WORDS, lang)
+    note = w["note"]
     out = [_comment(plan.title)]   # every user value in a comment stays in it (_comment: each line prefixed)
     if plan.container:
-        out.append("# " + translate("in a container, start it with the capabilities nsys / ncu need:", lang))
+        out.append("# " + w["container"])
         out += [_comment(c, "#   ") for c in plan.container]
     def files(fs):
         for f in fs:
@@ -81,8 +88,7 @@ def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_lin
                 path = next(p for p in written if os.path.basename(p) == f.name)
                 out.append(_comment(f"wrote {path}" + (" (executable)" if f.executable else "")))
             else:
-                out.append(f"# {f.name}（--out-dir DIR 会替你写出该文件）：" if lang == "zh" else
-                           f"# {f.name} (--out-dir DIR writes it for you):")
+                out.append("# " + say(Note("plan.file_not_written", {"name": f.name}), lang))
                 body = f.content.rstrip(chr(10))
                 tag = heredoc_tag(body)   # a terminator no line of the file can end early
                 out.append(f"cat > {shlex.quote(f.name)} <<'{tag}'\n{body}\n{tag}")
@@ -96,7 +102,7 @@ def render_plan(plan: sc.Plan, written: list[str] | None, explain: bool, one_lin
     if not one_line:   # code to paste into the user's script (the torch.profiler twin): after, never in --one-line
         files([f for f in plan.files if not f.executable])
     if explain and plan.explain:
-        out.append("# " + translate("why each option is there:", lang))
+        out.append("# " + w["why"])
         for flag, why in plan.explain:
             out.append(_comment(flag, "#   "))
             out.append(_comment(why, "#       "))
@@ -140,7 +146,7 @@ def _list_scenarios() -> str:
               help="add --gpu-metrics-devices (SM / tensor / DRAM / PCIe samples; one process per GPU); bare: all")
 @click.option("--out-dir", type=click.Path(file_okay=False), help="write the wrapper files here")
 @click.option("--explain", is_flag=True, help="say why each option is there")
-@click.option("--lang", type=Choice(["en", "zh"]), default="en", show_default=True)
+@click.option("--lang", type=Choice(languages()), default="en", show_default=True)
 @click.option("--one-line", is_flag=True, help="print each command on one line")
 @format_option(["text", "json"], "text")
 def command_cmd(scenario, app, output, name, trace, pytorch_modes, ranks, nproc_per_node, nnodes, range_name, delay,
@@ -159,7 +165,7 @@ def command_cmd(scenario, app, output, name, trace, pytorch_modes, ranks, nproc_
                       nproc_per_node=nproc_per_node, nnodes=nnodes, range_name=range_name, delay=delay,
                       duration=duration, kernel=kernel, launch_skip=launch_skip, launch_count=launch_count,
                       input=input_, before=_words(before), after=_words(after), cuda_graph_trace=cuda_graph_trace,
-                      container=container, wrapper_dir=out_dir, lang=lang, gpu_metrics=gpu_metrics)
+                      container=container, wrapper_dir=out_dir, gpu_metrics=gpu_metrics)
     try:
         plan = sc.build(scenario, opts)
     except ValueError as e:

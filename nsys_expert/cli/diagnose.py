@@ -13,7 +13,7 @@ import sys
 import click
 
 from ..notes import Note
-from .options import (Choice, command, config_option, format_option, memory_option, output_option, resolve_settings,
+from .options import (Choice, languages, command, config_option, format_option, memory_option, output_option, resolve_settings,
                       say, write_output)
 
 # the largest time stamp a window may name: nsys times are int64 ns; 2^62 leaves room for END - START
@@ -82,7 +82,7 @@ def warn(d, lang: str | None, prefix: str = "") -> None:
                     "without --format, a short summary), json, or html (one self-contained page with "
                     "charts; use -o)")
 @output_option()
-@click.option("--lang", type=Choice(["en", "zh"]), default=None, help="report language (default en)")
+@click.option("--lang", type=Choice(languages()), default=None, help="report language (default en)")
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder (repeatable)")
 @click.option("--select", multiple=True, help="only these rules or categories (repeatable)")
 @click.option("--ignore", multiple=True, help="leave out these rules or categories (repeatable)")

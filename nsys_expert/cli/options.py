@@ -99,6 +99,14 @@ ALIASES = {"cn": "zh", "zh-cn": "zh", "zh_cn": "zh", "zh-hans": "zh", "chinese":
            "english": "en", "en-us": "en", "en_us": "en", "markdown": "md", "htm": "html", "txt": "text"}
 
 
+def languages() -> list[str]:
+    """What ``--lang`` takes: English and every language a catalog folder holds (``notes/catalogs.py``: a
+    language is its catalog files, no code names one)."""
+    from ..notes.catalogs import languages as found
+
+    return found()
+
+
 class Choice(click.Choice):
     """``click.Choice`` that suggests the closest choice ("did you mean 'quick'?"), or the one a known
     other name means (:data:`ALIASES`)."""

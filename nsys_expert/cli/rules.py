@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .options import Choice, command, config_option, emit, format_option, output_option, resolve_settings, say
+from .options import Choice, languages, command, config_option, emit, format_option, output_option, resolve_settings, say
 
 
 @command("rules")
@@ -45,7 +45,7 @@ def columns(head: list[str], rows: list[list[str]]) -> str:
 @format_option(["md", "json"], "md", help="md (the rule in words), or json (its summary)")
 @output_option()
 @click.option("--rules", "packs", multiple=True, type=click.Path(), help="an extra rule pack folder")
-@click.option("--lang", type=Choice(["en", "zh"]), default=None, help="language (default en)")
+@click.option("--lang", type=Choice(languages()), default=None, help="language (default en)")
 @config_option()
 def explain_cmd(rule, fmt, output, packs, lang, config_path):
     """What a rule checks, why, its thresholds, advice and references. RULE is a rule id, or a
@@ -119,14 +119,15 @@ def check_rules_cmd(pack, strict, fmt, output):
         sys.exit(1)
 
 
-_SPAN_NOTE = {"en": "Every run fact also exists as <name>_span: the same number over the whole profile.",
-              "zh": "每个运行级事实都另有 <name>_span：同一个量在整个采集上的值。"}
+# the words of `facts` (another language's: the labels catalog, context facts_cmd.<key>)
+_FACTS_WORDS = {"fact": "FACT", "unit": "UNIT", "scope": "SCOPE", "from": "FROM", "meaning": "MEANING", "either": " or ",
+                "span": "Every run fact also exists as <name>_span: the same number over the whole profile."}
 
 
 @command("facts")
 @format_option(["text", "json"], "text")
 @output_option()
-@click.option("--lang", type=Choice(["en", "zh"]), default="en", help="the language of the descriptions")
+@click.option("--lang", type=Choice(languages()), default="en", help="the language of the descriptions")
 def facts_cmd(fmt, output, lang):
     """Every fact a rule may use: name, unit, scope, meaning, and the nsys reports (or other inputs)
     that supply it, by the names nsys stats -r takes."""
@@ -138,7 +139,9 @@ def facts_cmd(fmt, output, lang):
     if fmt == "json":
         emit(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", output)
         return
-    alt = " 或 " if lang == "zh" else " or "
-    head = ["事实", "单位", "范围", "来源", "含义"] if lang == "zh" else ["FACT", "UNIT", "SCOPE", "FROM", "MEANING"]
-    text = columns(head, [[r["name"], r["unit"] or "-", r["scope"], alt.join(r["needs"]), r["doc"]] for r in rows])
-    emit(text + "\n" + _SPAN_NOTE[lang] + "\n", output)
+    from ..report.labels import words
+
+    w = words("facts_cmd", _FACTS_WORDS, lang)
+    head = [w[k] for k in ("fact", "unit", "scope", "from", "meaning")]
+    text = columns(head, [[r["name"], r["unit"] or "-", r["scope"], w["either"].join(r["needs"]), r["doc"]] for r in rows])
+    emit(text + "\n" + w["span"] + "\n", output)

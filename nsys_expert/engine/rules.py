@@ -95,15 +95,16 @@ def _text(v) -> dict:
 
 def _textlist(v) -> tuple[dict, list]:
     """Advice as {lang: [text]} plus one condition (or None) per item. Items are strings, or
-    ``{en, zh, when}`` (the form that carries a condition)."""
+    ``{en, <lang>..., when}`` (the form that carries a condition)."""
     if v is None:
         return {"en": []}, []
     if isinstance(v, dict):
         return {k: list(x) for k, x in v.items()}, [None] * len(v.get("en", []))
     en = [x if isinstance(x, str) else x["en"] for x in v]
     out = {"en": en}
-    if any(isinstance(x, dict) and "zh" in x for x in v):
-        out["zh"] = [x.get("zh", x["en"]) if isinstance(x, dict) else x for x in v]
+    langs = dict.fromkeys(k for x in v if isinstance(x, dict) for k in x if k not in ("en", "when"))
+    for lang in langs:   # an item without words of its own in that language keeps its English
+        out[lang] = [x.get(lang, x["en"]) if isinstance(x, dict) else x for x in v]
     return out, [x.get("when") if isinstance(x, dict) else None for x in v]
 
 

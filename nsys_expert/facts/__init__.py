@@ -93,9 +93,9 @@ def _window(fs: FactSet, prof: Profile, opts: Options, gpu, api_t, nvtx_t, found
                             opts.user_window, opts.skip_iterations, found)
     if passed_over and win.source.startswith("nvtx:"):
         win.candidates = passed_over
-        win.reason += "; passed over: " + ", ".join(f"'{n}' ({c} ranges, {why})" for n, c, why in passed_over[:5])
-        if opts.iteration_range:
-            win.reason += f" (--iteration-range {opts.iteration_range})"
+        over = (Note("window.passed_over_asked", {"items": tuple(passed_over[:5]), "range": opts.iteration_range})
+                if opts.iteration_range else Note("window.passed_over", {"items": tuple(passed_over[:5])}))
+        win.reason = win.reason.with_fields(then=(*win.reason.fields.get("then", ()), over))
     fs.window = win
     fs.warnings += win.notes
     if win.start_ns is not None and win.end_ns is not None and win.end_ns <= win.start_ns:

@@ -242,14 +242,17 @@ def _absent_in_ncu(fs) -> None:
             fs.absent.setdefault(f, Note("absent.ncu_set_full"))
 
 
-def ncu_command(fs, prof: Profile) -> str | None:
-    """The ncu command that profiles the top kernels by nsys time (None when they have no plain names)."""
+def ncu_command(fs, prof: Profile) -> Note | None:
+    """The ncu command that profiles the top kernels by nsys time (None when they have no plain names): a
+    ``phrase.ncu_command`` note, its options in ``args`` and what they hold as fields of their own (``kernels``,
+    ``skip``, ``count``: what the next steps read)."""
     args = _ncu_args(fs, prof)
-    return str(Note("phrase.ncu_command", {"args": args})) if args else None
+    return Note("phrase.ncu_command", args) if args else None
 
 
-def _ncu_args(fs, prof: Profile) -> str | None:
-    """The ncu options that profile the top kernels by nsys time, skipping the warm-up launches."""
+def _ncu_args(fs, prof: Profile) -> dict | None:
+    """The ncu options that profile the top kernels by nsys time, skipping the warm-up launches: ``args`` (the
+    options as typed), ``kernels`` (the function names), ``skip`` and ``count`` (the launches)."""
     top, share = [], 0.0
     for k in sorted(fs.kernels, key=lambda k: -(k.get("time_share_pct") or 0)):
         if k.get("kernel_class") == "nccl" or not k.get("name"):
@@ -270,15 +273,16 @@ def _ncu_args(fs, prof: Profile) -> str | None:
                   .with_columns(pl.col("name").cast(pl.String)))
         skip = int(sum(n for name, n in before.iter_rows() if base_name(name) in bases))
     count = 5 * len(top)
-    return (f"--set full --target-processes all --kernel-name regex:\"{'|'.join(bases)}\" "
-            f"--launch-skip {skip} --launch-count {count} -o hot")
+    return {"args": (f"--set full --target-processes all --kernel-name regex:\"{'|'.join(bases)}\" "
+                     f"--launch-skip {skip} --launch-count {count} -o hot"),
+            "kernels": tuple(bases), "skip": skip, "count": count}
 
 
 def _without_ncu(fs, prof: Profile) -> None:
     """No ncu data: the ncu facts are absent, and the reason is the command that would supply them."""
     args = _ncu_args(fs, prof) if fs.kernels else None
-    cmd = str(Note("phrase.ncu_command", {"args": args})) if args else None
-    why = Note("absent.ncu_command", {"args": args}) if args else Note("absent.needs", {"inputs": ("ncu",)})
+    cmd = Note("phrase.ncu_command", args) if args else None
+    why = Note("absent.ncu_command", {"args": args["args"]}) if args else Note("absent.needs", {"inputs": ("ncu",)})
     for f in _ncu_facts():
         fs.absent.setdefault(f, why)
     if cmd:

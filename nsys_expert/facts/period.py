@@ -11,6 +11,8 @@ the trace's last operation. Vectorised: one pass over the kernel names per candi
 """
 from __future__ import annotations
 
+from ..notes import Note
+
 import polars as pl
 
 MIN_PERIODS = 4
@@ -20,7 +22,7 @@ MIN_KERNELS = 64
 MIN_COVER = 0.5        # the periodic run holds at least half of the kernels after start-up
 
 
-def periodic_start(gpu: pl.DataFrame) -> tuple[int, str, int] | None:
+def periodic_start(gpu: pl.DataFrame) -> tuple[int, Note, int] | None:
     """(window start in ns, why, kernels per iteration) or None when no name sequence repeats."""
     k = gpu.filter(pl.col("kind") == "kernel") if "kind" in gpu.columns else gpu
     if k.height < MIN_KERNELS or "name" not in k.columns:
@@ -73,7 +75,5 @@ def periodic_start(gpu: pl.DataFrame) -> tuple[int, str, int] | None:
     _, a, d, periods = best
     start_idx = a + d   # the first period is warm-up
     start = int(k["start_ns"][start_idx])
-    why = (f"no NVTX iterations, so the steady state comes from the kernels: their names repeat every {d} kernels "
-           f"for {periods} periods, and the window starts at the second period (start-up, the first call and the "
-           f"weights' upload left out) and ends with the last GPU operation")
+    why = Note("window.periodic", {"d": d, "n": periods})
     return start, why, d

@@ -46,11 +46,11 @@ def _first_number(iters: pl.DataFrame, nvtx: pl.DataFrame | None) -> int | None:
 
 
 def steady_steps(iters: pl.DataFrame, nvtx: pl.DataFrame | None,
-                 skip_iterations: int | None) -> tuple[pl.DataFrame, int | None, str, list[Note]]:
-    """-> (the iterations without a cut-off last step, the warm-up to skip (None: the default), the words
-    for the window's reason, notes)."""
+                 skip_iterations: int | None) -> tuple[pl.DataFrame, int | None, list[Note], list[Note]]:
+    """-> (the iterations without a cut-off last step, the warm-up to skip (None: the default), the clauses
+    of the window's reason (``window.*`` notes), notes)."""
     notes: list[Note] = []
-    why = ""
+    why: list[Note] = []
     d = iters["e"] - iters["s"]
     if iters.height >= 3:
         med = _median(d.head(iters.height - 1))
@@ -59,14 +59,12 @@ def steady_steps(iters: pl.DataFrame, nvtx: pl.DataFrame | None,
             notes.append(Note("facts.profiler_step_cut", {"ms": last / 1e6, "median": med / 1e6}))
             iters = iters.head(iters.height - 1)
             d = d.head(iters.height)
-            why = f"the last step ({last / 1e6:.3g} ms, the others {med / 1e6:.3g} ms) was cut off by the profiler: left out"
+            why = [Note("window.step_cut", {"ms": last / 1e6, "median": med / 1e6})]
     if skip_iterations is not None or not 2 <= iters.height <= FEW_STEPS:
         return iters, skip_iterations, why, notes
     first = _first_number(iters, nvtx)
     med = _median(d.tail(iters.height - 1))
     if first is not None and first >= SCHEDULED_FROM and med > 0 and \
             STEADY_BAND[0] * med <= float(d[0]) <= STEADY_BAND[1] * med:
-        words = (f"the first recorded step is ProfilerStep#{first}: the profiler's schedule ran {first} steps "
-                 f"before it (wait, warm-up), so none of the {iters.height} is left out as warm-up")
-        return iters, 0, (why + "; " if why else "") + words, notes
+        return iters, 0, [*why, Note("window.step_scheduled", {"n": first, "m": iters.height})], notes
     return iters, None, why, notes

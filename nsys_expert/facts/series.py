@@ -19,6 +19,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..load import Profile
+from ..notes import Note
 from . import gpu_metrics, intervals, timeline
 from .names import kernel_class_expr
 
@@ -79,16 +80,16 @@ def series(prof: Profile, fs, bins: int = DEFAULT_BINS, between: tuple[int, int]
     gpu = fs.work.gpu_trace(prof)   # with launch times when the facts joined them
     out: dict = {"available": False, "reason": None, "iterations": _iterations(fs), "causes": list(timeline.CAUSES)}
     if win is None or win.span_start_ns is None or win.span_end_ns is None or win.span_end_ns <= win.span_start_ns:
-        out["reason"] = "no timeline (summary reports only)"
+        out["reason"] = Note("series.no_timeline")
         return out
     if gpu is None or gpu.height == 0:
-        out["reason"] = "no GPU trace (cuda_gpu_trace)"
+        out["reason"] = Note("series.no_gpu_trace")
         return out
     s0, s1 = int(win.span_start_ns), int(win.span_end_ns)
     if between is not None:
         s0, s1 = int(between[0]), int(between[1])
         if s1 <= s0:
-            out["reason"] = "empty range"
+            out["reason"] = Note("series.empty_range")
             return out
     b = _bins(s0, s1, bins)
     width = (b["e"] - b["s"]).to_list()

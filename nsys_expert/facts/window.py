@@ -35,13 +35,13 @@ class Window:
     start_ns: int | None
     end_ns: int | None
     source: str                      # nvtx:<name> | trace | whole | user
-    reason: str
+    reason: Note                     # why this window (a window.* note: its clauses in ``then``)
     iterations: pl.DataFrame | None = None   # all iterations found (s, e, host_s, host_e), warm-up included
     skipped: int = 0                 # iterations left out at the start (warm-up)
     span_start_ns: int | None = None
     span_end_ns: int | None = None
     notes: list = field(default_factory=list)        # notes.Note: warnings about the window
-    candidates: list = field(default_factory=list)   # (name, count, why) of the ranges not chosen as iterations
+    candidates: list = field(default_factory=list)   # window.passed.* notes: the ranges not chosen as iterations
 
     @property
     def length_ns(self) -> int:
@@ -159,7 +159,7 @@ def find_iterations(nvtx: pl.DataFrame, wanted: str | None = None,
     most frequent wins. In a torch.profiler trace ``ProfilerStep#N`` is the step: it wins when it
     repeats 3 or more times, and a range inside it is never the iteration even when it repeats less.
     ``wanted`` (``--iteration-range NAME``) picks the range by name instead. ``passed_over`` receives
-    (name, count, why) for every candidate not chosen, one per name."""
+    a ``window.passed.*`` note (name, count, why) for every candidate not chosen, one per name."""
     if nvtx is None or nvtx.height == 0:
         return None, None
     named = nvtx.with_columns(_strip_domain(pl.col("name")).alias("name"))
@@ -199,9 +199,14 @@ def find_iterations(nvtx: pl.DataFrame, wanted: str | None = None,
     return rows[best]["group"], inst[best]
 
 
+def passed(name: str, n: int, why: str, fields: dict) -> Note:
+    """A range not chosen as the iterations, and why (the window's reason names the first few)."""
+    return Note("window.passed." + why, {"name": name, "n": n, **fields})
+
+
 def _passed_over(out: list, rows: list, best, nested_in: dict, marker, per_thread: pl.DataFrame,
                  named: pl.DataFrame | None, top: pl.DataFrame) -> None:
-    """(name, count, why) for each range name not chosen, once per name (a name on several threads
+    """A ``window.passed.*`` note (name, count, why) for each range name not chosen, once per name (a name on several threads
     counted over all of them)."""
     chosen = rows[best]["group"] if best is not None else None
     total = dict(per_thread.group_by("group").agg(pl.col("n").sum()).iter_rows())
@@ -212,18 +217,18 @@ def _passed_over(out: list, rows: list, best, nested_in: dict, marker, per_threa
             continue
         seen.add(g)
         if i in nested_in:
-            why = f"nested in '{nested_in[i]}'"
+            why = ("nested_in", {"outer": nested_in[i]})
         elif marker is not None:
-            why = f"torch.profiler marks steps with '{PROFILER_STEP}'"
+            why = ("profiler_marks", {"marker": PROFILER_STEP})
         else:
-            why = f"fewer instances than '{chosen}'"
-        out.append((g, int(total.get(g, r["n"])), why))
+            why = ("fewer_instances", {"other": chosen})
+        out.append(passed(g, int(total.get(g, r["n"])), *why))
     for g, n in per_thread.group_by("group").agg(pl.col("n").sum(), pl.col("n").max().alias("most")).filter(
             (pl.col("n") >= MIN_ITERATIONS) & (pl.col("most") < MIN_ITERATIONS)).sort(
             ["n", "group"], descending=[True, False]).select("group", "n").iter_rows():
         if g not in seen:   # repeated, but spread over threads: fewer than 3 on any one of them
             seen.add(g)
-            out.append((g, int(n), f"fewer than {MIN_ITERATIONS} on one thread"))
+            out.append(passed(g, int(n), "fewer_on_thread", {"k": MIN_ITERATIONS}))
     if named is None:
         return
     # ranges left out before counting, and why
@@ -236,11 +241,11 @@ def _passed_over(out: list, rows: list, best, nested_in: dict, marker, per_threa
     for g, n, lv, name in allr.filter(pl.col("n") >= MIN_ITERATIONS).sort(["n", "group"], descending=[True, False]).iter_rows():
         if g in seen:
             continue
-        why = ("a library's range" if name.startswith(LIBRARY_DOMAINS) else
-               "a PyTorch collective" if re.search(FRAMEWORK_RANGE, name) else
-               "an operator range" if re.search(OPERATOR_RANGE.removeprefix("(?i)"), name, re.I) else
-               f"nested (level {lv})")
-        out.append((g, int(n), why))
+        why = ("library" if name.startswith(LIBRARY_DOMAINS) else
+               "collective" if re.search(FRAMEWORK_RANGE, name) else
+               "operator" if re.search(OPERATOR_RANGE.removeprefix("(?i)"), name, re.I) else
+               "nested_level")
+        out.append(passed(g, int(n), why, {"level": lv} if why == "nested_level" else {}))
 
 
 def _inside_share(a: pl.DataFrame, cover: pl.DataFrame) -> float:
@@ -322,18 +327,16 @@ def dense_start(gpu: pl.DataFrame) -> tuple[int, str]:
     first, last = int(busy["s"].min()), int(busy["e"].max())
     g = intervals.gaps(busy, first, last)
     if g.height == 0:
-        return first, "the GPU trace has no idle gap: the window is the whole trace"
+        return first, Note("window.no_gap")
     lens = g["e"] - g["s"]
     med = float(lens.median())
     limit = max(LONG_GAP_FLOOR_NS, LONG_GAP_FACTOR * med)
     half = first + (last - first) // 2
     long = g.filter(((pl.col("e") - pl.col("s")) > limit) & (pl.col("s") < half))
     if long.height == 0:
-        return first, (f"no idle gap longer than {limit / 1e6:.1f} ms in the first half of the trace: "
-                       "the window starts at the first GPU operation")
+        return first, Note("window.no_long_gap", {"ms": limit / 1e6})
     start = int(long["e"].max())
-    return start, (f"dense GPU activity starts after the last idle gap longer than {limit / 1e6:.1f} ms "
-                   f"(max(50 ms, 100 x the median gap)) in the first half of the trace")
+    return start, Note("window.dense", {"ms": limit / 1e6})
 
 
 def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFrame | None,
@@ -353,11 +356,11 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
         iters = iters.with_columns(pl.col("s").alias("host_s"), pl.col("e").alias("host_e"))
     if user_window is not None:
         s, e = user_window
-        how = f"--window {s}:{e} (ns) given on the command line"
+        how = Note("window.user_ns", {"start": s, "end": e})
         if span_s is not None and e <= span_s and s + span_s < span_e:
             # before the profile's first event: the report's own seconds (counted from that event)
-            how = (f"--window {s / 1e9:.9g}s:{e / 1e9:.9g}s read as seconds from the profile's first event, as the "
-                   f"report counts them ({(s + span_s) / 1e9:.9g}s to {(e + span_s) / 1e9:.9g}s on the nsys timeline)")
+            how = Note("window.user_seconds", {"start": s / 1e9, "end": e / 1e9, "at": (s + span_s) / 1e9,
+                                               "to": (e + span_s) / 1e9})
             s, e = s + span_s, e + span_s
         if span_s is not None and (e <= span_s or s >= span_e):
             # a window with no profile in it has nothing to diagnose: not an idle GPU, a wrong window
@@ -370,7 +373,7 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
             w.skipped = int((iters["s"] < s).sum())
         return w
     if iters is not None and iters.height >= 2:
-        notes, steps_why = [], ""
+        notes, steps_why = [], []
         if name == PROFILER_STEP:
             iters, skip_iterations, steps_why, notes = profiler_steps.steady_steps(iters, nvtx, skip_iterations)
         skip = 1 if skip_iterations is None else max(0, skip_iterations)
@@ -382,11 +385,10 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
         host_end = int(iters["e"][-1])
         gend = gpu_end_of_work(gpu, api, start, host_end) if gpu is not None else None
         end = max(host_end, gend or host_end)
-        warm = "iteration 1 left out as warm-up" if skip == 1 else (
-            f"first {skip} iterations left out as warm-up" if skip else "no iteration left out")
-        how = "by correlation id" if (api is not None and api.height) else "queued back to back"
-        reason = (f"{iters.height} NVTX '{name}' ranges mark iterations; {warm}; the window ends with the GPU "
-                  f"work the last iteration launched ({how})" + (f"; {steps_why}" if steps_why else ""))
+        warm = Note("window.warm_one") if skip == 1 else (
+            Note("window.warm_first", {"n": skip}) if skip else Note("window.warm_none"))
+        how = Note("window.end_by_correlation" if (api is not None and api.height) else "window.end_queued")
+        reason = Note("window.nvtx", {"n": iters.height, "name": name, "then": (warm, how, *steps_why)})
         return Window(start, end, f"nvtx:{name}", reason, iters, skip, span_s, span_e, notes)
     if gpu is not None and gpu.height:
         found_period = periodic_start(gpu)
@@ -396,9 +398,7 @@ def choose(gpu: pl.DataFrame | None, api: pl.DataFrame | None, nvtx: pl.DataFram
         if iters is not None:
             note.append(Note("facts.one_iteration"))
         return Window(start, end, "trace", reason, None, 0, span_s, span_e, note)
-    return Window(span_s, span_e, "whole",
-                  "no GPU trace: the window is the whole profile and only summary facts are computed",
-                  iters, 0, span_s, span_e)
+    return Window(span_s, span_e, "whole", Note("window.whole"), iters, 0, span_s, span_e)
 
 
 # the facts this group puts, beside its code (issue 49): facts/registry.py collects them in its

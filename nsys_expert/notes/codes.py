@@ -131,6 +131,76 @@ CODES: dict[str, Code] = {
     "phrase.ncu_command": Code("phrase", _NCU_COMMAND),
     "absent.unknown": Code("absent", "unknown fact"),
 
+    # --- the analysis window's reason (facts/window.py, facts/period.py, facts/profiler_steps.py): a phrase
+    # and its clauses (``then``), said where the report says the window ---
+    "window.nvtx": Code("phrase", "{n} NVTX '{name}' ranges mark iterations"),
+    "window.warm_one": Code("phrase", "iteration 1 left out as warm-up"),
+    "window.warm_first": Code("phrase", "first {n} iterations left out as warm-up"),
+    "window.warm_none": Code("phrase", "no iteration left out"),
+    "window.end_by_correlation": Code("phrase", "the window ends with the GPU work the last iteration launched (by "
+                                                "correlation id)"),
+    "window.end_queued": Code("phrase", "the window ends with the GPU work the last iteration launched (queued back "
+                                        "to back)"),
+    "window.step_cut": Code("phrase", "the last step ({ms:.3g} ms, the others {median:.3g} ms) was cut off by the "
+                                      "profiler: left out"),
+    "window.step_scheduled": Code("phrase", "the first recorded step is ProfilerStep#{n}: the profiler's schedule ran "
+                                            "{n} steps before it (wait, warm-up), so none of the {m} is left out as "
+                                            "warm-up"),
+    "window.passed_over": Code("phrase", "passed over: {items}"),
+    "window.passed_over_asked": Code("phrase", "passed over: {items} (--iteration-range {range})"),
+    "window.passed.nested_in": Code("phrase", "'{name}' ({n} ranges, nested in '{outer}')"),
+    "window.passed.profiler_marks": Code("phrase", "'{name}' ({n} ranges, torch.profiler marks steps with '{marker}')"),
+    "window.passed.fewer_instances": Code("phrase", "'{name}' ({n} ranges, fewer instances than '{other}')"),
+    "window.passed.fewer_on_thread": Code("phrase", "'{name}' ({n} ranges, fewer than {k} on one thread)"),
+    "window.passed.library": Code("phrase", "'{name}' ({n} ranges, a library's range)"),
+    "window.passed.collective": Code("phrase", "'{name}' ({n} ranges, a PyTorch collective)"),
+    "window.passed.operator": Code("phrase", "'{name}' ({n} ranges, an operator range)"),
+    "window.passed.nested_level": Code("phrase", "'{name}' ({n} ranges, nested (level {level}))"),
+    "window.user_ns": Code("phrase", "--window {start}:{end} (ns) given on the command line"),
+    "window.user_seconds": Code("phrase", "--window {start:.9g}s:{end:.9g}s read as seconds from the profile's first "
+                                          "event, as the report counts them ({at:.9g}s to {to:.9g}s on the nsys "
+                                          "timeline)"),
+    "window.no_gap": Code("phrase", "the GPU trace has no idle gap: the window is the whole trace"),
+    "window.no_long_gap": Code("phrase", "no idle gap longer than {ms:.1f} ms in the first half of the trace: the "
+                                         "window starts at the first GPU operation"),
+    "window.dense": Code("phrase", "dense GPU activity starts after the last idle gap longer than {ms:.1f} ms "
+                                   "(max(50 ms, 100 x the median gap)) in the first half of the trace"),
+    "window.periodic": Code("phrase", "no NVTX iterations, so the steady state comes from the kernels: their names "
+                                      "repeat every {d} kernels for {n} periods, and the window starts at the second "
+                                      "period (start-up, the first call and the weights' upload left out) and ends "
+                                      "with the last GPU operation"),
+    "window.whole": Code("phrase", "no GPU trace: the window is the whole profile and only summary facts are computed"),
+    "phrase.not_computed": Code("phrase", "not computed"),
+
+    # --- why the HTML page draws no timeline (facts/series.py, pipeline.py) ---
+    "series.no_timeline": Code("phrase", "no timeline (summary reports only)"),
+    "series.no_gpu_trace": Code("phrase", "no GPU trace (cuda_gpu_trace)"),
+    "series.empty_range": Code("phrase", "empty range"),
+    "series.multi_rank": Code("phrase", "a multi-rank job: one row per rank below, no single timeline"),
+
+    # --- nsys-expert command: the scenarios' words that hold a value (scenarios/playbook.yaml, plans.py; said by
+    # cli/command.py; a playbook text without a field is its own message id) ---
+    "plan.title_nvtx_range": Code("phrase", "E1: capture only the NVTX range '{range_name}'"),
+    "plan.title_long_run": Code("phrase", "F: long job, skip {delay} s of warm-up, sample {duration} s, let training "
+                                          "go on"),
+    "plan.title_ncu_step": Code("phrase", "ncu C: the kernels of one training step (skip {launch_skip}, profile "
+                                          "{launch_count})"),
+    "plan.nvtx_range_code": Code("phrase", "in the code, around the steps to profile: torch.cuda.nvtx.range_push("
+                                           "\"{range_name}\") ... torch.cuda.nvtx.range_pop() (or nvtx.range_push / "
+                                           "nvtx.range_pop from the nvtx package); put a 'step' range inside it for "
+                                           "every iteration"),
+    "plan.torchrun_ranks": Code("phrase", "run_nsys.py profiles global rank(s) {ranks_text} (RANK, set by torchrun) and "
+                                          "runs every other rank without nsys: one report per profiled rank, no "
+                                          "collisions, and the other ranks keep their normal speed"),
+    "plan.ncu_then": Code("phrase", "then: nsys-expert diagnose <nsys CSV folder> {output}_details.csv"),
+    "plan.then_export": Code("phrase", "then export what nsys-expert reads: nsys-expert command stats --input {input}"),
+    "plan.nodes": Code("phrase", "run the launch line on each of the {n} nodes, with MASTER_ADDR set to the host name "
+                                 "of one of them (the rendezvous; port 29500 open between the nodes)"),
+    "plan.trace_doc": Code("phrase", "which APIs to trace: {values_clauses}"),
+    "plan.trace_value": Code("phrase", "{value} = {why}"),
+    "plan.rank_output": Code("phrase", "one report per profiled rank ({placeholder} = its global rank)"),
+    "plan.file_not_written": Code("phrase", "{name} (--out-dir DIR writes it for you):"),
+
     # --- the fact groups' warnings (facts/*.py) ---
     "facts.iteration_range_unknown": Code("warning", "--iteration-range {range}: no NVTX range of that name repeats "
                                                      "in the trace; the window is chosen as without it"),

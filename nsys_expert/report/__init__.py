@@ -21,6 +21,7 @@ from .. import __version__, cache
 from ..facts import FactSet, registry
 from ..facts.names import short_kernel_name
 from ..load import Profile
+from ..notes import Note
 from ..textsafe import visible
 from . import shaping, verdict
 from .diagnosis import SCHEMA_VERSION, Diagnosis, JobInfo, RankRow, Ranked, Verdict, json_doc, ranked  # noqa: F401
@@ -288,7 +289,7 @@ def localized(d: Diagnosis, lang: str) -> dict:
             "not_evaluated_groups": groups, "warnings": ([tr(x) for x in important], [tr(x) for x in notes]),
             "next_steps": [{"need": tr(st.need), "why": tr(st.why), "rules": st.rules, "commands": st.commands,
                             "limiter": st.limiter} for st in d.next_steps],
-            "absent_active": _unnest(tr(d.facts_absent.get("gpu_active_pct") or "not computed")),
+            "absent_active": _unnest(tr(d.facts_absent.get("gpu_active_pct") or Note("phrase.not_computed"))),
             "async_step": _async_step(d, labels(lang, d.facts))}
 
 

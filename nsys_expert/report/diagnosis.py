@@ -18,6 +18,7 @@ from typing import Literal
 
 from ..engine.missing import NotEvaluated
 from ..engine.model import Finding, Recoverable, TooLittleWork
+from ..notes import Note
 from ..scenarios.next_steps import NextStep
 from .findings import finding_json, recoverable_json, too_little_work_json
 
@@ -207,8 +208,13 @@ def next_step_json(s: NextStep) -> dict:
 ROW_FIELDS = ("rule", "category", "severity", "rank", "title", "estimated_gain_pct", "scope")
 
 
+def window_json(w: dict) -> dict:
+    """``window``: its reason (a ``window.*`` note) in English."""
+    return {**w, "reason": str(w["reason"])} if isinstance(w.get("reason"), Note) else w
+
+
 def rank_row_json(r: RankRow) -> dict:
-    return {"rank": r.rank, "pid": r.pid, "facts": r.facts, "window": r.window, "verdict": verdict_json(r.verdict),
+    return {"rank": r.rank, "pid": r.pid, "facts": r.facts, "window": window_json(r.window), "verdict": verdict_json(r.verdict),
             "findings": [{k: f[k] for k in ROW_FIELDS} for f in (finding_json(x.finding, x.rank) for x in r.findings)]}
 
 
@@ -218,7 +224,7 @@ def json_doc(d: Diagnosis) -> dict:
         "schema_version": SCHEMA_VERSION,
         "tool": d.tool,
         "inputs": d.inputs,
-        "window": d.window,
+        "window": window_json(d.window),
         "facts": d.facts,
         "findings": [finding_json(x.finding, x.rank) for x in d.findings],
         "not_evaluated": [not_evaluated_json(n) for n in d.not_evaluated],

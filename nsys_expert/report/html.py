@@ -388,11 +388,11 @@ def render_html(d, ser: dict | None = None, lang: str = "en", zoom: dict | None 
     L, H = with_categories(labels(lang, d.facts), d.categories, lang), labels(lang, d.facts, HTML_LABELS)
     tpl = _env().get_template("report.html.j2")
     sev = severity_word(lang)
-    from .i18n import translate, zh_html_brackets
+    from .i18n import say, zh_html_brackets
 
     page = tpl.render(doc=d, L=L, H=H, f=d.facts, t=d.tables, lang=lang, **localized(d, lang),
                       ser=ser, charts=charts(d, ser, zoom, lang), sev=sev, sev_color=SEVERITY_COLORS,
                       vw=verdict.words(d, L, sev),
                       graph_hidden=bool(ser and ser.get("graph_hidden")),
-                      no_timeline_reason=translate((ser or {}).get("reason"), lang)).rstrip() + "\n"
+                      no_timeline_reason=say((ser or {}).get("reason"), lang)).rstrip() + "\n"
     return visible(zh_html_brackets(page) if L["brackets"] == "full-width" else page)

@@ -1,22 +1,16 @@
-"""The words the program writes at run time (the window's reason, why a rule was not evaluated,
-warnings, next steps), in the report's language, from a gettext message catalog.
+"""The words the program writes at run time, in the report's language, from gettext message catalogs.
 
-The warnings and the reasons a fact is absent are ``notes.Note`` records (a code, its fields): :func:`say`
-puts one into words, the code's English template (``notes/codes.py``) or its translation (the catalog
-entry whose message id is that template), each field in the same language. The sentences below are the
-rest (the window's reason, the next steps) and plain texts made outside the notes.
+Every sentence a layer below the report hands up is a ``notes.Note`` (a code, its fields): :func:`say` puts
+one into words, the code's English template (``notes/codes.py``) or its translation (the catalog entry whose
+message id is that template), each field in the same language (a field that is a Note said by its own
+template; numbers formatted by the template's own format specs). Nothing is translated back from English:
+the catalog holds no patterns. A plain text (a playbook sentence without a value, the CLI's own few) is
+its own message id, looked up whole (or clause by clause, clauses separated by ``; ``).
 
 The catalog is ``nsys_expert/locale/<lang>/LC_MESSAGES/nsys_expert.po`` (edited by hand, Babel's PO
 format); the compiled ``.mo`` beside it is built from it by ``python -m nsys_expert.report.i18n``
 (Babel) and shipped, so a fresh clone needs no build step (``tests/report/test_i18n.py`` fails when the two
 differ, and when a Chinese report of any fixture keeps an English sentence).
-
-These texts are built by the layers below the report with numbers and names in them, so a message
-id may hold ``{name}`` fields: ``{n} NVTX '{range}' ranges mark iterations`` matches the sentence
-with any value in each field, and the translation puts the same values in its own order. A text is
-translated clause by clause (clauses separated by ``; ``), the whole text first. A field whose name
-ends in ``_or`` holds alternatives (``A or B``: each translated, joined with 或), one ending in
-``_list`` a list of quoted names with their reasons (``'a' (why), 'b' (why)``: each translated).
 """
 from __future__ import annotations
 
@@ -29,74 +23,20 @@ from ..notes import catalogs
 
 DOMAIN = "nsys_expert"
 LOCALE_DIR = catalogs.PACKAGE_LOCALE
-_FIELD = re.compile(r"\\\{(\w+)\\\}")
-_SPEC = re.compile(r"\{\w+:[^{}]*\}")
 
 
-def _catalog(lang: str) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
-    """(exact message ids -> translations, [(pattern of a message id with fields, translation)])."""
+def _catalog(lang: str) -> dict[str, str]:
+    """The message ids of ``lang``'s catalog (no context) -> their translations."""
     return _compiled(lang, tuple(catalogs.locale_dirs()))
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled(lang: str, dirs: tuple[str, ...]) -> tuple[dict[str, str], list[tuple[re.Pattern, str]]]:
-    exact: dict[str, str] = {}
-    patterns = []
-    for msgid, msgstr in catalogs.catalog(DOMAIN, lang).items():
-        if "\x04" in msgid:
-            continue
-        if "{" in msgid:
-            if _SPEC.search(msgid) or msgid in _loose():   # said from their notes only (notes/codes.py)
-                continue
-            seen: set[str] = set()
-
-            def group(m, seen=seen):    # a field said twice matches the same text twice
-                name = m.group(1)
-                if name in seen:
-                    return f"(?P={name})"
-                seen.add(name)
-                return f"(?P<{name}>.+?)"
-            rx = _FIELD.sub(group, re.escape(msgid))
-            patterns.append((re.compile(f"^{rx}$", re.S), msgstr))
-        else:
-            exact[msgid] = msgstr
-    patterns.sort(key=lambda p: -len(p[0].pattern))   # the most specific first
-    return exact, patterns
-
-
-@functools.lru_cache(maxsize=None)
-def _loose() -> frozenset[str]:
-    """The notes' phrases that begin with a field ("{table} ({meaning})", "'{metric}' in '{unit}'"): as a
-    pattern over a plain text they would match nearly any text with a bracket in it."""
-    return frozenset(t for c in notes.CODES.values() if c.kind == "phrase"
-                     for t in (c.en, c.plain, c.torch) if t and t.lstrip("'").startswith("{"))
+def _compiled(lang: str, dirs: tuple[str, ...]) -> dict[str, str]:
+    return {k: v for k, v in catalogs.catalog(DOMAIN, lang).items() if "\x04" not in k}
 
 
 def _one(text: str, lang: str) -> str | None:
-    exact, patterns = _catalog(lang)
-    s = text.strip()
-    if s in exact:
-        return exact[s]
-    top = None
-    for rx, out in patterns:
-        m = rx.match(s)
-        if m and "; " in s:
-            top = top if top is not None else _top_level_clauses(s)
-            if any(i in top for k in m.groupdict() for i in range(m.start(k), m.end(k))):
-                continue        # a field would swallow the next clause: "run 1: lines 1-86; run 2: ..."
-        if m:
-            return _fill(out, {k: _field(k, v, lang) for k, v in m.groupdict().items()})
-    return None
-
-
-def _top_level_clauses(s: str) -> set[int]:
-    """Where ``s`` has a clause boundary ("; ") outside brackets."""
-    depth, out = 0, set()
-    for i, ch in enumerate(s):
-        depth += (ch in "(（") - (ch in ")）")
-        if ch == ";" and depth <= 0 and s[i + 1:i + 2] == " ":
-            out.add(i)
-    return out
+    return _catalog(lang).get(text.strip())
 
 
 _CJK = "\u3400-\u9fff\uff08\uff09\uff0c\uff1a\uff1b\u3001\u3002"   # Chinese characters and full-width punctuation
@@ -104,7 +44,7 @@ _CJK = "\u3400-\u9fff\uff08\uff09\uff0c\uff1a\uff1b\u3001\u3002"   # Chinese cha
 
 def _fill(template: str, values: dict[str, str]) -> str:
     """``template`` with its fields filled; the space a Chinese template keeps between its words and a
-    field (``需要 {inputs_or}``: right before a report name) is dropped where the field's own text
+    field (``需要 {inputs}``: right before a report name) is dropped where the field's own text
     starts (or ends) with a Chinese character (``需要主要 kernel 的…``, not ``需要 主要 kernel 的…``)."""
     for k, v in values.items():
         if not isinstance(v, str):      # a number (a note's field, formatted by its template)
@@ -114,19 +54,6 @@ def _fill(template: str, values: dict[str, str]) -> str:
         if v[-1:] and re.match(f"[{_CJK}]", v[-1]):
             template = re.sub(f"\\{{{k}\\}} (?=[{_CJK}])", "{" + k + "}", template)
     return template.format(**values)
-
-
-def _field(name: str, value: str, lang: str) -> str:
-    said = language(lang)
-    whole = _catalog(lang)[0].get(value.strip())
-    if whole is not None and name.endswith(("_or", "_list")):   # one text whose own words hold " or "
-        return whole
-    if name.endswith("_or"):
-        items = [translate(v, lang) for v in value.split(" or ")]
-        return said.join_either(items) if said.join_either else said.either.join(items)
-    if name.endswith("_list"):
-        return said.items.join(translate(v, lang) for v in re.split(r"(?<=\)), (?=')", value))
-    return translate(value, lang) if " " in value else value
 
 
 def _templates(lang: str) -> dict[str, str]:
@@ -242,17 +169,19 @@ def _rule_words() -> list[str]:
     return [t for t in dict.fromkeys(out) if isinstance(t, str) and t.strip()]
 
 
-def messages(source: str = "zh") -> dict[str, list[tuple[str | None, str]]]:
+def messages(source: str | None = None) -> dict[str, list[tuple[str | None, str]]]:
     """Every message a language translates, by catalog (domain): [(context, English message id)]. The
-    catalogs of ``source`` (their message ids are the program's English words) and the ``rules`` catalog
-    (the built-in rules' English words, which ``source`` keeps in the rule files)."""
+    package's catalogs (of ``source``, or of every language it ships: their message ids are the program's
+    English words) and the ``rules`` catalog (the built-in rules' English words, which a language may keep
+    in the rule files instead)."""
     from babel.messages.pofile import read_po
 
     out: dict[str, list[tuple[str | None, str]]] = {}
     for po, lang in catalog_files():
-        if lang == source:
+        if source in (None, lang):
             with open(po, "rb") as fh:
-                out[os.path.basename(po)[:-3]] = [(m.context, m.id) for m in read_po(fh, locale=lang) if m.id]
+                ids = out.setdefault(os.path.basename(po)[:-3], [])
+                ids += [(m.context, m.id) for m in read_po(fh, locale=lang) if m.id and (m.context, m.id) not in ids]
     out.setdefault(catalogs.RULES, [(None, t) for t in _rule_words()])
     return out
 

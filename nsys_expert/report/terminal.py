@@ -242,7 +242,7 @@ def _findings_table(console, d, say: _Words, max_findings: int) -> None:
     for x in d.findings[:max_findings]:
         g, rng = x.estimated_gain_pct, x.estimated_gain_range_pct
         gain = (f"{W['gain']} {rng[0]:.1f}–{rng[1]:.1f} %" if rng else f"{W['gain']} ≈ {g:.1f} %") if g is not None else ""
-        tab.add_row(str(x.rank), Text(sev(x.severity).upper() if say.lang == "en" else sev(x.severity),
+        tab.add_row(str(x.rank), Text(sev(x.severity).upper(),
                                       style=SEVERITY_STYLES.get(x.severity, "")),
                     visible(x.title), gain)
         if x.locations:

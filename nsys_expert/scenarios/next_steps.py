@@ -31,8 +31,6 @@ _NVTX_TABLES = {"nvtx_trace", "nvtx_sum", "nvtx_pushpop_sum", "nvtx_gpu_proj_sum
 # what a new profile must trace to record a table an SQLite export lacks
 _TRACE_FOR = {"nvtx_trace": "nvtx", "nvtx_sum": "nvtx", "osrt_sum": "osrt"}
 
-_HINT = re.compile(r'--kernel-name\s+regex:"?(?P<k>[^"\s]+)"?.*?--launch-skip\s+(?P<s>\d+)\s+--launch-count\s+(?P<c>\d+)')
-
 
 def _held_as(report: str, era: str) -> str | None:
     """The canonical table the report of this name gives in this era (``nvtx_sum`` -> nvtx_pushpop_sum
@@ -42,14 +40,13 @@ def _held_as(report: str, era: str) -> str | None:
     return spec.table if spec else None
 
 
-def ncu_target(hint: str | None) -> tuple[list[str], int, int] | None:
-    """(function names, launches to skip, launches to profile) from the facts' ncu hint (facts/ncu.py
-    ``ncu_command``: the top kernels by nsys time, the warm-up launches before the window)."""
-    m = _HINT.search(hint or "")
-    if not m:
-        return None
-    names = [n for n in m.group("k").split("|") if n]
-    return (names, int(m.group("s")), int(m.group("c"))) if names else None
+def ncu_target(hint: Note | None) -> tuple[list[str], int, int] | None:
+    """(function names, launches to skip, launches to profile) from the facts' ncu command (facts/ncu.py: a
+    ``phrase.ncu_command`` note whose fields name the top kernels by nsys time and the warm-up launches before
+    the window), read from its fields, never from its words."""
+    f = hint.fields if isinstance(hint, Note) else {}
+    names = [n for n in f.get("kernels") or () if n]
+    return (names, int(f["skip"]), int(f["count"])) if names else None
 
 
 OSRT_HOST_IDLE_PCT = 5.0   # idle share with the host outside CUDA above which the OS runtime trace is worth a step
@@ -122,7 +119,7 @@ def _needs(not_evaluated, facts, held) -> dict[str, list[str]]:
 
 
 def next_steps(not_evaluated: list, facts: dict, *, inputs: list[dict] | None = None,
-               report: str = "report.nsys-rep", app=DEFAULT_APP, ncu_hint: str | None = None) -> list[NextStep]:
+               report: str = "report.nsys-rep", app=DEFAULT_APP, ncu_hint: Note | None = None) -> list[NextStep]:
     """For the rules a diagnosis could not evaluate, the exact commands that collect what they lack.
 
     ``not_evaluated``: the engine's ``NotEvaluated`` entries (``rule``, missing ``facts``); ``facts``: its run
@@ -220,7 +217,7 @@ def _osrt_steps(c: _Asked) -> list[NextStep]:
     return steps
 
 
-def _tool_steps(c: _Asked, ncu_hint: str | None) -> list[NextStep]:
+def _tool_steps(c: _Asked, ncu_hint: Note | None) -> list[NextStep]:
     """CUDA graph kernels in the trace, Nsight Compute's metrics and its raw page."""
     needs, stem, app, inputs = c.needs, c.stem, c.app, c.inputs
     steps: list[NextStep] = []

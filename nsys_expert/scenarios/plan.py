@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..notes import Note, Said
 from .commands import Command, Opt, playbook, quote
 
 PLAYBOOK = playbook()
@@ -14,9 +15,10 @@ TRACE_VALUES = tuple(PLAYBOOK["trace_values"])
 DEFAULT_APP = tuple(PLAYBOOK["default_app"])
 NSYS_HELP = PLAYBOOK["nsys_help"]
 NCU_HELP = PLAYBOOK["ncu_help"]
-TRACE_DOC = {k: tuple(v) for k, v in PLAYBOOK["trace_doc"].items()}
-OPTION_DOC = {k: tuple(v) for k, v in PLAYBOOK["option_doc"].items()}
-VERB_DOC = {tuple(k.split(" ", 1)): tuple(v) for k, v in PLAYBOOK["verb_doc"].items()}
+# why each option is there, in English (another language's words: its message catalog, said by cli/command.py)
+TRACE_DOC = dict(PLAYBOOK["trace_doc"])
+OPTION_DOC = dict(PLAYBOOK["option_doc"])
+VERB_DOC = {tuple(k.split(" ", 1)): v for k, v in PLAYBOOK["verb_doc"].items()}
 ALIASES = dict(PLAYBOOK["aliases"])
 SITUATIONS = {k: v["situation"] for k, v in PLAYBOOK["scenarios"].items()}
 COLLECTABLE = tuple(PLAYBOOK["collectable"])
@@ -32,12 +34,12 @@ class WrapperFile:
 @dataclass
 class Plan:
     scenario: str
-    title: str
+    title: Said                          # a plan.* note where it holds a value, else the playbook's English
     commands: list[Command]
     files: list[WrapperFile] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Said] = field(default_factory=list)
     container: list[str] = field(default_factory=list)   # lines to run / paste before the commands
-    explain: list[tuple[str, str]] = field(default_factory=list)  # (option as printed, why)
+    explain: list[tuple[str, Said]] = field(default_factory=list)  # (option as printed, why)
     outputs: list[str] = field(default_factory=list)      # what the commands write
 
     def lines(self) -> list[str]:
@@ -70,35 +72,33 @@ class Options:
     extra: tuple[str, ...] = ()          # more nsys / ncu options, passed through as given
     wrapper_dir: str | None = None       # where the wrapper files are written (for the launch command)
     gpu_metrics: str | None = None       # --gpu-metrics-devices: "all" or GPU ids ("0,1"); None: off
-    lang: str = "en"
 
 
 # ------------------------------------------------------------------------- why each option is there
-def explain_option(o: Opt, tool: str = "nsys", lang: str = "en", verb: str = "") -> str:
-    i = 1 if lang == "zh" else 0
+def explain_option(o: Opt, tool: str = "nsys", verb: str = "") -> Said:
+    """Why option ``o`` is there, in English (``--trace``: a ``plan.trace_doc`` note, each value's words)."""
     key = o.key
     if (verb, key) in VERB_DOC:
-        return VERB_DOC[(verb, key)][i]
+        return VERB_DOC[(verb, key)]
     if tool == "ncu" and key in ("-o", "-f", "-i"):
-        return OPTION_DOC[key][i]
+        return OPTION_DOC[key]
     key = ALIASES.get(key, key)
     if key == "--trace":
         value = o.words[0].split("=", 1)[1] if "=" in o.words[0] else (o.words[1] if len(o.words) > 1 else "")
-        parts = [f"{v} = {TRACE_DOC[v][i]}" for v in value.split(",") if v in TRACE_DOC]
-        head = "要采集哪些 API 的 trace" if lang == "zh" else "which APIs to trace"
-        return head + ": " + "; ".join(parts)
+        return Note("plan.trace_doc", {"values_clauses": tuple(Note("plan.trace_value", {"value": v, "why": TRACE_DOC[v]})
+                                                              for v in value.split(",") if v in TRACE_DOC)})
     if key in OPTION_DOC:
-        return OPTION_DOC[key][i]
-    return "（直接传给工具的选项）" if lang == "zh" else "passed through to the tool as given"
+        return OPTION_DOC[key]
+    return "passed through to the tool as given"
 
 
-def explanation(plan: Plan, lang: str) -> list[tuple[str, str]]:
+def explanation(plan: Plan) -> list[tuple[str, Said]]:
     seen, out = set(), []
     for c in plan.commands:
         tool = "ncu" if c.head and c.head[0] == "ncu" else "nsys"
         verb = c.head[1] if len(c.head) > 1 else ""
         for o in c.opts:
-            why = explain_option(o, tool, lang, verb)
+            why = explain_option(o, tool, verb)
             if (c.head, o.key, why) in seen:
                 continue
             seen.add((c.head, o.key, why))

@@ -8,7 +8,10 @@ explain each option are in ``plan.py``.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import asdict, replace
+
+from ..notes import CODES, Note
 
 from .commands import (Command, Opt, ShellWord, docstring_text, kernel_option, ncu_exports, ncu_profile, nsys_export_sqlite,
                        nsys_profile, nsys_stats, one_line, opt, py_fstring, py_str, quote)
@@ -21,8 +24,26 @@ def _t(name: str) -> dict:
     return PLAYBOOK["scenarios"][name]
 
 
+# a playbook text that holds a value is said as the note of the same English template (notes/codes.py, plan.*):
+# the report layer's catalog translates the template, never the filled sentence
+_CODE_OF = {c.en: name for name, c in CODES.items() if name.startswith("plan.")}
+
+
 def _fill(text: str, opts: Options, **more) -> str:
+    """A playbook command word with its values."""
     return text.format(**{**asdict(opts), **more})
+
+
+def _words(text: str, opts: Options, **more) -> Note | str:
+    """A playbook text with its values: a ``plan.*`` note (its fields the values the text names), or the text
+    itself where it names none."""
+    names = [f for _, f, _, _ in string.Formatter().parse(text) if f]
+    if not names:
+        return text
+    if text not in _CODE_OF:
+        raise KeyError(f"playbook text with fields and no plan.* note in notes/codes.py: {text!r}")
+    values = {**asdict(opts), **more}
+    return Note(_CODE_OF[text], {k: values[k] for k in names})
 
 
 def _nsys_common(opts: Options) -> list[Opt]:
@@ -42,9 +63,9 @@ def _profile_plan(name: str, opts: Options, **more) -> Plan:
     middle = [opt(_fill(w, opts, **more)) for w in t.get("options", [])]
     c = nsys_profile(opts.trace or t["trace"], middle, out, opts.app, _nsys_common(opts),
                      force=t.get("force_overwrite", True), trace_first=not t.get("trace_after_options", False))
-    p = Plan(name, _fill(t["title"], opts, **more), [c], outputs=[f"{out}.nsys-rep"])
-    p.notes += [_fill(n, opts, **more) for n in t.get("notes", [])]
-    p.notes.append(f"then export what nsys-expert reads: nsys-expert command stats --input {quote(out + '.nsys-rep')}")
+    p = Plan(name, _words(t["title"], opts, **more), [c], outputs=[f"{out}.nsys-rep"])
+    p.notes += [_words(n, opts, **more) for n in t.get("notes", [])]
+    p.notes.append(Note("plan.then_export", {"input": quote(out + '.nsys-rep')}))
     if name in ("quick", "pytorch"):   # the torch.profiler twin of the same steps
         full = name == "pytorch"
         p.files.append(WrapperFile("torch_profiler_steps.py", PLAYBOOK["wrappers"]["torch_profiler"].format(
@@ -131,16 +152,12 @@ def torchrun(opts: Options) -> Plan:
                                                 trace=py_str(trace), extra=extra, output=py_fstring(output, "rank"))
     p = Plan("torchrun", t["title"], [launch], [WrapperFile("run_nsys.py", content)],
              outputs=[output.replace("{rank}", str(r)) + ".nsys-rep" for r in ranks])
-    p.notes += [n.format(ranks_text=", ".join(map(str, ranks))) for n in t["notes"]]
-    p.explain.append(("run_nsys.py: -t " + trace, explain_option(opt("-t", trace), "nsys", opts.lang)))
-    p.explain.append(("run_nsys.py: -o " + output,
-                      "one report per profiled rank ({rank} = its global rank)" if opts.lang != "zh"
-                      else "每个被采集的 rank 一个报告（{rank} 为全局 rank）"))
+    p.notes += [_words(n, opts, ranks_text=", ".join(map(str, ranks))) for n in t["notes"]]
+    p.explain.append(("run_nsys.py: -t " + trace, explain_option(opt("-t", trace), "nsys")))
+    p.explain.append(("run_nsys.py: -o " + output, Note("plan.rank_output", {"placeholder": "{rank}"})))
     if opts.nnodes > 1:
-        p.notes.append(f"run the launch line on each of the {opts.nnodes} nodes, with MASTER_ADDR set to the host name of "
-                       "one of them (the rendezvous; port 29500 open between the nodes)")
-    p.notes.append("then export what nsys-expert reads: nsys-expert command stats --input "
-                   f"{quote(output.replace('{rank}', str(ranks[0])) + '.nsys-rep')}")
+        p.notes.append(Note("plan.nodes", {"n": opts.nnodes}))
+    p.notes.append(Note("plan.then_export", {"input": quote(output.replace('{rank}', str(ranks[0])) + '.nsys-rep')}))
     return p
 
 
@@ -161,8 +178,8 @@ def deepspeed(opts: Options) -> Plan:
     p = Plan("deepspeed", t["title"], [launch], [WrapperFile("nsys_profile.sh", content)],
              outputs=[output.replace("%p", "<PID>") + ".nsys-rep"])
     p.notes += list(t["notes"])
-    p.explain.append(("nsys_profile.sh: -t " + trace, explain_option(opt("-t", trace), "nsys", opts.lang)))
-    p.explain.append(("nsys_profile.sh: -o " + output, OPTION_DOC["--output"][1 if opts.lang == "zh" else 0]))
+    p.explain.append(("nsys_profile.sh: -t " + trace, explain_option(opt("-t", trace), "nsys")))
+    p.explain.append(("nsys_profile.sh: -o " + output, OPTION_DOC["--output"]))
     return p
 
 
@@ -186,9 +203,9 @@ def mpi(opts: Options) -> Plan:
              outputs=[output.replace("%h", "<host>").replace("%p", "<PID>") + ".nsys-rep"])
     p.notes += list(t["notes"])
     for o in common:
-        p.explain.append(("nsys_mpi.sh: " + " ".join(o.words), explain_option(o, "nsys", opts.lang)))
+        p.explain.append(("nsys_mpi.sh: " + " ".join(o.words), explain_option(o, "nsys")))
     for flag in ("--nic-metrics=true", "--gpu-metrics-devices=all"):
-        p.explain.append(("nsys_mpi.sh (local rank 0): " + flag, explain_option(opt(flag), "nsys", opts.lang)))
+        p.explain.append(("nsys_mpi.sh (local rank 0): " + flag, explain_option(opt(flag), "nsys")))
     return p
 
 
@@ -196,9 +213,9 @@ def _ncu_plan(name: str, opts: Options, extra: list[Opt], **more) -> Plan:
     t = _t(name)
     out = opts.output or t["output"]
     c = ncu_profile(t["set"], opts.app, out, extra, t.get("target_all", True), opts.extra)
-    p = Plan(name, _fill(t["title"], opts, **more), [c, *ncu_exports(out)],
+    p = Plan(name, _words(t["title"], opts, **more), [c, *ncu_exports(out)],
              outputs=[f"{out}.ncu-rep", f"{out}_details.csv", f"{out}_raw.csv"])
-    p.notes += [_fill(n, opts, output=out, **more) for n in t.get("notes", [])]
+    p.notes += [_words(n, opts, output=out, **more) for n in t.get("notes", [])]
     return p
 
 
@@ -258,7 +275,7 @@ _BUILDERS = {
 SCENARIOS = {name: (t["letter"], _BUILDERS[name]) for name, t in PLAYBOOK["scenarios"].items()}
 
 
-def _container(plan: Plan, kind: str, lang: str) -> None:
+def _container(plan: Plan, kind: str) -> None:
     if kind == "docker":
         plan.container.append("docker run --gpus all --cap-add=SYS_ADMIN --cap-add=SYS_PTRACE ... IMAGE")
     elif kind == "k8s":
@@ -270,7 +287,7 @@ def _container(plan: Plan, kind: str, lang: str) -> None:
     else:
         raise ValueError(f"--container {kind}: use docker or k8s")
     plan.explain.append(("--cap-add=SYS_ADMIN --cap-add=SYS_PTRACE" if kind == "docker"
-                         else "capabilities: SYS_ADMIN, SYS_PTRACE", OPTION_DOC["--cap-add"][1 if lang == "zh" else 0]))
+                         else "capabilities: SYS_ADMIN, SYS_PTRACE", OPTION_DOC["--cap-add"]))
 
 
 GPU_METRICS_NOTE = (
@@ -278,10 +295,7 @@ GPU_METRICS_NOTE = (
     "10 kHz: about 220,000 samples, 7 MB of SQLite export, per GPU and second on an H200 (--gpu-metrics-frequency "
     "lowers that), with little overhead on the GPU itself. Only one process per GPU can sample (with 'all': one per node): profiling several processes that share "
     "GPUs, enable it in one of them (the mpi scenario does it on local rank 0). nsys-expert reads the samples from "
-    "the SQLite export: diagnose the .sqlite, not the CSVs.",
-    "--gpu-metrics-devices 以 10 kHz 采样 GPU 自身计数器（SM 活跃、Tensor 活跃、显存、PCIe / NVLink）：H200 上每个 GPU 每秒约 22 万个采样、"
-    "7 MB SQLite 导出（--gpu-metrics-frequency 可降低），对 GPU 本身开销很小。每个 GPU 只能有一个进程采样（用 all 时每个节点一个）："
-    "多个进程共享 GPU 时只在其中一个开启（mpi 场景在 local rank 0 上开启）。nsys-expert 从 SQLite 导出读取采样：请诊断 .sqlite 而不是 CSV。")
+    "the SQLite export: diagnose the .sqlite, not the CSVs.")
 
 
 def _check_gpu_metrics(scenario: str, opts: Options) -> None:
@@ -318,11 +332,11 @@ def build(scenario: str, opts: Options | None = None) -> Plan:
     if opts.gpu_metrics:
         _check_gpu_metrics(scenario, opts)
     plan = SCENARIOS[scenario][1](opts)
-    plan.explain = explanation(plan, opts.lang) + plan.explain
+    plan.explain = explanation(plan) + plan.explain
     if opts.gpu_metrics and scenario != "mpi":
-        plan.notes.append(GPU_METRICS_NOTE[1 if opts.lang == "zh" else 0])
+        plan.notes.append(GPU_METRICS_NOTE)
     if opts.container:
-        _container(plan, opts.container, opts.lang)
+        _container(plan, opts.container)
     return plan
 
 

@@ -174,8 +174,8 @@ def test_every_scenario_says_its_title_and_notes_in_chinese():
     from nsys_expert.cli.command import render_plan
     from nsys_expert.report import i18n
     for name in sc.SCENARIOS:
-        plan = sc.build(name, sc.Options(lang="zh", nnodes=2, container="docker"))
-        texts = [plan.title, *plan.notes]
+        plan = sc.build(name, sc.Options(nnodes=2, container="docker"))
+        texts = [plan.title, *plan.notes, *(why for _, why in plan.explain)]
         missing = [t for t in texts if i18n.untranslated(t, "zh")]
         assert not missing, (name, missing)
         text = render_plan(plan, None, True, lang="zh")

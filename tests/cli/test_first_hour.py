@@ -359,8 +359,9 @@ def test_zh_texts_keep_the_numbers_and_the_report_words():
     assert "85.7 % 在同步返回之后" in md and "每次迭代有 2.0 次阻塞同步调用" in md
     assert "`slow-first-iteration`，启动阶段" in md and ", startup" not in md
     assert "Device→Pinned" not in md and "设备→Pinned 主机内存" in md
-    from nsys_expert.report.i18n import translate
-    assert translate("subfolders not read (pass one as its own PATH to diagnose it): nsys-2022.4", "zh") == \
+    from nsys_expert.notes import Note
+    from nsys_expert.report.i18n import say
+    assert say(Note("load.subfolders", {"dirs": "nsys-2022.4"}), "zh") == \
         "未读取的子文件夹（要诊断其中一个，请把它作为单独的 PATH 传入）：nsys-2022.4"
 
 

@@ -3,6 +3,7 @@
 
 from nsys_expert import scenarios as sc
 from nsys_expert.engine.missing import NotEvaluated
+from nsys_expert.notes import Note
 
 
 def _ne(rule: str, missing: list, facts: list) -> NotEvaluated:
@@ -36,8 +37,9 @@ def test_next_steps_graphs_and_ncu():
     ne = [_ne("launch-bound", ["CUDA graph work is not in the GPU trace"], ["gpu_idle_launch_pct"]),
           _ne("low-occupancy", ["needs an Nsight Compute CSV of the hot kernels"], ["achieved_occupancy_pct"])]
     inputs = [{"kind": "nsys-csv", "table": t, "version": "2023+", "path": f"x_{t}.csv"} for t in ("gpu_trace", "api_trace")]
-    hint = ('ncu --set full --target-processes all --kernel-name regex:"nvjet_tst|stencil" --launch-skip 7 '
-            "--launch-count 10 -o hot <your command>")
+    hint = Note("phrase.ncu_command", {"args": '--set full --target-processes all --kernel-name regex:"nvjet_tst|stencil" '
+                                               "--launch-skip 7 --launch-count 10 -o hot",
+                                       "kernels": ("nvjet_tst", "stencil"), "skip": 7, "count": 10})
     steps = sc.next_steps(ne, {"graph_launch_count": 199}, inputs=inputs, app=("python", "bench.py"), ncu_hint=hint)
     assert [str(s.need) for s in steps] == ["CUDA graph kernels in the GPU trace", "Nsight Compute metrics"]
     assert "--cuda-graph-trace=node" in steps[0]["commands"][0] and steps[0]["commands"][0].endswith("python bench.py")

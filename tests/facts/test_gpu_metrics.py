@@ -219,7 +219,7 @@ def test_html_draws_the_gpu_metrics_chart(tmp_path):
 def test_command_adds_gpu_metrics_and_refuses_several_processes():
     plan = sc.build("quick", sc.Options(app=("python", "train.py"), gpu_metrics="all"))
     assert "--gpu-metrics-devices=all" in plan.commands[0].argv
-    assert any("one process per GPU" in n for n in plan.notes)
+    assert any("one process per GPU" in str(n) for n in plan.notes)
     assert "--gpu-metrics-devices=all" not in sc.build("quick", sc.Options(app=("python", "t.py"))).commands[0].argv
     with pytest.raises(ValueError, match="one process per GPU"):
         sc.build("torchrun", sc.Options(app=("train.py",), ranks=(0, 1), gpu_metrics="all"))

@@ -56,8 +56,9 @@ def test_fields_reorder_and_nest():
                                        "needs NVTX ranges with timestamps or the cuda_gpu_trace report"]
     assert i18n.say(needs[0], "zh") == "需要 cuda_gpu_trace 报告或带时间戳的 NVTX 区间"   # 或 and 需要 take a space beside a Latin word only
     assert i18n.say(needs[1], "zh") == "需要带时间戳的 NVTX 区间或 cuda_gpu_trace 报告"
-    assert t("only 0.02 ms of GPU work in the 4.1 ms window (less than 1 ms): too little to judge the run; "
-             "findings are capped at low severity; profile more steps", "zh").startswith("4.1 ms 的窗口内只有 0.02 ms")
+    little = Note("engine.too_little_work", {"work": 0.02, "window": 4.1, "limit": 1})
+    assert str(little).startswith("only 0.02 ms of GPU work in the 4.1 ms window (less than 1 ms)")
+    assert i18n.say(little, "zh").startswith("4.1 ms 的窗口内只有 0.02 ms")
     assert t("something new; iteration 1 left out as warm-up", "zh") == "something new；第 1 次迭代作为预热被排除"
     assert i18n.untranslated("something new; iteration 1 left out as warm-up", "zh") == ["something new"]
     assert t("iteration 1 left out as warm-up", "en") == "iteration 1 left out as warm-up"
@@ -68,8 +69,8 @@ def _check(case):
     md = report.render_markdown(doc, "zh")
     assert english_lines(md) == [], case
     # the run-time sentences one by one, so a miss names the sentence to add to the catalog
-    texts = [doc["window"].get("reason")] + [m for n in doc["not_evaluated"] for m in n["missing"]]
-    texts += doc["warnings"] + [s[k] for s in doc.get("next_steps", []) for k in ("need", "why")]
+    texts = [doc.window.get("reason")] + [m for n in doc.not_evaluated for m in n.missing]
+    texts += doc.warnings + [s[k] for s in doc.next_steps for k in ("need", "why")]
     missing = [c for t in texts if t for c in i18n.untranslated(t, "zh") if ENGLISH.search(c)]
     assert missing == [], f"{case}: add to the zh catalog: {missing}"
     # one kind of bracket in the prose: no ASCII "(" opening a parenthesis after a space or a CJK character
@@ -298,12 +299,13 @@ def test_zh_report_punctuation_and_brackets_read_as_chinese():
     assert not re.search(r"需要 [\u4e00-\u9fff]", text)
 
 
-def test_a_field_does_not_swallow_the_next_clause():
-    t = i18n.translate
-    assert t("run 1: lines 1-86; run 2: lines 87-170; run 3: lines 171-end", "zh") == \
+def test_a_note_is_said_clause_by_clause_from_its_fields():
+    """A multi-run log's clauses and a need whose input phrase holds a "; " are notes: each said from its own
+    template and fields (no sentence is matched back from English)."""
+    runs = tuple(Note("phrase.run_lines", {"n": i, "lines": x}) for i, x in ((1, "1-86"), (2, "87-170"), (3, "171-end")))
+    assert i18n.language("zh").clauses.join(i18n.say(r, "zh") for r in runs) == \
         "第 1 次运行：第 1-86 行；第 2 次运行：第 87-170 行；第 3 次运行：第 171-end 行"
-    # a "; " inside the field's own brackets stays in the field
-    assert t("needs the osrt_sum report (nsys stats -r osrt_sum; profile with --trace=osrt)", "zh") == \
+    assert i18n.say(Note("absent.needs", {"inputs": ("osrt_sum",)}), "zh") == \
         "需要 osrt_sum 报告（nsys stats -r osrt_sum；用 --trace=osrt 采集）"
 
 
@@ -326,10 +328,10 @@ def test_the_ncu_sentences_are_said_in_chinese(tmp_path):
     why an Nsight Compute file was not read stayed English in a Chinese report."""
     import shutil
 
-    for text in ("the Nsight Compute raw page",
-                 "the warp-stall, tensor-pipe and sector metrics are on the raw page only: export it from the same ncu report",
-                 "the export holds no such events: nsys records them only when they are traced (--trace=cuda,nvtx,osrt) and happen"):
-        assert i18n.untranslated(text, "zh") == [], text
+    for note in (Note("step.need_ncu_raw"), Note("step.why_ncu_raw"),
+                 Note("step.why_not_traced", {"trace": "cuda,nvtx,osrt", "what": ("osrt_sum",)})):
+        assert i18n.untranslated(note, "zh") == [], note
+        assert not ENGLISH.search(re.sub(r"\(--trace=[^)]*\)|--trace=\S+", "", i18n.say(note, "zh"))), note
     (tmp_path / "ncu").mkdir()
     for f in (FIXTURES / "sync_bound" / "input").glob("*.csv"):
         shutil.copy(f, tmp_path / f.name)

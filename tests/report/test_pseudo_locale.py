@@ -126,3 +126,22 @@ def test_no_english_outside_the_catalogs(pseudo_locale, case):
     found = {k: leaks(v) for k, v in rendered(case).items()}
     found = {k: v for k, v in found.items() if v}
     assert found == {}, case
+
+
+def _comments(script: str) -> str:
+    """The comment lines of ``nsys-expert command``'s script, without the wrapper files' own code and the
+    commands and options it quotes (``#   docker run ...``, ``#   --delay=60``: indented by three)."""
+    script = re.sub(r"<<'(\w+)'\n.*?\n\1\n", "\n", script, flags=re.S)
+    return "\n".join(ln for ln in script.splitlines() if ln.startswith("#") and not re.match(r"#   \S", ln))
+
+
+def test_nsys_expert_command_says_its_words_from_the_catalogs(pseudo_locale):
+    """``nsys-expert command --lang``: each scenario's title, notes and why each option is there (the playbook's
+    words, a plan.* note where they hold a value) come from the catalogs, as the report's words do."""
+    from nsys_expert import scenarios as sc
+    from nsys_expert.cli.command import render_plan
+
+    for name in sc.SCENARIOS:
+        plan = sc.build(name, sc.Options(nnodes=2, container="docker", kernel="k" if "ncu" in name else None))
+        text = _comments(render_plan(plan, None, True, lang=LANG))
+        assert OPEN in text and leaks(text) == [], (name, leaks(text))
