@@ -47,6 +47,41 @@ class GpuTokenCache:
         self.nbytes = n * 4
 
 
+class GpuImageStore:
+    """A uint8 image dataset kept resident on the GPU (decoded once, so that no step waits for the host),
+    sized to the memory the device has left beyond ``leave_bytes``; each item is ``3 x size x size``."""
+
+    def __init__(self, leave_bytes, device, size=256):
+        free, _ = torch.cuda.mem_get_info(device)
+        self.count = max((free - int(leave_bytes)) // (3 * size * size), 64)
+        self.images = torch.empty(self.count, 3, size, size, dtype=torch.uint8, device=device)
+        self.size = size
+
+
+class CropFeed:
+    """Random crops of the resident images, stacked into a batch on the GPU. ``per_sample=True``: each crop
+    is cut and converted to float on its own (a tensor per sample, under 1 MB: the caching allocator's small
+    pool) before ``torch.stack``; otherwise the uint8 views are stacked and converted as one batch."""
+
+    def __init__(self, store, steps, batch, crop, classes=100, per_sample=True, seed=0):
+        self.store, self.steps, self.batch, self.crop = store, steps, batch, crop
+        self.classes, self.per_sample = classes, per_sample
+        self.rng = np.random.default_rng(seed)
+
+    def __iter__(self):
+        s, c = self.store, self.crop
+        for _ in range(self.steps):
+            idx = self.rng.integers(0, s.count, self.batch)
+            yx = self.rng.integers(0, s.size - c + 1, (self.batch, 2))
+            views = [s.images[i, :, y:y + c, x:x + c] for i, (y, x) in zip(idx.tolist(), yx.tolist())]
+            if self.per_sample:
+                x = torch.stack([v.float().div_(255) for v in views])
+            else:
+                x = torch.stack(views).float().div_(255)
+            y = torch.as_tensor(idx % self.classes, device=s.images.device)
+            yield x.contiguous(memory_format=torch.channels_last), y
+
+
 class TokenIndex:
     """A tokenizer-style index built at start-up: ``n`` small dicts (id, text, frequency) that live for
     the whole run."""

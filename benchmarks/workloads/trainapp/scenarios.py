@@ -30,10 +30,12 @@ Planted where (the line a finding should name):
 - conv_nchw: ``build_conv`` makes the conv net in the default NCHW layout (cuDNN converts layouts).
 - hand_attention: ``models.py`` ``HandAttention.forward``, attention written out by hand.
 - metrics_cpu: ``callbacks.py`` ``Metrics.on_step_end``, ``.cpu()`` of the logits every step.
-- mem_pressure: a GPU-resident token corpus (``data.GpuTokenCache``) sized to leave the model's
-  measured peak plus ``MEM_MARGIN`` (8 %) free, and batches of varying length: the caching allocator
-  fragments, fails to find a block, frees its cache (``cudaFree``, a device sync) and allocates again
-  inside the step; fixed: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` (``ALLOC_CONF``).
+- mem_pressure: a GPU-resident uint8 image store (``data.GpuImageStore``) sized to leave the step's
+  measured peak plus ``MEM_MARGIN`` (0 %) and 64 MB free, and crops converted to float one sample at a time
+  (``data.CropFeed``, ``per_sample=True``): the small tensors fill the caching allocator's small pool,
+  whose cached blocks cannot serve the step's large activations; the allocator runs out, frees its cache
+  (``cudaFree``, a device sync) and allocates again, every step; fixed: the uint8 crops stacked and
+  converted as one batch. mem_expand: the same; fixed: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``.
 - cudnn_net: a net of ``vision.py`` (``CUDNN_NET``: the one ``cudnn_sweep.py`` found the most gain on)
   with ``cudnn.benchmark`` off; fixed: on.
 - compile_mlp / compile_encoder: the MLP language model / an SDPA encoder in eager mode; fixed:
@@ -201,7 +203,7 @@ def metrics_cpu(fixed):
     conv_run(build_conv(), gpu_images(n, 128, 112), n, [cb.Metrics(on_gpu=fixed)])
 
 
-ALLOC_CONF = {"mem_pressure_fixed": "expandable_segments:True"}   # set before CUDA starts (run.py)
+ALLOC_CONF = {"mem_expand_fixed": "expandable_segments:True"}   # set before CUDA starts (run.py)
 
 
 def sdpa_encoder(d=1024, heads=16, layers=4, vocab=8192):
@@ -212,25 +214,34 @@ def sdpa_encoder(d=1024, heads=16, layers=4, vocab=8192):
 
 
 def mem_pressure(fixed):
-    model = sdpa_encoder(layers=8, vocab=32768)
+    """A GPU-resident uint8 image store sized to leave the step's measured peak plus ``MEM_MARGIN`` (0 %) and 64 MB
+    free; each batch's crops are converted one sample at a time (``CropFeed(per_sample=True)``)."""
+    torch.backends.cudnn.benchmark = True
+    model = build_conv()
     optimizer = adamw(model, fused=True)
-    trainer = Trainer(model, optimizer, lm_loss, [cb.NvtxSteps()], split=shift_tokens)
-    longest = torch.randint(0, 32768, (16, 1025), device=dev)
+    trainer = Trainer(model, optimizer, class_loss, [cb.NvtxSteps()])
+    batch, crop = 1024, 160
+    probe = data.GpuImageStore(1 << 62, dev)            # the smallest store, to measure the step's peak
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
-    trainer.train_step(shift_tokens(longest))            # the step's peak at the longest batch
+    for b in data.CropFeed(probe, 2, batch, crop):
+        trainer.train_step(b)
     need = torch.cuda.max_memory_allocated() - base
-    del longest
+    del probe
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
-    margin = float(os.environ.get("MEM_MARGIN", "1.08"))
-    corpus = data.GpuTokenCache(need * margin + (256 << 20), dev)
+    margin = float(os.environ.get("MEM_MARGIN", "1.0"))
+    store = data.GpuImageStore(need * margin + (64 << 20), dev)
     n = steps(30)
-    batches = data.loader(data.VariableTokenBatches(n + 4, 16, range(256, 1025, 64), 32768), workers=2)
-    trainer.fit(data.DeviceFeed(batches, dev), n)
+    trainer.fit(data.CropFeed(store, n + 4, batch, crop, per_sample=not fixed), n)
     stats = torch.cuda.memory_stats()
-    print(f"mem_pressure: corpus {corpus.nbytes / 2**30:.1f} GiB, step need {need / 2**30:.2f} GiB, "
+    print(f"mem_pressure: store {store.count} images, step need {need / 2**30:.2f} GiB, "
           f"alloc retries {stats.get('num_alloc_retries')}, ooms {stats.get('num_ooms')}", file=sys.stderr)
+
+
+def mem_expand(fixed):
+    """mem_pressure's per-sample crops; fixed: the same code with ``expandable_segments`` (ALLOC_CONF)."""
+    mem_pressure(False)
 
 
 def cudnn_net(fixed):
@@ -274,4 +285,4 @@ def zero_grad_moe(fixed):
 
 NAMES = ["moe_mask", "step_timer", "janitor", "zero_grad", "cudnn_bench", "vocab_align", "pageable_input",
          "host_after_sync", "gc_pause", "kv_cat", "loss_callback", "conv_nchw", "hand_attention", "metrics_cpu",
-         "mem_pressure", "cudnn_net", "compile_mlp", "compile_encoder", "compile_loss", "vocab_pad", "zero_grad_moe"]
+         "mem_pressure", "mem_expand", "cudnn_net", "compile_mlp", "compile_encoder", "compile_loss", "vocab_pad", "zero_grad_moe"]
