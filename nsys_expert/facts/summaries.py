@@ -41,7 +41,11 @@ class _Noting:
 
 
 def _compute(fs, prof, win) -> None:
-    whole = win.source == "whole"
+    # the summaries stand for the window when it is the whole profile, or when no GPU trace can measure the
+    # window (its steps marked by an NVTX trace alone, issue 56, item 8: the console text's kernel and API
+    # summaries said "likely launch-bound"; the same summaries beside the NVTX and API traces left
+    # launch-bound unevaluated, their facts whole-profile only, and said "likely gpu-starved")
+    whole = win.source == "whole" or "gpu_trace" not in prof.tables
     span_ns = (win.span_end_ns - win.span_start_ns) if win.span_start_ns is not None and win.span_end_ns else None
 
     def put(name, value, table, steady=None):
