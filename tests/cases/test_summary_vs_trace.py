@@ -84,3 +84,17 @@ def test_an_exports_summaries_name_its_kernel_class_finding(case, tmp_path):
     t = _golden(case)
     assert opposite(t, s) is None, opposite(t, s)
     assert (s["verdict"]["state"], s["verdict"]["rule"]) == ("likely", t["verdict"]["rule"]), s["verdict"]
+
+
+@pytest.mark.parametrize("case,work", [("pair_loader_between_sqlite", 254), ("pair_checkpoint_fixed_sqlite", 1371)])
+def test_steps_that_do_not_hold_the_runs_time_are_undetermined(case, work, tmp_path):
+    """A loader between the step ranges (loader-between-steps, high) or a checkpoint every few steps (checkpoint-
+    pauses): the summaries hold 2.5x / 14x the steps' time in GPU work and said "No system-level bottleneck"."""
+    from summaries_from_sqlite import write_summaries
+
+    src = next(p for p in (FIXTURES / case / "input").iterdir() if ".sqlite" in p.name)
+    write_summaries(str(src), str(tmp_path), case)
+    s = pipeline.diagnose(pipeline.Request([str(tmp_path)], config.Settings()))
+    assert (s["verdict"]["state"], s["verdict"]["reason"]) == ("undetermined", "steps_unbounded"), s["verdict"]
+    assert s["verdict"]["gpu_work_to_iter_pct"] == pytest.approx(work, abs=1)
+    assert opposite(_golden(case), s) is None
