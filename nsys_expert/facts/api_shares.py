@@ -38,7 +38,7 @@ def compute(ctx: Context) -> None:
     whole = win.source == "whole"
     # the summary stands for the window when it is the whole profile, or when no trace measures the window
     # (its steps marked by an NVTX trace alone: issue 56, item 8, as facts/summaries.py)
-    stands = whole or not ({"gpu_trace", "api_trace"} & set(prof.tables))
+    stands = whole or ("gpu_trace" not in prof.tables and "api_trace" not in prof.tables)
     span_ns = (win.span_end_ns - win.span_start_ns) if win.span_start_ns is not None and win.span_end_ns else None
     if s is not None and s.height:
         src = prof.source_name("api_sum")
@@ -161,6 +161,7 @@ FACTS = [
 
 # the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
 GROUPS = [
-    group("api_shares", compute, reads=("input:api_sum", "input:api_trace", "input:kern_sum", "input:mem_time_sum"),
+    group("api_shares", compute, reads=("input:api_sum", "input:api_trace", "input:gpu_trace", "input:kern_sum",
+                                        "input:mem_time_sum"),
           puts=(FACTS, "fact:alloc_api_share_pct_span")),
 ]

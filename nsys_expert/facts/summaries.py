@@ -249,7 +249,8 @@ GROUPS = [
     # that put them
     group("summaries", compute,
           reads=(FILLS, "fact:gpu_idle_data_phase_pct", "fact:gpu_idle_pct", "fact:gpu_idle_short_gaps_pct",
-                 "input:api_sum", "input:api_trace", "input:kern_sum", "input:mem_size_sum", "input:mem_time_sum",
+                 "input:api_sum", "input:api_trace", "input:gpu_trace", "input:kern_sum", "input:mem_size_sum",
+                 "input:mem_time_sum",
                  "table:api", "table:top_kernels"),
           puts=(FACTS, FILLS, "kernels", "table:api", "table:api_source", "table:top_kernels", "table:top_kernels_source",
                 "table:top_kernels_span")),
