@@ -99,6 +99,7 @@ def _blocks(d: dict) -> list[tuple]:
     if d["gate"]:
         head.append(f"regression gate ({d['gate']['threshold_pct']}): " + ("**tripped**" if d["gate"]["tripped"] else "passed"))
     head += [f"regression: {r}" for r in d["regressions"]]
+    head += [f"not gated (a share of a shorter step, each step faster): {r}" for r in (d["gate"] or {}).get("not_gated", [])]
     out.append(("ul", head))
     if d["comparability"]:
         out += [("p", "Comparability:"), ("ul", list(d["comparability"]))]
@@ -124,7 +125,10 @@ def _blocks(d: dict) -> list[tuple]:
             if len(k) > KERNEL_CUT:
                 cut[k[:KERNEL_CUT] + "…"] = k
                 k = k[:KERNEL_CUT] + "…"
-            items.append(f"`{f['rule']}` ({f['category']}, {sev})" + (f" `{k}`" if k else "") + f": {f.get('title') or ''}")
+            inside = (f"; before, part of `{f['inside_before']}`" if f.get("inside_before") else
+                      f"; now part of `{f['inside_after']}`" if f.get("inside_after") else "")
+            items.append(f"`{f['rule']}` ({f['category']}, {sev}{inside})" + (f" `{k}`" if k else "")
+                         + f": {f.get('title') or ''}")
         out += [("p", f"**{title}** ({len(rows)})"), ("ul", items)]
     if empty:
         names = ", ".join(empty[:-1]) + (" or " if len(empty) > 1 else "") + empty[-1]

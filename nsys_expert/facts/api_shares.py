@@ -36,6 +36,9 @@ def compute(ctx: Context) -> None:
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
     s = prof.tables.get("api_sum")
     whole = win.source == "whole"
+    # the summary stands for the window when it is the whole profile, or when no trace measures the window
+    # (its steps marked by an NVTX trace alone: issue 56, item 8, as facts/summaries.py)
+    stands = whole or ("gpu_trace" not in prof.tables and "api_trace" not in prof.tables)
     span_ns = (win.span_end_ns - win.span_start_ns) if win.span_start_ns is not None and win.span_end_ns else None
     if s is not None and s.height:
         src = prof.source_name("api_sum")
@@ -45,7 +48,7 @@ def compute(ctx: Context) -> None:
             """``<name>_span``: the whole profile, start-up included; ``<name>`` (the window when it is the
             whole profile, what the rules read): ``steady`` when given, the value without one-off calls."""
             fs.put(f"{name}_span", value, source, tier)
-            if whole and name not in fs.run:
+            if stands and name not in fs.run:
                 fs.put(name, value if steady is None else steady, source, tier)
 
         def classes(df):
@@ -74,7 +77,7 @@ def compute(ctx: Context) -> None:
         work, tables = api_oneoff.gpu_work_tables(prof)
         if work:
             put("memcpy_api_over_gpu_work_ratio", copy_ns / work, " + ".join([src] + tables), steady=st_copy_ns / work)
-            if not whole:   # a whole-profile ratio: over the window, the trace measures the copies themselves
+            if not stands:   # a whole-profile ratio: over the window, the trace measures the copies themselves
                 fs.absent.setdefault("memcpy_api_over_gpu_work_ratio", Note("absent.whole_profile_ratio"))
         put("memcpy_api_ms", copy_ns / 1e6, steady=st_copy_ns / 1e6)
     api = prof.tables.get("api_trace")
@@ -158,6 +161,7 @@ FACTS = [
 
 # the group(s) of this module: what each reads and puts (facts/order.py derives the order from it)
 GROUPS = [
-    group("api_shares", compute, reads=("input:api_sum", "input:api_trace", "input:kern_sum", "input:mem_time_sum"),
+    group("api_shares", compute, reads=("input:api_sum", "input:api_trace", "input:gpu_trace", "input:kern_sum",
+                                        "input:mem_time_sum"),
           puts=(FACTS, "fact:alloc_api_share_pct_span")),
 ]

@@ -41,7 +41,11 @@ class _Noting:
 
 
 def _compute(fs, prof, win) -> None:
-    whole = win.source == "whole"
+    # the summaries stand for the window when it is the whole profile, or when no GPU trace can measure the
+    # window (its steps marked by an NVTX trace alone, issue 56, item 8: the console text's kernel and API
+    # summaries said "likely launch-bound"; the same summaries beside the NVTX and API traces left
+    # launch-bound unevaluated, their facts whole-profile only, and said "likely gpu-starved")
+    whole = win.source == "whole" or "gpu_trace" not in prof.tables
     span_ns = (win.span_end_ns - win.span_start_ns) if win.span_start_ns is not None and win.span_end_ns else None
 
     def put(name, value, table, steady=None):
@@ -245,7 +249,8 @@ GROUPS = [
     # that put them
     group("summaries", compute,
           reads=(FILLS, "fact:gpu_idle_data_phase_pct", "fact:gpu_idle_pct", "fact:gpu_idle_short_gaps_pct",
-                 "input:api_sum", "input:api_trace", "input:kern_sum", "input:mem_size_sum", "input:mem_time_sum",
+                 "input:api_sum", "input:api_trace", "input:gpu_trace", "input:kern_sum", "input:mem_size_sum",
+                 "input:mem_time_sum",
                  "table:api", "table:top_kernels"),
           puts=(FACTS, FILLS, "kernels", "table:api", "table:api_source", "table:top_kernels", "table:top_kernels_source",
                 "table:top_kernels_span")),

@@ -27,7 +27,7 @@ SCHEMA_VERSION = 1
 # why no finding is the verdict (docs/json-contract.md, ``verdict.reason``)
 Reason = Literal["no_finding", "no_finding_partial", "no_finding_bound", "utilization_unknown", "idle_unexplained",
                  "idle_explained", "too_little_work", "estimate_near_threshold", "window_not_steady", "no_rows",
-                 "no_gpu_work", "copies_unjudged"]
+                 "no_gpu_work", "copies_unjudged", "steps_unbounded"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,7 @@ LABELS = {
         "reason_copies_unjudged": "Cannot decide from the summary reports: host-device copies are {copies} % of the GPU's busy time, and only the trace tells whether they run under the kernels or hold them up (memcpy-bound)",
         "reason_no_finding_partial": "No system-level bottleneck found by the rules that could run; the GPU is busy {active} % of the time ({basis})",
         "basis_measured": "measured on the GPU trace", "basis_estimated": "estimated from the summary reports",
+        "reason_steps_unbounded": "Cannot decide from the summary reports: they hold {work} % of the NVTX steps' time in GPU work, so the steps do not hold the run's time (work between the step ranges, such as a data loader or a checkpoint, or outside them), and only a trace tells where it goes",
         "reason_no_finding_bound": "No system-level bottleneck found by the rules that could run; the summary reports hold more GPU work than iteration time ({work} % of it: work outside the iterations or on concurrent streams), so they cannot tell how busy the GPU is inside an iteration",
         "not_checked": "Not evaluated", "input_notes": "{n} note(s) on the inputs (which file each table was read from, files not read)",
         "supporting": "Supporting evidence", "does_not_apply_cap": "Does not apply", "and_more": "and {n} more kernel(s)", "gain_together": ", {n} kernels together (the gains of the kernels listed under Supporting evidence add to this one's)",

@@ -37,6 +37,11 @@ EXPLAINED_SHARE = 0.5   # idle time the gap causes attribute, above which an idl
 # judge (exposed or under kernels): summaries then cannot say "no bottleneck" (issue 56, item 4: copy_serial's
 # summaries, copies 39 % of the busy time, said "No system-level bottleneck" where its trace says memcpy-bound)
 COPY_SHARE_UNJUDGED = 30.0
+# summaries holding this many times the NVTX steps' time in GPU work: the steps do not hold the run's time (a
+# loader or a checkpoint between the step ranges, work outside them), so "no bottleneck" cannot be said of it
+# (issue 56, item 4: pair_loader_between's summaries, 254 %, said no bottleneck where its trace is
+# loader-between-steps, high; healthy_summaries' start-up work makes 114 %)
+STEPS_UNBOUNDED_PCT = 150.0
 
 
 def _command(next_steps: list[NextStep], system_rules: set[str]) -> str | None:
@@ -99,6 +104,8 @@ def decide(findings: list[Finding], not_evaluated: list[NotEvaluated], facts: di
             (facts.get("memcpy_host_share_of_busy_pct") or 0) >= COPY_SHARE_UNJUDGED:
         state, reason = "undetermined", "copies_unjudged"
         copies = round(float(facts["memcpy_host_share_of_busy_pct"]), 1)
+    elif basis == "bound" and (facts.get("gpu_work_to_iter_pct") or 0) >= STEPS_UNBOUNDED_PCT:
+        state, reason = "undetermined", "steps_unbounded"
     elif basis == "bound":
         state, reason = "likely", "no_finding_bound"
     elif basis == "estimated" and active < MIN_ACTIVE_PCT + ESTIMATE_MARGIN_PCT:

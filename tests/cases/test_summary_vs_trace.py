@@ -68,3 +68,33 @@ def test_summaries_never_tell_the_opposite_of_the_trace(case, tmp_path):
         assert why is not None, f"{case} agrees now: remove it from KNOWN"
         pytest.xfail(KNOWN[case])
     assert why is None, f"{case}: {why}"
+
+
+# SQLite-only fixtures whose export names a kernel-class finding: their summary reports (made from the export as
+# `nsys stats` makes them, tests/summaries_from_sqlite.py) said "No system-level bottleneck" (eager-compile and
+# layout-conversion read kernel_active_pct, which only a trace measures); now the same finding, likely
+@pytest.mark.parametrize("case", ["pair_hf_llama_sqlite", "pair_conv_nchw_sqlite", "pair_effnet_layout_sqlite",
+                                  "pair_block_stack_sqlite"])
+def test_an_exports_summaries_name_its_kernel_class_finding(case, tmp_path):
+    from summaries_from_sqlite import write_summaries
+
+    src = next(p for p in (FIXTURES / case / "input").iterdir() if ".sqlite" in p.name)
+    write_summaries(str(src), str(tmp_path), case)
+    s = pipeline.diagnose(pipeline.Request([str(tmp_path)], config.Settings()))
+    t = _golden(case)
+    assert opposite(t, s) is None, opposite(t, s)
+    assert (s["verdict"]["state"], s["verdict"]["rule"]) == ("likely", t["verdict"]["rule"]), s["verdict"]
+
+
+@pytest.mark.parametrize("case,work", [("pair_loader_between_sqlite", 254), ("pair_checkpoint_fixed_sqlite", 1371)])
+def test_steps_that_do_not_hold_the_runs_time_are_undetermined(case, work, tmp_path):
+    """A loader between the step ranges (loader-between-steps, high) or a checkpoint every few steps (checkpoint-
+    pauses): the summaries hold 2.5x / 14x the steps' time in GPU work and said "No system-level bottleneck"."""
+    from summaries_from_sqlite import write_summaries
+
+    src = next(p for p in (FIXTURES / case / "input").iterdir() if ".sqlite" in p.name)
+    write_summaries(str(src), str(tmp_path), case)
+    s = pipeline.diagnose(pipeline.Request([str(tmp_path)], config.Settings()))
+    assert (s["verdict"]["state"], s["verdict"]["reason"]) == ("undetermined", "steps_unbounded"), s["verdict"]
+    assert s["verdict"]["gpu_work_to_iter_pct"] == pytest.approx(work, abs=1)
+    assert opposite(_golden(case), s) is None

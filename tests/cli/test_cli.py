@@ -77,14 +77,26 @@ def test_fail_on_says_on_stderr_which_finding_tripped_it():
     assert r.exit_code == 0 and r.stderr == ""
 
 
-def test_regression_gate_says_on_stderr_what_got_worse():
+def test_regression_gate_says_on_stderr_what_got_worse(tmp_path):
+    import json
+
     r = CliRunner().invoke(main, ["diff", str(FIXTURES / "healthy" / "input"), str(FIXTURES / "launch_bound" / "input"),
                                   "--fail-on-regression", "5"])
     assert r.exit_code == 1
     line = r.stderr.strip()
     assert line.count("\n") == 0 and line.startswith("nsys-expert: exit 1: --fail-on-regression 5 tripped by ")
-    assert "gpu_active_pct" in line and " pp > 5" in line
+    # launch_bound's steps are shorter than healthy's: its GPU-active share that fell is said, not gated (issue 56,
+    # item 1); its new high finding trips the gate
+    assert "new high finding: launch-bound" in line and "gpu_active_pct" not in line
+    assert "not gated (a share of a shorter step, each step faster): gpu_active_pct: " in r.stdout
     assert " pp |" in r.stdout       # a share's change is in percentage points in the table too
+    # the same step, a share 7 points worse: it trips the gate, in points
+    base = json.loads(CliRunner().invoke(main, ["diagnose", str(FIXTURES / "healthy" / "input"), "--format", "json"]).stdout)
+    worse = dict(base, facts=dict(base["facts"], gpu_active_pct=base["facts"]["gpu_active_pct"] - 7.0))
+    (tmp_path / "a.json").write_text(json.dumps(base))
+    (tmp_path / "b.json").write_text(json.dumps(worse))
+    r = CliRunner().invoke(main, ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--fail-on-regression", "5"])
+    assert r.exit_code == 1 and "gpu_active_pct" in r.stderr and " pp > 5" in r.stderr
 
 
 @pytest.mark.parametrize("args", [["rules"], ["rules", "--format", "md"], ["facts"], ["facts", "--format", "json"],

@@ -52,6 +52,10 @@ def test_a_cut_off_last_step_is_left_out_and_the_first_kept(tmp_path):
     assert f["kernels_per_iter"] == pytest.approx(full["kernels_per_iter"], rel=0.05)
     assert f["iter_median_ms"] == pytest.approx(full["iter_median_ms"], rel=0.15)
     # before: kernels_per_iter 1,204 of 2,353 and iter_median_ms 25.2 of 49.8 (one step and the stub)
+    # the two whole steps' phases are measured: the verdict is the whole trace's (before: launch-bound, the
+    # optimizer phase facts "not computable" under three steps)
+    assert doc["verdict"]["rule"] == expected_doc("kineto_optimizer")["verdict"]["rule"] == "optimizer-unfused"
+    assert f["optimizer_phase_kernels_per_iter"] == pytest.approx(full["optimizer_phase_kernels_per_iter"], rel=0.05)
 
 
 def _steps(ms, first):

@@ -43,3 +43,17 @@ def test_the_html_holds_the_sections_of_the_markdown(case, texts):
         table = md.split("Where each step's time goes, by phase")[1].split("\n\n")[1]
         for row in table.splitlines()[2:]:
             assert row.split(" | ")[1] in page, row       # each phase's ms a step
+
+
+@pytest.mark.parametrize("case", ["sync_bound_console", "kineto_optimizer", "pair_checkpoint_sqlite",
+                                  "launch_bound_graphed_sqlite", "console_deep_dive", "kineto_3rank_straggler"])
+def test_every_markdown_section_is_in_the_html(case):
+    """Every heading of the Markdown report (a section, or a finding's title) is on the HTML page too, for a
+    console log, a torch.profiler trace, an SQLite export, CUDA graphs, a several-runs file and a multi-rank job."""
+    md, page = _both(case)
+    page = re.sub(r"\s+", " ", page)
+    heads = [re.sub(r"^#+ (\d+\. )?", "", line).split(" (")[0].replace("`", "").strip()
+             for line in md.splitlines() if line.startswith("#")]
+    assert len(heads) >= 5, heads
+    missing = [h for h in heads if h not in page]
+    assert not missing, f"{case}: the HTML report leaves out {missing}"
