@@ -31,6 +31,15 @@ APPS = {   # how the run was made, and where its plant is described
 }
 
 
+def nsys_version(res: pathlib.Path, name: str) -> str:
+    """The nsys that wrote the export (META_DATA_EXPORT's EXPORT_PRODUCT_VERSION, read from the gzip's text)."""
+    import gzip
+    with gzip.open(res / name / f"{name}.sqlite.gz") as f:
+        data = f.read()   # the META_DATA_EXPORT page sits anywhere in the file (last, in 2025.3's)
+    m = re.search(rb"EXPORT_PRODUCT_VERSION(20\d\d\.\d+\.\d+)", data)
+    return m.group(1).decode() if m else "(version not found)"
+
+
 def flags(res: pathlib.Path, name: str) -> str:
     f = res / name / "flags.txt"
     return f.read_text().strip() if f.exists() else "-t cuda,nvtx,osrt,cublas,cudnn"
@@ -50,7 +59,7 @@ def make(res: pathlib.Path, base: str, after: str, app: str = "presc") -> None:
         role = "before" if name == base else f"after (the fix applied to `{base}`)"
         (out / "README.md").write_text(
             f"# pair_{name}_sqlite: `{name}`, {role}\n\n"
-            f"A real run ({gpu}; {APPS[app][0].format(name=name)}, nsys 2025.3.1, "
+            f"A real run ({gpu}; {APPS[app][0].format(name=name)}, nsys {nsys_version(res, name)}, "
             f"`{flags(res, name)}`); `input/{name}.sqlite.gz` is the unchanged `nsys export --type sqlite`.\n\n"
             f"## What was planted\n{APPS[app][1].format(name=name, fn=base, fixed=name != base)} "
             f"(`{base}` / `{after}`).\n\n"

@@ -17,7 +17,7 @@ from ..notes import Note
 INPUTS = {i: str(Note("input." + i)) for i in (
     "gpu_trace", "api_trace", "nvtx_trace", "kern_sum", "api_sum", "mem_time_sum", "mem_size_sum", "nvtx_sum",
     "nvtx_pushpop_sum", "osrt_sum", "osrt_trace", "kern_exec_sum", "nvtx_gpu_proj_sum", "gpu_sum", "ranks",
-    "gpu_metrics", "cpu_trace", "call_ops", "ncu")}
+    "gpu_metrics", "cpu_trace", "call_ops", "mem_usage", "device_memory", "ncu")}
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,13 @@ A new group is one module plus one entry here.
 """
 from __future__ import annotations
 
-from . import (absent, allocator, api, api_shares, busy, call_ops, cpu_ops, estimates, fusion, gaps, gpu_metrics, graph, iterations, jit,
-               kernels, locations, memcpy, multigpu, nccl, ncu, ncu_metrics, nvtx, osrt, overlap, phase_work, phases,
+from . import (absent, allocator, api, api_shares, between_ops, busy, call_ops, cpu_ops, estimates, fusion, gaps, gpu_metrics, graph, iterations, jit,
+               kernels, locations, memcpy, memlevel, multigpu, nccl, ncu, ncu_metrics, nvtx, osrt, overlap, phase_work, phases,
                platform, ranks, replay, starved, summaries, sync_context, waits, window)
 from .declare import Group
 
 MODULES = (window, busy, platform, gaps, waits, memcpy, summaries, jit, overlap, kernels, fusion, api, graph, nccl, nvtx,
-           iterations, replay, osrt, phase_work, estimates, allocator, starved, cpu_ops, call_ops, ranks, gpu_metrics, api_shares,
+           iterations, replay, osrt, phase_work, between_ops, estimates, allocator, memlevel, starved, cpu_ops, call_ops, ranks, gpu_metrics, api_shares,
            phases, ncu, ncu_metrics, locations, sync_context, multigpu, absent)
 
 GROUPS: list[Group] = [g for m in MODULES for g in getattr(m, "GROUPS", ())]

@@ -30,7 +30,7 @@ import re
 import polars as pl
 
 from ..notes import Note
-from . import intervals
+from . import between_ops, intervals
 from .base import Context, in_window, pct
 from .declare import fact, group, on_timeline
 from .names import matching
@@ -489,6 +489,7 @@ def _between_work(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str
     movable = max(0.0, gap_med - kept)
     after = max(gpu_busy, host_after(movable, kept))
     fs.put("loader_workers_gain_pct", max(0.0, 100.0 * (1.0 - after / iter_now)), src)
+    between_ops.put(fs, ops, cover, steps, gaps.len(), iter_now, gpu_busy, in_step + kept, src)
     # the batches' host-to-device copies launched between the steps: pinned (the DataLoader's pin-memory
     # thread takes each batch off the training thread) and copied one step ahead on a side stream, they
     # leave both the thread and the compute stream: the GPU's step loses their time
@@ -555,5 +556,5 @@ GROUPS = [
     group("phase_work", compute, on_timeline,
           reads=("fact:gpu_active_pct", "fact:gpu_idle_pct", "fact:iter_median_ms", "input:api_trace", "input:gpu_trace", "input:nvtx_trace",
                  "input:osrt_trace", "work:busy", "work:busy_cover", "work:host"),
-          puts=(FACTS, "table:phase_work")),
+          puts=(FACTS + between_ops.FACTS, "table:phase_work")),
 ]

@@ -23,15 +23,16 @@ DECLARING_GROUPS = MODULES
 
 # inputs a profile has only when the user opted in at collection time (a costly option): a rule that
 # requires one of them is left out of "not evaluated" when it is missing (engine.evaluate)
-OPT_IN_INPUTS = {"gpu_metrics"}
+OPT_IN_INPUTS = {"gpu_metrics", "mem_usage"}
 # inputs only NVIDIA's tools record (Nsight Compute, nsys's GPU metrics and OS runtime trace): on an AMD
 # run (gpu_vendor amd, a ROCm torch.profiler trace) a rule that lacks only these cannot be helped by
 # collecting more, so it is left out of "not evaluated" and no command asks for them
-NVIDIA_ONLY_INPUTS = {"ncu", "gpu_metrics", "osrt_trace", "osrt_sum"}
+NVIDIA_ONLY_INPUTS = {"ncu", "gpu_metrics", "osrt_trace", "osrt_sum", "mem_usage"}
 
 # what a user exports for each input: the nsys stats report name (others: how it is collected)
 _OTHER_NAMES = {"osrt_trace": "SQLite export with --trace=osrt", "ranks": "several ranks",
-                "ncu": "ncu --csv --page details", "gpu_metrics": "SQLite export with --gpu-metrics-devices=all"}
+                "ncu": "ncu --csv --page details", "gpu_metrics": "SQLite export with --gpu-metrics-devices=all",
+                "mem_usage": "SQLite export with --cuda-memory-usage=true", "device_memory": "SQLite export"}
 
 
 def user_name(input_id: str, lang: str = "en") -> str:

@@ -68,6 +68,10 @@ CODES: dict[str, Code] = {
                                       "ProfilerActivity.CPU)"),
     "input.call_ops": Code("phrase", "native call chains of the CUDA calls (nsys profile --cudabacktrace=all, "
                                      "then nsys export --type sqlite)", "the CUDA calls' native call chains"),
+    "input.mem_usage": Code("phrase", "device memory in use over time (nsys profile --cuda-memory-usage=true, then "
+                                      "nsys export --type sqlite)", "device memory in use over time"),
+    "input.device_memory": Code("phrase", "each GPU's memory size (TARGET_INFO_GPU in an nsys SQLite export)",
+                                "each GPU's memory size"),
     "input.ncu": Code("phrase", "an Nsight Compute CSV of the hot kernels (ncu --set full ... then ncu -i "
                                 "X.ncu-rep --csv --page details)", "an Nsight Compute CSV of the hot kernels"),
 

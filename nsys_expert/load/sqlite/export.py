@@ -33,6 +33,7 @@ from ...errors import InputError
 from .. import chunks, gpu_metrics, normalize
 from . import tables as sqlite_tables
 from .callchains import read_call_ops
+from .memory import read_device_memory, read_memory_usage
 from ..profile import Part
 from .reading import BigTables, close_readers, open_readers, derived_columns, read_frame, pid_of, tid_of
 from .tables import (GRAPH, KERNEL, MEANING, MEMCPY, MEMSET, NVTX, OSRT, OSRT_SLEEPS, OSRT_WAITS, RUNTIME, read_api_trace, big_jobs, gpu_names, read_gpu_trace, gpu_capabilities, read_nvtx_trace, read_osrt, table_pairs, processes, read_schema, size_summary, summary)  # noqa: F401
@@ -114,6 +115,10 @@ def _read(con: sqlite3.Connection, path: str) -> Part:
     if cut:
         part.warnings.append(Note("load.long_names", {"table": f"{base}: NVTX_EVENTS", "kib": sqlite_tables.NAME_MAX >> 10,
                                                       "kept": sqlite_tables.NAME_KEPT, **cut}))
+    usage = read_memory_usage(con, cols)   # --cuda-memory-usage=true: device memory in use over time
+    sizes = read_device_memory(con, cols) if usage is not None else None
+    if usage is not None and sizes is not None:
+        part.tables["mem_usage"], part.tables["device_memory"] = usage, sizes
     gm, gm_meta, gm_warn = gpu_metrics.read(con, cols, gpus, path, read_frame)   # --gpu-metrics-devices samples
     part.warnings += gm_warn
     if gm is not None:
