@@ -45,12 +45,20 @@ def compute(ctx: Context) -> None:
     if it is None or it.height < 2:   # no steps to end the runs at: a loop of elementwise kernels is one endless run
         return
     starts = it["s"].sort()
-    k = k.with_columns(step=starts.search_sorted(k["at"], side="right"))
-    runs = (k.join(chain, on="name", how="left").sort("stream", "start_ns")
-            .with_columns(run=((~pl.col("ew").fill_null(False)) | (pl.col("stream") != pl.col("stream").shift(1))
-                               | (pl.col("step") != pl.col("step").shift(1)))
-                          .fill_null(True).cum_sum())
-            .filter(pl.col("ew").fill_null(False))
+    # each kernel's flags picked by its name among the few that have them (``is_in`` over the codes: a
+    # join of a million rows on their names hashed every row), and only the columns the runs read put in
+    # stream order: none to sort when one stream ran (the window's kernels are in start order already)
+    ew_names = chain.filter(pl.col("ew").fill_null(False))["name"].cast(pl.String).to_list()
+    loss_names = chain.filter(pl.col("loss").fill_null(False))["name"].cast(pl.String).to_list()
+    k = k.select("start_ns", "dur_ns", "stream", step=starts.search_sorted(k["at"], side="right"),
+                 ew=pl.col("name").is_in(ew_names).fill_null(False),
+                 loss=pl.col("name").is_in(loss_names).fill_null(False) if loss_names else pl.lit(False))
+    if not (k["stream"].is_sorted() and k["start_ns"].is_sorted()):
+        k = k.sort("stream", "start_ns")
+    runs = (k.with_columns(run=((~pl.col("ew")) | (pl.col("stream") != pl.col("stream").shift(1))
+                                | (pl.col("step") != pl.col("step").shift(1)))
+                           .fill_null(True).cum_sum().set_sorted())   # (a count: grouped as runs of rows)
+            .filter(pl.col("ew"))
             .group_by("run").agg(n=pl.len(), tot=pl.col("dur_ns").sum(), top=pl.col("dur_ns").max(),
                                  loss=pl.col("loss").any())
             .filter(pl.col("n") >= 2)

@@ -58,9 +58,13 @@ def with_launch_times(gpu: pl.DataFrame | None, api: pl.DataFrame | None,
     calls = api.select("corr_id", pl.col("start_ns").alias("launch_s"), pl.col("end_ns").alias("launch_e"))
     if calls["corr_id"].null_count():   # (a filter copies every column, even when it drops nothing)
         calls = calls.drop_nulls("corr_id")
-    found = _lookup(gpu["corr_id"], calls)
+    keys = gpu["corr_id"]
+    # both in id order (the calls in start order, the operations too: the usual trace): one merge, no table
+    # (the table's scatter of every call cost twice as much: 2 M calls, 60 -> 25 ms)
+    found = (_search(keys, calls) if keys.null_count() == 0 and calls["corr_id"].is_sorted() and keys.is_sorted()
+             else _lookup(keys, calls))
     if found is None:   # sparse ids: a merge with the calls sorted by id
-        found = _search(gpu["corr_id"], calls)
+        found = _search(keys, calls)
     if iter_starts is not None and iter_starts.len():
         # the iteration of each launch, for the operations only (half as many as the calls, or fewer)
         found = found.with_columns(iteration_of(found["launch_s"], iter_starts).cast(pl.Int32).alias("launch_iter"))
