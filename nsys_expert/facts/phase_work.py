@@ -78,6 +78,7 @@ FACTS = [
     fact("step_d2h_copy_share_of_exposed_pct", "%", "share of that exposed time in which the copies themselves ran (the rest: staging and host work waiting for them)", _PW),
     fact("cat_copy_iters_pct", "%", "share of the steps that launch concatenation kernels (CatArrayBatchedCopy, cat_...)", _PW),
     fact("cat_copy_ms_per_iter", "ms", "GPU time of the concatenation kernels per step (median)", _PW),
+    fact("cat_copy_trend", "", "rank correlation of the concatenation kernels' time per step with the step's number (1: it grows every step, as a cache grown by torch.cat does; a short window of a long decode grows little but steadily)", _PW),
     fact("cat_copy_growth_pct", "%", "growth of the concatenation kernels' time per step from the first quarter of the steps to the last (medians): a tensor grown by torch.cat copies more every step", _PW),
     fact("launch_interval_us", "us", "median time from one kernel-launch call to the next inside a step (the host's pace where nothing else runs between launches)", _PW),
     fact("kv_static_gain_pct", "%", "gain of a preallocated cache written in place: the step becomes the longer of the GPU's work less the concatenation kernels and the step's launches at the median launch-to-launch pace (the long host stretches that each new shape costs go)", _PW),
@@ -412,6 +413,8 @@ def _cat_growth(ctx: Context, steps: pl.DataFrame, ops: pl.DataFrame, src: str) 
     med = sorted(ms)[len(ms) // 2]
     fs.put("cat_copy_ms_per_iter", med, src)
     fs.put("cat_copy_growth_pct", 100.0 * (last / first - 1.0) if first > 0 else None, src)
+    trend = per.select(pl.corr("it", "dur_ns", method="spearman")).item()
+    fs.put("cat_copy_trend", float(trend) if trend is not None and trend == trend else 0.0, src)
     api = ctx.prof.tables.get("api_trace")
     if api is None or "base_name" not in api.columns:
         return

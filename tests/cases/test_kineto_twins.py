@@ -9,7 +9,8 @@ from conftest import FIXTURES
 
 TWINS = {"vocab_align": "gemm-alignment", "zero_grad": "zero-grad-fill", "step_timer": "step-explicit-sync",
          "vocab_pad": "gemm-alignment", "compile_encoder": "eager-compile", "compile_mlp": "memory-bound",
-         "janitor": "allocator-churn", "moe_mask": "data-dependent-shapes", "loss_callback": "step-sync"}
+         "janitor": "allocator-churn", "moe_mask": "data-dependent-shapes", "loss_callback": "step-sync",
+         "kv_cat": "kv-cache-cat"}
 
 
 def _findings(case):
