@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 
 class TokenBatches(torch.utils.data.Dataset):
@@ -80,6 +81,41 @@ class CropFeed:
                 x = torch.stack(views).float().div_(255)
             y = torch.as_tensor(idx % self.classes, device=s.images.device)
             yield x.contiguous(memory_format=torch.channels_last), y
+
+
+class DocumentCorpus:
+    """A tokenised corpus resident on the GPU (int32 ids) with its documents' offsets and lengths; ``batches``
+    samples documents into padded ``[batch, max_len + 1]`` int64 batches. ``per_document=True``: each document is
+    sliced, padded (``F.pad``) and widened on its own before ``torch.stack``; otherwise one gather for the whole
+    batch and one mask (``torch.where``)."""
+
+    PAD = 0
+
+    def __init__(self, n_tokens, vocab, device, min_len=32, max_len=256, seed=0):
+        rng = np.random.default_rng(seed)
+        self.tokens = torch.randint(1, vocab, (n_tokens,), dtype=torch.int32, device=device)
+        lengths = rng.integers(min_len, max_len + 2, size=n_tokens // ((min_len + max_len) // 2))
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        keep = offsets + lengths <= n_tokens
+        self.offsets, self.lengths, self.max_len = offsets[keep], lengths[keep], max_len
+        self.rng, self.device = rng, device
+
+    def batches(self, steps, batch, per_document=True):
+        width = self.max_len + 1
+        pos = torch.arange(width, device=self.device)
+        for _ in range(steps):
+            idx = self.rng.integers(0, len(self.offsets), size=batch)
+            if per_document:
+                rows = []
+                for o, n in zip(self.offsets[idx].tolist(), self.lengths[idx].tolist()):
+                    doc = self.tokens[o:o + min(n, width)]
+                    rows.append(F.pad(doc, (0, width - doc.numel()), value=self.PAD).long())
+                yield torch.stack(rows)
+            else:
+                starts = torch.as_tensor(self.offsets[idx], device=self.device)
+                lens = torch.as_tensor(np.minimum(self.lengths[idx], width), device=self.device)
+                at = (starts[:, None] + pos).clamp(max=self.tokens.numel() - 1)
+                yield torch.where(pos < lens[:, None], self.tokens[at], self.PAD).long()
 
 
 class TokenIndex:

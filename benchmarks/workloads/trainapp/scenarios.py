@@ -36,6 +36,9 @@ Planted where (the line a finding should name):
   whose cached blocks cannot serve the step's large activations; the allocator runs out, frees its cache
   (``cudaFree``, a device sync) and allocates again, every step; fixed: the uint8 crops stacked and
   converted as one batch. mem_expand: the same; fixed: ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``.
+- doc_pad (issue 54, written after batch-per-sample, to test it on code it was not built on): documents of a
+  GPU-resident corpus padded into each batch one at a time (``data.py`` ``DocumentCorpus.batches``: a slice,
+  ``F.pad`` and ``.long()`` per document, 256 a batch); fixed: one gather and one ``torch.where`` per batch.
 - cudnn_net: a net of ``vision.py`` (``CUDNN_NET``: the one ``cudnn_sweep.py`` found the most gain on)
   with ``cudnn.benchmark`` off; fixed: on.
 - compile_mlp / compile_encoder: the MLP language model / an SDPA encoder in eager mode; fixed:
@@ -277,6 +280,16 @@ def vocab_pad(fixed):
     lm_run(model, steps(30), 8, 1024, 32001)
 
 
+def doc_pad(fixed):
+    """Language-model training on documents of a GPU-resident corpus, padded into a batch one document at a
+    time (``data.DocumentCorpus.batches``, ``per_document=True``); fixed: one gather and one mask per batch."""
+    corpus = data.DocumentCorpus(64 << 20, 8192, dev)
+    model = models.MLPLanguageModel(8192, d=768, layers=2).to(dev)
+    n = steps(30)
+    trainer = Trainer(model, adamw(model, fused=True), lm_loss, [cb.NvtxSteps()], split=shift_tokens)
+    trainer.fit(corpus.batches(n + 4, 256, per_document=not fixed), n)
+
+
 def zero_grad_moe(fixed):
     model = models.MoEModel(capacity_factor=1.25).to(dev)
     trainer = Trainer(model, adamw(model), lm_loss, [cb.NvtxSteps()], split=shift_tokens, set_to_none=fixed)
@@ -285,4 +298,4 @@ def zero_grad_moe(fixed):
 
 NAMES = ["moe_mask", "step_timer", "janitor", "zero_grad", "cudnn_bench", "vocab_align", "pageable_input",
          "host_after_sync", "gc_pause", "kv_cat", "loss_callback", "conv_nchw", "hand_attention", "metrics_cpu",
-         "mem_pressure", "mem_expand", "cudnn_net", "compile_mlp", "compile_encoder", "compile_loss", "vocab_pad", "zero_grad_moe"]
+         "mem_pressure", "mem_expand", "cudnn_net", "compile_mlp", "compile_encoder", "compile_loss", "vocab_pad", "zero_grad_moe", "doc_pad"]
