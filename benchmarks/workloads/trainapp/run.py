@@ -2,7 +2,7 @@
 
 ``nsys``: run as it is (profile it with ``nsys profile``). ``kineto``: under torch.profiler with
 ``with_stack=True`` and ``record_shapes=True``, ``schedule(wait=1, warmup=1, active=ACTIVE)`` (4 by
-default), the trace written by ``on_trace_ready`` to ``$KINETO_OUT``.
+default), the trace written by ``on_trace_ready`` to ``$KINETO_OUT``; ``PROFILE_MEMORY=1``: with ``profile_memory=True``.
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def main(argv):
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
                        schedule=schedule(wait=1, warmup=1, active=active, repeat=1),
                        record_shapes=True, with_stack=True,
+                       profile_memory=os.environ.get("PROFILE_MEMORY") == "1",
                        on_trace_ready=lambda p: p.export_chrome_trace(out))
         callbacks.NvtxSteps.step_hook = prof.step
         with prof:
