@@ -4,14 +4,13 @@ import json
 
 import pytest
 
-from conftest import expected_doc, FIXTURES
-from golden import produce
+from conftest import expected_doc, FIXTURES, produced
 
 HIGH = ("high", "critical")
 
 
 def run(case):
-    return produce(case)[0]
+    return produced(case)[0]
 
 
 def cats(doc):

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, fixture_cases
+from conftest import FIXTURES, fixture_cases, produced
 from golden import facts_view, golden_view, produce
 
 
 @pytest.mark.parametrize("case", fixture_cases())
 def test_golden(case):
-    doc, md = produce(case)
+    doc, md = produced(case)
     expected = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
     got = json.loads(json.dumps(golden_view(doc), ensure_ascii=False))
     assert got["findings"] == expected["findings"]
