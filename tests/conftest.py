@@ -55,6 +55,14 @@ def produced(case: str, lang: str = "en") -> tuple[dict, str]:
     return copy.deepcopy(_DIAGNOSES[key])
 
 
+def slow_ones(cases, slow):
+    """``cases`` for ``pytest.mark.parametrize``, those in ``slow`` marked ``slow`` (the fast set keeps the
+    others: a quick run still covers the family)."""
+    missing = set(slow) - set(cases)
+    assert not missing, missing
+    return [pytest.param(c, marks=pytest.mark.slow) if c in slow else c for c in cases]
+
+
 needs_shared = pytest.mark.skipif(not (SHARED / "cases").is_dir(), reason="../shared is not next to this checkout")
 
 
