@@ -21,6 +21,48 @@ def expected_doc(case: str) -> dict:
     return doc
 
 
+# one diagnosis of an input no test changes, shared by the tests that read it (issue 56, item 14: the fast
+# set re-diagnosed sync_bound 27 times, launch_bound 23). Each caller gets its own deep copy, so a test that
+# edits what it got changes no other test's. Not for a test that patches what a diagnosis runs (monkeypatch
+# of the pipeline, the facts, the packs, the environment), nor for a folder the test changes after its diagnosis.
+_DIAGNOSES: dict = {}
+
+
+def diagnosed(*paths, **settings):
+    """``pipeline.diagnose(Request([*paths], config.Settings(**settings)))``, diagnosed once a session."""
+    import copy
+    import os
+
+    from nsys_expert import config, pipeline
+
+    key = ("diagnose", tuple(os.path.abspath(str(p)) for p in paths), tuple(sorted(settings.items())))
+    if key not in _DIAGNOSES:
+        _DIAGNOSES[key] = pipeline.diagnose(pipeline.Request([str(p) for p in paths], config.Settings(**settings)))
+    return copy.deepcopy(_DIAGNOSES[key])
+
+
+def produced(case: str, lang: str = "en") -> tuple[dict, str]:
+    """``golden.produce(case, lang)`` (the JSON report and the Markdown of ``nsys-expert diagnose input`` run
+    in the fixture's folder), made once a session: test_golden and the tests that assert on one fixture's
+    diagnosis share it."""
+    import copy
+
+    from golden import produce
+
+    key = ("produce", case, lang)
+    if key not in _DIAGNOSES:
+        _DIAGNOSES[key] = produce(case, lang)
+    return copy.deepcopy(_DIAGNOSES[key])
+
+
+def slow_ones(cases, slow):
+    """``cases`` for ``pytest.mark.parametrize``, those in ``slow`` marked ``slow`` (the fast set keeps the
+    others: a quick run still covers the family)."""
+    missing = set(slow) - set(cases)
+    assert not missing, missing
+    return [pytest.param(c, marks=pytest.mark.slow) if c in slow else c for c in cases]
+
+
 needs_shared = pytest.mark.skipif(not (SHARED / "cases").is_dir(), reason="../shared is not next to this checkout")
 
 

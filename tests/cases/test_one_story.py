@@ -13,7 +13,7 @@ from nsys_expert.engine.model import Finding
 from nsys_expert.errors import InputError
 from nsys_expert.report import verdict
 
-from conftest import FIXTURES, SHARED, finding, needs_shared
+from conftest import FIXTURES, SHARED, finding, needs_shared, diagnosed
 
 CASES = SHARED / "cases"
 CONSOLE = ("stats_default.txt", "stats_column.txt")
@@ -43,7 +43,7 @@ def _csv_only(case: str, tmp: pathlib.Path) -> pathlib.Path:
 def _verdict(path) -> dict | None:
     """The verdict of one input, or None when the input is no profile (exit 2 names why)."""
     try:
-        return pipeline.diagnose(pipeline.Request([str(path)]))["verdict"]
+        return diagnosed(path)["verdict"]
     except InputError:
         return None
 
@@ -160,7 +160,7 @@ def test_total_recoverable_within_the_critical_path():
 def test_kernel_gain_of_a_launch_bound_run_is_not_medium():
     """launch_bound: one-block kernels of a 1,024-element tensor; the host is 99.99 % of the critical
     path, so faster kernels win nothing: tail-effect is no medium finding and adds nothing to the total."""
-    doc = pipeline.diagnose(pipeline.Request([str(CASES / "launch_bound")]))
+    doc = diagnosed(CASES / "launch_bound")
     tail = [f for f in doc["findings"] if f["rule"] == "tail-effect"]
     assert tail, "the ncu CSVs of launch_bound should give tail-effect"
     assert tail[0]["severity"] in ("info", "low") and tail[0]["estimated_gain_pct"] < 1

@@ -8,8 +8,8 @@ import json
 import polars as pl
 import pytest
 
-from conftest import expected_doc, FIXTURES
-from nsys_expert import diff, pipeline
+from conftest import expected_doc, FIXTURES, diagnosed
+from nsys_expert import diff
 from nsys_expert.diff import render
 from nsys_expert.facts import period
 
@@ -66,7 +66,7 @@ def test_an_unfused_optimizer_is_named_with_its_own_gain():
 
 
 def test_optimizer_advice_names_fused_true():
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "kineto_hta_ddp_v100" / "input")]))
+    doc = diagnosed(FIXTURES / "kineto_hta_ddp_v100" / "input")
     f = _finding(doc, "optimizer-unfused")
     text = json.dumps(f, ensure_ascii=False)
     assert "fused=True" in text

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FIXTURES, produced
 from nsys_expert import scenarios as sc
 from nsys_expert.cli import main
 
@@ -188,9 +188,7 @@ def _gpu_active_pct(case, start, end):
 
 
 def test_real_dataloader_bound_profile():
-    from golden import produce
-
-    doc = produce("dataloader_bound")[0]
+    doc = produced("dataloader_bound")[0]
     top = doc["findings"][0]
     assert (top["rule"], top["severity"]) == ("data-io-bound", "high")
     f = doc["facts"]
@@ -202,9 +200,7 @@ def test_real_dataloader_bound_profile():
 
 
 def test_real_host_bound_profile():
-    from golden import produce
-
-    doc = produce("host_bound")[0]
+    doc = produced("host_bound")[0]
     top = doc["findings"][0]
     assert (top["rule"], top["severity"]) == ("host-bound", "high")
     f = doc["facts"]

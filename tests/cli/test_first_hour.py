@@ -10,7 +10,7 @@ import pytest
 
 from nsys_expert import config, pipeline, report
 
-from conftest import FIXTURES, ROOT, SHARED, needs_shared
+from conftest import FIXTURES, ROOT, SHARED, needs_shared, diagnosed
 
 PY = sys.executable
 
@@ -112,6 +112,7 @@ main()
 """
 
 
+@pytest.mark.slow   # 4.2 s in the fast set on the shared 2-core machine (issue 56, item 14)
 def test_ctrl_c_on_a_pool_of_workers_is_one_line_and_exit_130(tmp_path):
     """Item 4: Ctrl-C on a multi-rank run printed 30-100 lines of worker tracebacks, exit 130 or 141.
     The terminal sends SIGINT to the whole process group: the parent and every worker."""
@@ -200,15 +201,15 @@ def test_markdown_reports_hold_no_html_entities():
 def test_noise_ncu_rules_said_once_no_advice_for_a_zero_gain_kernel_no_twin_warning():
     """Item 14: the same ten ncu rules under Not evaluated in every report (the Next steps say it with
     the command); advice for a kernel whose fix wins nothing; a warning about the ncu .txt whose CSV was read."""
-    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "launch_bound" / "input")])))
+    md = report.render_markdown(diagnosed(FIXTURES / "launch_bound" / "input"))
     assert "`bank-conflicts`" not in md.split("## Not evaluated")[-1].split("## Next steps")[0]
     assert "Nsight Compute metrics" in md and "bank-conflicts" in md.split("## Next steps")[1]
-    doc = pipeline.diagnose(pipeline.Request([str(SHARED / "cases" / "launch_bound")]))
+    doc = diagnosed(SHARED / "cases" / "launch_bound")
     tail = next(f for f in doc["findings"] if f["rule"] == "tail-effect")
     assert tail["advice"] and tail["estimated_gain_pct"] < report.MIN_KERNEL_ADVICE_GAIN_PCT
     advice = report.render_markdown(doc).split("## 8.")[1].split("## ")[0]
     assert tail["title"] not in advice and "Launch-bound" in advice
-    doc = pipeline.diagnose(pipeline.Request([str(SHARED / "cases" / "sync_bound")]))
+    doc = diagnosed(SHARED / "cases" / "sync_bound")
     assert any(i["path"].endswith("sync_bound_details.csv") for i in doc["inputs"])
     assert not any("text form of an Nsight Compute report" in str(w) for w in doc["warnings"])
 
@@ -222,7 +223,7 @@ def test_terminal_summary_counts_are_the_reports_and_help_tells_the_real_default
 
     from nsys_expert.report import terminal
 
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "conv_pdl" / "input")]))
+    doc = diagnosed(FIXTURES / "conv_pdl" / "input")
     md = report.render_markdown(doc)
     listed = re.findall(r"`([a-z0-9-]+)`", md.split("## Not evaluated")[1].split("\n## ")[0])
     con = Console(record=True, width=200)
@@ -306,7 +307,7 @@ def test_graphed_run_explains_itself():
              str(cases / "launch_bound_graphed" / "launch_bound_graphed.sqlite"))
     row = next(ln for ln in r.stdout.splitlines() if ln.startswith("| `kernel_count`"))
     assert "not comparable" in row and "CUDA graphs" in row and "--cuda-graph-trace=node" in row
-    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(cases / "launch_bound_graphed" / "launch_bound_graphed.sqlite")])))
+    md = report.render_markdown(diagnosed(cases / "launch_bound_graphed" / "launch_bound_graphed.sqlite"))
     assert "Iterations: 199 (median 0.187 ms" in md
     assert "The 'step' ranges time the host alone (0.0493 ms median)" in md and "(0.187 ms median)" in md
 
@@ -355,7 +356,7 @@ def test_zh_texts_keep_the_numbers_and_the_report_words():
                 gaps.add((r.id, key))
     assert gaps - ZH_GAPS == set(), "a Chinese text leaves out a number its English gives"
     assert ZH_GAPS - gaps == set(), "fixed: remove it from ZH_GAPS"
-    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh"))), "zh")
+    md = report.render_markdown(diagnosed(FIXTURES / "sync_bound" / "input", lang="zh"), "zh")
     assert "85.7 % 在同步返回之后" in md and "每次迭代有 2.0 次阻塞同步调用" in md
     assert "`slow-first-iteration`，启动阶段" in md and ", startup" not in md
     assert "Device→Pinned" not in md and "设备→Pinned 主机内存" in md

@@ -49,10 +49,9 @@ def test_next_steps_graphs_and_ncu():
 
 
 def test_next_steps_on_a_real_diagnosis():
-    from conftest import FIXTURES
-    from nsys_expert import pipeline
+    from conftest import FIXTURES, diagnosed
 
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "launch_bound_summaries" / "input")]))
+    doc = diagnosed(FIXTURES / "launch_bound_summaries" / "input")
     steps = sc.next_steps(doc.not_evaluated, doc.facts)
     export = steps[0]
     assert export["commands"][0].startswith("nsys stats --report ")

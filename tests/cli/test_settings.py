@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, diagnosed
 
 from nsys_expert import config, pipeline
 from nsys_expert.engine import RuleSet, evaluate, load_packs, model
@@ -110,7 +110,7 @@ def test_ranks_are_evaluated_apart_in_one_run():
 def test_the_report_says_what_was_changed_from_the_defaults():
     from nsys_expert import report
 
-    plain = pipeline.diagnose(pipeline.Request([str(SYNC)]))
+    plain = diagnosed(SYNC)
     assert plain["settings"] == {"file": None, "packs": [], "select": [], "ignore": [], "parameters": []}
     assert "Settings" not in report.render_markdown(plain)
     doc = pipeline.diagnose(pipeline.Request([str(SYNC)], config.Settings(overrides=("sync-bound.min_idle_pct=1",),

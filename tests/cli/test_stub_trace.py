@@ -18,6 +18,7 @@ and the Markdown, never a bottleneck or "no bottleneck":
   recorded, said as such, and the command to profile again is torch.profiler's, not an nsys flag."""
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 
@@ -29,10 +30,17 @@ from nsys_expert import config, pipeline, report
 from nsys_expert.report import terminal
 
 
+@functools.cache
+def _trace(src) -> dict:
+    """The real trace, parsed once for the module (1.1 s for kineto_optimizer, cut three times): ``_cut`` makes a
+    new document and changes none of its events."""
+    return json.loads(gzip.open(src, "rt").read())
+
+
 def _cut(src, out, begin_step: str | None, keep_us: float, first_event: bool = False):
     """``src`` cut to [BEGIN, BEGIN + keep_us): BEGIN is the start of the ``begin_step`` ProfilerStep range, or of
     the first timed event (``first_event``); written to ``out``."""
-    doc = json.loads(gzip.open(src, "rt").read())
+    doc = _trace(src)
     ev = doc["traceEvents"]
     timed = [e for e in ev if e.get("ph") == "X" and e.get("cat") != "Trace" and isinstance(e.get("ts"), (int, float))]
     if first_event:

@@ -23,8 +23,9 @@ def one_line_error(r, *words):
 
 # 1. -o overwrite guard ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,body", [("pack.yaml", "rules: []\n"), ("pyproject.toml", "[tool.nsys-expert]\n"),
-                                       ("notes.md", "my notes\n")])
+@pytest.mark.parametrize("name,body", [pytest.param("pack.yaml", "rules: []\n", marks=pytest.mark.slow),   # 0.6-0.7 s each
+                                       pytest.param("pyproject.toml", "[tool.nsys-expert]\n", marks=pytest.mark.slow),  # (issue
+                                       ("notes.md", "my notes\n")])                                                   # 56, item 14)
 def test_o_refuses_a_file_nsys_expert_did_not_write(tmp_path, name, body):
     target = tmp_path / name
     target.write_text(body)
@@ -35,7 +36,8 @@ def test_o_refuses_a_file_nsys_expert_did_not_write(tmp_path, name, body):
     assert r.exit_code == 0 and target.read_text().startswith("# nsys-expert")
 
 
-@pytest.mark.parametrize("fmt", ["md", "json", "html"])
+@pytest.mark.parametrize("fmt", ["md", pytest.param("json", marks=pytest.mark.slow),   # 1 s each (issue 56, item 14)
+                                 pytest.param("html", marks=pytest.mark.slow)])
 def test_o_replaces_its_own_report_of_another_run(tmp_path, fmt):
     """Issue 48, item 5 (issue 35 had refused another run's report: every profile -> fix -> profile
     again loop then needed --force)."""

@@ -38,16 +38,17 @@ def test_first_rule_fires_and_is_silenced():
 
 @pytest.mark.parametrize("text,expect", [
     (GOOD_RULE.replace("gpu_active_pct, op", "gpu_activ_pct, op"), "unknown fact 'gpu_activ_pct'"),
-    (GOOD_RULE.replace("op: lt", "op: less"), "unknown operator 'less'"),
-    (GOOD_RULE.replace("value: $floor", "value: $flor"), "'$flor' is not a declared param"),
-    (GOOD_RULE.replace("severity: high", "severity: urgent"), "severity"),
+    # (the slow ones: a process each, 0.5-0.6 s, issue 56, item 14)
+    pytest.param(GOOD_RULE.replace("op: lt", "op: less"), "unknown operator 'less'", marks=pytest.mark.slow),
+    pytest.param(GOOD_RULE.replace("value: $floor", "value: $flor"), "'$flor' is not a declared param", marks=pytest.mark.slow),
+    pytest.param(GOOD_RULE.replace("severity: high", "severity: urgent"), "severity", marks=pytest.mark.slow),
     (GOOD_RULE + "\nwhen: [oops\n", "not valid YAML"),
     (GOOD_RULE.replace("message: \"GPU active", "message: \"{{ gpu_active_pct | round(1) }\" #"), "template error"),
     ("!!python/object/apply:os.system ['touch /tmp/nsx-pwned']\n", "not valid YAML"),
     (GOOD_RULE.replace("title: GPU busy", "titel: GPU busy"), "unknown key 'titel'"),
     # the rules engine refuses a list, a table or null to compare with: said at load, not "error code 102"
     (GOOD_RULE.replace("op: lt, value: $floor", "op: eq, value: []"), "operator 'eq' needs a number, a string"),
-    (GOOD_RULE.replace("op: lt, value: $floor", "op: eq, value: {}"), "r.yaml"),
+    pytest.param(GOOD_RULE.replace("op: lt, value: $floor", "op: eq, value: {}"), "r.yaml", marks=pytest.mark.slow),
 ])
 def test_bad_rules_exit_2_with_one_line(tmp_path, text, expect):
     pack = make_pack(tmp_path, text)

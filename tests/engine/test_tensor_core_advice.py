@@ -1,12 +1,10 @@
 """The tensor-core advice fits the GPU: TF32 / bf16 need compute capability 8.0 (Ampere) or later; a
 V100 (7.0) gets fp16 autocast. The compute capability comes from the input when it says it."""
-from conftest import FIXTURES
-
-from nsys_expert import pipeline
+from conftest import FIXTURES, diagnosed
 
 
 def _fp32(case):
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / case / "input")]))
+    doc = diagnosed(FIXTURES / case / "input")
     return doc, next(f for f in doc["findings"] if f["rule"] == "fp32-gemm-without-tensor-cores")
 
 
@@ -45,6 +43,6 @@ def test_a_range_named_for_data_that_is_communication_is_not_input_work():
              "load_batch", "nccl:all_to_all", "data_all_gather", "step"]
     got = pl.DataFrame({"name": names}).filter(data_range_expr())["name"].to_list()
     assert got == ["DataLoader.__next__", "enumerate(DataLoader)#_SingleProcessDataLoaderIter", "load_batch"]
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "kineto_hta_torchrec_16rank" / "input")]))
+    doc = diagnosed(FIXTURES / "kineto_hta_torchrec_16rank" / "input")
     assert "data-io-bound" not in [f["rule"] for f in doc["findings"]]
     assert doc["facts"]["data_range_share_pct"] < 5

@@ -2,8 +2,7 @@
 in registry.py's table or in its group module's ``FACTS`` list beside its code."""
 import pytest
 
-from conftest import FIXTURES
-from nsys_expert import pipeline
+from conftest import FIXTURES, diagnosed
 from nsys_expert.facts import declare, phase_work, registry
 
 # real profiles that between them run every fact group: nsys SQLite with OS runtime trace and NVTX steps
@@ -17,7 +16,7 @@ def _undeclared(names, scopes=("run",)) -> set[str]:
 
 @pytest.mark.parametrize("case", CASES)
 def test_every_fact_put_is_declared(case):
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / case / "input")]))
+    doc = diagnosed(FIXTURES / case / "input")
     assert len(doc["facts"]) > 40
     rows = [doc] + doc.get("ranks", [])
     for row in rows:

@@ -10,7 +10,7 @@ import glob
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, slow_ones
 from nsys_expert import facts, load
 from nsys_expert.facts import declare, groups, order, registry, tracked
 
@@ -112,7 +112,9 @@ def test_one_list_of_groups():
     assert '"last"' not in text and '"parallel"' not in text and "after ncu" not in text
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", slow_ones(CASES, {  # 0.7-2.8 s each (issue 56, item 14)
+    "gpu_metrics_compute_bound_sqlite", "kineto_hta_ddp_v100", "pair_sync_bound_sqlite", "checkpoint_spikes_sqlite",
+    "h100_2gpu_nsys2026_sqlite", "gil_contention_sqlite"}))
 def test_each_group_touches_only_what_it_declares(case):
     prof = _profile(case)
     plain = facts.compute(prof)

@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 
-from nsys_expert import config, pipeline, report
+from conftest import diagnosed
+from nsys_expert import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "fixtures")
@@ -14,7 +15,7 @@ SHARED = os.path.join(ROOT, "..", "shared", "cases", "kineto")
 
 
 def _doc(*paths, lang="en"):
-    return pipeline.diagnose(pipeline.Request(list(paths), config.Settings(lang=lang)))
+    return diagnosed(*paths, lang=lang)
 
 
 def _md(path, lang="en"):

@@ -8,7 +8,7 @@ while five ``ProfilerStep#N`` annotations mark the steps; the phase table nested
 import polars as pl
 import pytest
 
-from golden import produce
+from conftest import produced
 from nsys_expert.facts import phases, window
 from nsys_expert.facts.base import Context, FactSet
 from nsys_expert.load.profile import Profile
@@ -114,7 +114,7 @@ def test_kineto_phase_table_nests_from_the_time_stamps():
     ("kineto_hta_torchrec_16rank", 4, 216, "1.7", "1.00"),
 ])
 def test_real_hta_traces_iterate_over_profiler_steps(case, iters, median, first, slowest):
-    doc, md = produce(case, "en")
+    doc, md = produced(case, "en")
     w = doc["window"]
     assert w["source"] == "nvtx:ProfilerStep" and w["iterations"] == iters
     assert f"- Iterations: {iters} (median {median} ms, first (warm-up) {first}×, slowest {slowest}×)" in md
@@ -127,7 +127,7 @@ def test_real_hta_traces_iterate_over_profiler_steps(case, iters, median, first,
 
 
 def test_torchrec_forward_is_inside_the_step_not_inside_sparse_data_dist():
-    rows = {r["name"]: r for r in produce("kineto_hta_torchrec_16rank", "en")[0]["tables"]["phases"]["rows"]}
+    rows = {r["name"]: r for r in produced("kineto_hta_torchrec_16rank", "en")[0]["tables"]["phases"]["rows"]}
     assert rows["## forward ##"]["parent"] == "ProfilerStep"
     assert rows["## sparse_data_dist ##"]["parent"] == "ProfilerStep"
     assert rows["ProfilerStep"]["count"] == 5

@@ -9,14 +9,13 @@ import io
 import polars as pl
 import pytest
 
-from golden import produce
-from conftest import FIXTURES
+from conftest import FIXTURES, produced
 from nsys_expert.load import sanity
 
 
 @pytest.mark.parametrize("case", ["conv_pdl", "conv_pdl_sqlite"])
 def test_pdl_overlap_keeps_the_gpu_timeline(case):
-    doc = produce(case)[0]
+    doc = produced(case)[0]
     f = doc["facts"]
     assert f["gpu_active_pct"] is not None and "gpu_trace" not in doc.get("facts_absent", {})
     assert not any("damaged" in str(w) or "same stream" in str(w) for w in doc["warnings"])
@@ -28,7 +27,7 @@ def test_pdl_overlap_keeps_the_gpu_timeline(case):
 
 
 def test_sqlite_window_is_the_train_steps():
-    doc = produce("conv_pdl_sqlite")[0]
+    doc = produced("conv_pdl_sqlite")[0]
     assert doc["window"]["source"] == "nvtx:train_step"
     assert doc["facts"]["stream_overlap_count"] == pytest.approx(1488, abs=5)
 

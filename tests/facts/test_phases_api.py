@@ -3,12 +3,12 @@ runs (each fixture's README says how). Every test here fails on main at da85a3e,
 its fixture: the NCCL share of kernel time is read since e9f14d9, and that fixture guards it."""
 import pytest
 
-from golden import produce
+from conftest import produced
 from nsys_expert.facts import phases
 
 
 def run(case, lang="en"):
-    return produce(case, lang)
+    return produced(case, lang)
 
 
 def rules(doc):

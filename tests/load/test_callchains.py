@@ -4,11 +4,10 @@ nsys 2025.3.2 with --cudabacktrace=all --python-backtrace=cuda --python-sampling
 import polars as pl
 import pytest
 
-from nsys_expert import config, pipeline
 from nsys_expert.load import load_paths
 from nsys_expert.load.sqlite.callchains import aten_name
 
-from conftest import FIXTURES
+from conftest import FIXTURES, diagnosed
 
 TPLB = FIXTURES / "tplb_loss_callback_sqlite" / "input"
 
@@ -33,7 +32,7 @@ def test_the_blocking_calls_carry_their_operators():
 
 
 def test_nsys_alone_names_the_operator_behind_the_syncs():
-    doc = pipeline.diagnose(pipeline.Request([str(TPLB)], config.Settings()))
+    doc = diagnosed(TPLB)
     facts = doc["facts"]
     assert facts["sync_source_op"] == "aten::item" and facts["sync_source_inner_op"] == "aten::_local_scalar_dense"
     assert facts["sync_source_share_pct"] > 90
@@ -42,6 +41,6 @@ def test_nsys_alone_names_the_operator_behind_the_syncs():
 
 def test_operator_ranges_are_not_phases():
     """autograd-NVTX ranges ("aten::embedding_backward, op_id = 3146") are operators, not the step's phases."""
-    doc = pipeline.diagnose(pipeline.Request([str(TPLB)], config.Settings()))
+    doc = diagnosed(TPLB)
     names = str(doc["facts"].get("idle_top_phase_names", ""))
     assert "op_id" not in names and "aten::" not in names

@@ -10,8 +10,7 @@ import re
 import polars as pl
 import pytest
 
-from conftest import FIXTURES, SHARED, needs_shared
-from golden import produce
+from conftest import FIXTURES, SHARED, needs_shared, produced
 from nsys_expert.errors import InputError
 from nsys_expert.load import console, load_paths
 
@@ -443,7 +442,7 @@ def test_size_title_with_its_unit(tmp_path):
 
 # ------------------------------------------------------------------------------------ through the loader
 def test_loader_and_diagnosis_from_console_summaries():
-    doc, _ = produce("console_launch_bound")
+    doc, _ = produced("console_launch_bound")
     assert doc["window"]["source"] == "whole"
     top = doc["findings"][0]
     assert (top["rule"], top["severity"]) == ("launch-bound", "medium")
@@ -451,7 +450,7 @@ def test_loader_and_diagnosis_from_console_summaries():
     assert doc["facts"]["launch_to_kernel_time_ratio"] == pytest.approx(279_535_463 / kernel_ns, rel=1e-4)
     assert "gpu_active_pct" not in doc["facts"]
     # the same diagnosis as the CSV summaries, and every rule these two tables cannot feed is "not evaluated"
-    ref, _ = produce("launch_bound_summaries")
+    ref, _ = produced("launch_bound_summaries")
     # the CSV summaries also hold nvtx_sum: its step ranges add the starved-GPU estimate, which the two
     # console tables cannot give
     assert [f["rule"] for f in doc["findings"]] == [f["rule"] for f in ref["findings"]]

@@ -18,8 +18,7 @@ import polars as pl
 import pytest
 
 import console_eras as ce
-from conftest import FIXTURES
-from golden import produce
+from conftest import FIXTURES, produced
 from nsys_expert import pipeline, report
 from nsys_expert.load import console
 
@@ -141,7 +140,7 @@ def test_diagnosis_is_the_csv_tables_diagnosis(name, tmp_path):
     for table in TABLES[name]:
         shutil.copy(FIXTURES / case / "input" / f"{case}_{CSV[table]}.csv", tmp_path / "input")
     ref = _diagnose(tmp_path)
-    doc, _ = produce(name)
+    doc, _ = produced(name)
     assert {i["kind"] for i in doc["inputs"]} == {"nsys-console"}
     v, rv = doc["verdict"], ref["verdict"]
     assert (v["category"], v["state"], v["rule"]) == (rv["category"], rv["state"], rv["rule"])

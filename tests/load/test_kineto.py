@@ -8,7 +8,7 @@ import json
 import polars as pl
 from click.testing import CliRunner
 
-from conftest import expected_doc, FIXTURES
+from conftest import expected_doc, FIXTURES, diagnosed
 from nsys_expert import pipeline
 from nsys_expert.cli import main
 from nsys_expert.load import load_paths
@@ -54,7 +54,7 @@ def test_every_kernel_is_joined_to_its_launch_by_correlation_id():
 
 
 def test_profiler_steps_are_the_iterations_of_the_window():
-    doc = pipeline.diagnose(pipeline.Request([str(NCCL)]))
+    doc = diagnosed(NCCL)
     w = doc["window"]
     assert w["source"] == "nvtx:ProfilerStep"
     steps = [e for e in _events(NCCL) if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")]
@@ -114,7 +114,7 @@ def test_a_json_file_that_is_no_trace_is_left_alone(tmp_path):
 
 def test_a_folder_of_rank_traces_is_a_job_of_ranks():
     """Two traces that differ only in distributedInfo.rank are two ranks, not one run read twice."""
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "kineto_2rank_derived" / "input")]))
+    doc = diagnosed(FIXTURES / "kineto_2rank_derived" / "input")
     assert [r["rank"] for r in doc["ranks"]] == ["rank0", "rank1"]
     assert all(r["verdict"]["category"] == "memory-bound" for r in doc["ranks"])
 

@@ -11,8 +11,7 @@ import sys
 import polars as pl
 import pytest
 
-from conftest import FIXTURES, SHARED, needs_shared
-from golden import produce
+from conftest import FIXTURES, SHARED, needs_shared, produced
 from nsys_expert import load, pipeline
 from nsys_expert.errors import InputError
 from nsys_expert.facts import ncu as ncu_facts
@@ -304,7 +303,7 @@ def kernel_findings(doc, rule=None, category=None):
 @needs_shared
 def test_memory_bound_with_ncu(tmp_path):
     """Done-when: a kernel-scope memory-bound finding citing DRAM throughput >= 80, ranked by GPU-time share."""
-    doc = produce("memory_bound_ncu")[0]
+    doc = produced("memory_bound_ncu")[0]
     found = kernel_findings(doc, "kernel-memory-bound")
     assert len(found) == 1             # one finding for the three kernels (combine: kernels), the add kernel first
     others = [s for s in found[0]["supporting"] if s["rule"] == "kernel-memory-bound"]
@@ -342,7 +341,7 @@ def test_without_ncu_the_kernel_rules_say_what_to_run(tmp_case):
 
 
 def test_sync_bound_sgemm_leaves_tensor_cores_idle():
-    doc = produce("sync_bound_ncu")[0]
+    doc = produced("sync_bound_ncu")[0]
     found = kernel_findings(doc, "tensor-cores-unused")
     assert len(found) == 1 and "cutlass_80_simt_sgemm" in found[0]["scope"]["kernel"]
     ev = {e["fact"]: e["value"] for e in found[0]["evidence"]}
@@ -354,7 +353,7 @@ def test_sync_bound_sgemm_leaves_tensor_cores_idle():
 
 
 def test_compute_bound_has_no_kernel_memory_bound():
-    doc = produce("compute_bound_ncu")[0]
+    doc = produced("compute_bound_ncu")[0]
     assert not kernel_findings(doc, category="memory-bound")
     gemm = kernel_findings(doc, "kernel-compute-bound")
     assert len(gemm) == 1 and gemm[0]["scope"]["kernel"].startswith("nvjet_sm90")

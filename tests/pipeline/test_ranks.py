@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, SHARED
+from conftest import FIXTURES, SHARED, diagnosed
 from ranks.make_ranks import make
 
 from nsys_expert import config, pipeline
@@ -21,7 +21,7 @@ def diagnose(*paths, **kw):
 
 
 def test_derived_4_rank_fixture_names_the_straggler():
-    d = diagnose(FIXTURES / "ddp_derived_4rank" / "input")
+    d = diagnosed(FIXTURES / "ddp_derived_4rank" / "input")
     assert [r["rank"] for r in d["ranks"]] == ["rank0", "rank1", "rank2", "rank3"]
     top = d["findings"][0]
     assert top["rule"] == "rank-straggler" and top["severity"] == "high"

@@ -138,6 +138,7 @@ def test_half_the_ranks_is_enough(tmp_path):
     assert [f["rank"] for f in d["ranks_failed"]] == ["rank1", "rank2"] and len(d["ranks"]) == 2
 
 
+@pytest.mark.slow   # 4.1 s in the fast set on the shared 2-core machine (issue 56, item 14)
 def test_fewer_than_half_left_is_one_line_exit_2(tmp_path):
     make(str(tmp_path), ranks=5, slow=0)
     for k in (0, 2, 4):
@@ -151,6 +152,7 @@ def test_fewer_than_half_left_is_one_line_exit_2(tmp_path):
 
 # --- Dask ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow   # 2.9 s in the fast set on the shared 2-core machine (issue 56, item 14)
 def test_missing_extra_is_one_line_exit_2(tmp_path):
     """Without `distributed` (hidden here, whether it is installed or not): one line naming the fix."""
     make(str(tmp_path), ranks=3)

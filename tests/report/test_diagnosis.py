@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from conftest import FIXTURES
-from nsys_expert import pipeline, report
+from conftest import FIXTURES, diagnosed
+from nsys_expert import report
 from nsys_expert.engine.missing import NotEvaluated
 from nsys_expert.engine.model import Finding
 from nsys_expert.notes import Note
@@ -16,7 +16,7 @@ from nsys_expert.scenarios.next_steps import NextStep
 
 @pytest.mark.parametrize("case", ["sync_bound", "launch_bound_summaries"])
 def test_the_renderers_are_handed_declared_types(case):
-    d = pipeline.diagnose(pipeline.Request([str(FIXTURES / case / "input")]))
+    d = diagnosed(FIXTURES / case / "input")
     assert isinstance(d, Diagnosis) and isinstance(d.verdict, Verdict)
     assert all(isinstance(x, Ranked) and isinstance(x.finding, Finding) for x in d.findings)
     assert [x.rank for x in d.findings] == list(range(1, len(d.findings) + 1))
@@ -30,13 +30,13 @@ def test_the_renderers_are_handed_declared_types(case):
 
 
 def test_the_limiter_is_a_declared_part_of_the_verdict():
-    d = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")]))
+    d = diagnosed(FIXTURES / "sync_bound" / "input")
     assert isinstance(d.verdict.limiter, Limiter) and d.verdict.limiter.side == "host"
     assert d.next_steps[-1].limiter and d.next_steps[-1].need.code == "step.need_host_profile"
     assert d["verdict"]["limiter"]["critical_path_host_pct"] == d.verdict.limiter.critical_path_host_pct
 
 
 def test_a_next_step_says_its_need_and_why_in_the_report_language():
-    d = pipeline.diagnose(pipeline.Request([str(FIXTURES / "launch_bound_summaries" / "input")]))
+    d = diagnosed(FIXTURES / "launch_bound_summaries" / "input")
     zh = report.localized(d, "zh")["next_steps"]
     assert zh and all(s["need"] and s["why"] != str(st.why) for s, st in zip(zh, d.next_steps))

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, fixture_cases
+from conftest import FIXTURES, fixture_cases, diagnosed
 from nsys_expert import config, pipeline, report
 from nsys_expert.notes import Note
 from nsys_expert.report import i18n
@@ -65,7 +65,7 @@ def test_fields_reorder_and_nest():
 
 
 def _check(case):
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / case / "input")], config.Settings(lang="zh")))
+    doc = diagnosed(FIXTURES / case / "input", lang="zh")
     md = report.render_markdown(doc, "zh")
     assert english_lines(md) == [], case
     # the run-time sentences one by one, so a miss names the sentence to add to the catalog
@@ -285,7 +285,7 @@ def test_show_facts_in_chinese_says_why_each_fact_is_absent_in_chinese():
 def test_zh_report_punctuation_and_brackets_read_as_chinese():
     """Issue 35 item 9, the bracket spacing: Chinese punctuation beside Chinese words, a value's notes in
     one bracket, no bracket closing right inside another, no space between 需要 and a Chinese input."""
-    md = report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh"))), "zh")
+    md = report.render_markdown(diagnosed(FIXTURES / "sync_bound" / "input", lang="zh"), "zh")
     head = md.splitlines()[2]   # the verdict, its severity, then (issue 48) the limiter no finding names
     assert head.startswith("**结论：** 同步瓶颈") and "GPU 空等（高）。瓶颈是主机" in head and head.endswith("。")
     assert "- GPU 活跃时间占比：**13.7 %**（占窗口，kernel 13.6 %，拷贝 0.0595 %）；整个采集：9.9 %" in md
@@ -314,7 +314,7 @@ def test_zh_terminal_summary_uses_chinese_punctuation():
 
     from nsys_expert.report import terminal
 
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh")))
+    doc = diagnosed(FIXTURES / "sync_bound" / "input", lang="zh")
     buf = io.StringIO()
     terminal.summary(doc, "zh", console=Console(file=buf, width=200, color_system=None))
     out = buf.getvalue()

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, SHARED, fixture_cases
+from conftest import FIXTURES, SHARED, fixture_cases, diagnosed
 from nsys_expert import config, facts, load, pipeline, report
 from nsys_expert.facts.series import series
 from nsys_expert.report import html, terminal
@@ -41,7 +41,7 @@ def _sections(md: str) -> list[str]:
 
 
 def test_zh_markdown_has_the_seven_playbook_sections_in_order():
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh")))
+    doc = diagnosed(FIXTURES / "sync_bound" / "input", lang="zh")
     md = report.render_markdown(doc, "zh")
     secs = _sections(md)
     pos = []
@@ -60,9 +60,9 @@ def test_zh_markdown_has_the_seven_playbook_sections_in_order():
 
 
 def test_en_markdown_has_the_same_sections_in_english():
-    en = _sections(report.render_markdown(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")])), "en"))
+    en = _sections(report.render_markdown(diagnosed(FIXTURES / "sync_bound" / "input"), "en"))
     zh = _sections(report.render_markdown(
-        pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh"))), "zh"))
+        diagnosed(FIXTURES / "sync_bound" / "input", lang="zh"), "zh"))
     assert len(en) == len(zh)
     pos = [en.index(name) for name in EN_SECTIONS]
     assert pos == sorted(pos)
@@ -129,7 +129,7 @@ def test_series_nccl_and_zoom(tmp_case):
 def test_html_report_is_the_pipeline_report_and_the_charts_match_it():
     """The page's report is pipeline.diagnose's; the chart series, computed again from the same inputs,
     have its window."""
-    a = json.loads(report.to_json(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")]))))
+    a = json.loads(report.to_json(diagnosed(FIXTURES / "sync_bound" / "input")))
     doc, ser, zoom = pipeline.diagnose_with_series(pipeline.Request([str(FIXTURES / "sync_bound" / "input")]))
     assert json.loads(report.to_json(doc)) == a
     assert (ser["window"]["start_ns"], ser["window"]["end_ns"]) == (a["window"]["start_ns"], a["window"]["end_ns"])
@@ -172,7 +172,7 @@ def test_piped_markdown_is_unchanged():
     r = CliRunner().invoke(main, ["diagnose", str(FIXTURES / "sync_bound" / "input")])
     assert r.exit_code == 0
     # piped: the Markdown report itself, byte for byte (test_golden pins it to expected.md)
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")]))
+    doc = diagnosed(FIXTURES / "sync_bound" / "input")
     assert r.output == report.render_markdown(doc, "en")
     assert r.stderr_bytes in (None, b"")   # no spinner on a pipe
 
@@ -181,7 +181,7 @@ def test_piped_markdown_is_unchanged():
 def test_terminal_summary_is_compact_and_coloured():
     from rich.console import Console
 
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")]))
+    doc = diagnosed(FIXTURES / "sync_bound" / "input")
     con = Console(record=True, force_terminal=True, color_system="truecolor", width=110)
     terminal.summary(doc, "en", console=con)
     text = con.export_text(clear=False)
@@ -191,7 +191,7 @@ def test_terminal_summary_is_compact_and_coloured():
     ansi = con.export_text(styles=True)
     assert "\x1b[1;31m" in ansi or "\x1b[31;1m" in ansi     # high in bold red
     con = Console(record=True, force_terminal=True, width=110)
-    terminal.summary(pipeline.diagnose(pipeline.Request([str(FIXTURES / "sync_bound" / "input")], config.Settings(lang="zh"))), "zh",
+    terminal.summary(diagnosed(FIXTURES / "sync_bound" / "input", lang="zh"), "zh",
                      console=con)
     zh = con.export_text()
     assert "结论" in zh and "高" in zh

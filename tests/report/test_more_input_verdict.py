@@ -5,13 +5,12 @@ console text: kern sum and API sum) and fixtures/launch_bound_summaries (the sum
 the right behaviour: the folder with more reports names the same cause, evaluates launch-bound, and is no weaker."""
 from __future__ import annotations
 
-from conftest import FIXTURES
-from nsys_expert import pipeline
+from conftest import FIXTURES, diagnosed
 from nsys_expert.engine.rules import SEVERITIES
 
 
 def _verdict(case):
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / case / "input")]))
+    doc = diagnosed(FIXTURES / case / "input")
     return doc["verdict"], {n["rule"] for n in doc["not_evaluated"]}
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import FIXTURES
-from nsys_expert import pipeline, report
+from conftest import FIXTURES, diagnosed
+from nsys_expert import report
 from nsys_expert.report.html import render_html
 
 
 def _doc(case, lang="en"):
     from nsys_expert import config
-    return pipeline.diagnose(pipeline.Request([str(FIXTURES / case / "input")], config.Settings(lang=lang)))
+    return diagnosed(FIXTURES / case / "input", lang=lang)
 
 
 def _advice(md: str) -> str:

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, slow_ones
 from nsys_expert import config, pipeline, report
 from nsys_expert.notes import catalogs
 from nsys_expert.report import html, i18n, terminal
@@ -121,7 +121,8 @@ def test_the_leak_finder_finds_english():
     assert leaks("kernel `void foo<float>` on 2 GPUs, nsys stats --format csv --output report") == []
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", slow_ones(CASES, {   # 0.3-1.8 s each (issue 56, item 14)
+    "gpu_metrics_memcpy_pageable_sqlite", "nccl_single", "memcpy_bound_sqlite", "pair_loss_item_sqlite"}))
 def test_no_english_outside_the_catalogs(pseudo_locale, case):
     found = {k: leaks(v) for k, v in rendered(case).items()}
     found = {k: v for k, v in found.items() if v}

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, diagnosed
 from nsys_expert.engine.missing import NotEvaluated
 from nsys_expert import pipeline, report
 from nsys_expert.report import html, number_text, split_warnings
@@ -24,7 +24,7 @@ def test_numbers_read_as_numbers(value, nd, text):
 
 @pytest.fixture(scope="module")
 def launch():
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "launch_bound" / "input")]))
+    doc = diagnosed(FIXTURES / "launch_bound" / "input")
     return doc, report.render_markdown(doc)
 
 
@@ -57,7 +57,7 @@ def test_single_gpu_run_lists_no_rank_rules_and_each_need_once(launch):
 
 
 def test_multi_rank_run_keeps_its_rank_rules():
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "ddp_derived_4rank" / "input")]))
+    doc = diagnosed(FIXTURES / "ddp_derived_4rank" / "input")
     groups = report.group_not_evaluated(doc.not_evaluated + [
         NotEvaluated("rank-imbalance", "comm-bound", "run", "medium",
                      ["needs several ranks of one job (per-rank CSV sets or SQLite files, or one export with several "
@@ -66,7 +66,7 @@ def test_multi_rank_run_keeps_its_rank_rules():
 
 
 def test_notes_on_the_inputs_fold_into_one_collapsed_line():
-    doc = pipeline.diagnose(pipeline.Request([str(FIXTURES / "cupy_nsys2020_sqlite" / "input")]))
+    doc = diagnosed(FIXTURES / "cupy_nsys2020_sqlite" / "input")
     important, notes = split_warnings(doc["warnings"])
     assert notes and all("nsys writes a table only when it recorded" in str(n) for n in notes)
     md = report.render_markdown(doc)

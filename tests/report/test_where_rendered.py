@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from nsys_expert import config, pipeline
+from conftest import diagnosed
 from nsys_expert.facts.where import Location
 from nsys_expert.report import render_markdown, to_json
 from nsys_expert.report.html import render_html
@@ -15,7 +15,7 @@ FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "pair_loss
 
 @pytest.fixture(scope="module")
 def placed():
-    d = pipeline.diagnose(pipeline.Request([FIX], config.Settings()))
+    d = diagnosed(FIX)
     [f] = [x.finding for x in d.findings if x.finding.rule == "step-sync"]
     f.locations = [Location("callbacks.py", 48, "on_step_end", "aten::item", 92.0,
                             ["train.py:10 in main", "trainer.py:50 in fit"], "torch.profiler:with_stack"),

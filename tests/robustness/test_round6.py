@@ -179,7 +179,8 @@ def test_long_stringids_value_cut_where_read(tmp_path, length):
 
 
 # ------------------------------------------------------------------------------------------------ lies
-@pytest.mark.parametrize("every", [7, 20, 50])
+@pytest.mark.parametrize("every", [pytest.param(7, marks=pytest.mark.slow), 20,   # 0.7-0.8 s each (issue 56, item 14)
+                                   pytest.param(50, marks=pytest.mark.slow)])
 def test_stretched_kernels_left_out_and_said(tmp_path, every):
     d = tmp_path / "s"
     shutil.copytree(FIXTURES / "sync_bound" / "input", d)
@@ -200,7 +201,8 @@ def test_pdl_overlap_is_not_stretched():
     assert not [w for w in prof.warnings if "later operation" in str(w)]
 
 
-@pytest.mark.parametrize("form", ["crlf", "cr", "bom-crlf", "crlf-gz"])
+@pytest.mark.parametrize("form", ["crlf", "cr", pytest.param("bom-crlf", marks=pytest.mark.slow),   # 0.7 s each (issue 56,
+                                  pytest.param("crlf-gz", marks=pytest.mark.slow)])                 # item 14)
 def test_line_endings_read_the_same(tmp_path, form):
     src = FIXTURES / "sync_bound" / "input"
     d = tmp_path / form
@@ -248,8 +250,8 @@ def _device(v):
     (_halve, "runtime calls with a correlation id another call has: kept, but tied to no launch"),
     (_pair_kernels, "GPU events with a correlation id another kernel has"),
     (_device("0"), "device ids with a device id written as text: read as the number written"),
-    (_device(1 << 40), "a device id that is no GPU's (int)"),
-    (_device(-3), "a device id that is no GPU's (int)"),
+    pytest.param(_device(1 << 40), "a device id that is no GPU's (int)", marks=pytest.mark.slow),   # 0.6-0.7 s each
+    pytest.param(_device(-3), "a device id that is no GPU's (int)", marks=pytest.mark.slow),        # (issue 56, item 14)
     (_device("gpu0"), "a device id that is no GPU's (str)"),
 ])
 def test_kineto_lies_said_and_verdict_kept(tmp_path, edit, words):

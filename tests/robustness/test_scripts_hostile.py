@@ -66,7 +66,8 @@ def script(*args) -> str:
 
 
 @pytest.mark.parametrize("key", sorted(PAYLOADS))
-@pytest.mark.parametrize("scenario", ["torchrun", "deepspeed", "mpi"])
+@pytest.mark.parametrize("scenario", ["torchrun", pytest.param("deepspeed", marks=pytest.mark.slow),   # the fast set: every
+                                      pytest.param("mpi", marks=pytest.mark.slow)])   # name under one launcher (issue 56, item 14)
 def test_printed_script_runs_no_name(sandbox, scenario, key):
     """The printed script (heredoc + chmod + launch line) run by bash: the stubs are called, no payload runs,
     and nsys gets the name back as one word."""
