@@ -90,6 +90,8 @@ class _Columns:
         self.n_flows = self.n_cpu = self.n_gpu = 0
         self.no_corr: list = []              # rows of GPU events whose args give no correlation id
         self.dropped: Counter = Counter()    # (what, why) -> values dropped (load/kineto_values.py)
+        self.reserved: dict[int, int] = {}   # device -> the allocator's reserved bytes at the last [memory] event
+        self.mem: list[tuple] = []           # (ns, device, change of the reserve)
 
     def add(self, events: list) -> None:
         gpu = {k: [] for k in GPU}
@@ -103,6 +105,9 @@ class _Columns:
                 self.n_flows += ph == "s"
                 if ph == "f" and e.id is not unset:
                     self.flows[kv.key(e.pid, e.tid, e.ts)] = e.id
+                continue
+            if ph == "i" and e.name == "[memory]":   # profile_memory=True: the caching allocator's reserve
+                self._memory(e)
                 continue
             if ph != "X" or e.ts is None:
                 continue
@@ -149,6 +154,18 @@ class _Columns:
                                   ("py", py, CPU)):
             if cols["name"]:
                 self.frames[key].append(kv.frame(cols, schema, self.dropped))
+
+    def _memory(self, e) -> None:
+        """A ``[memory]`` event of a CUDA device (``Device Type`` 1) whose ``Total Reserved`` changed: the caching
+        allocator took memory from the driver or gave it back (mem_usage: the change, in bytes)."""
+        a = e.args
+        if a is None or a.device_type != 1 or not isinstance(a.reserved, int) or not isinstance(a.device_id, int):
+            return
+        ts = kv.time_ns(e.ts, self.dropped, "events")
+        last = self.reserved.get(a.device_id, 0)
+        if ts is not None and a.reserved != last:
+            self.reserved[a.device_id] = a.reserved
+            self.mem.append((ts, a.device_id, a.reserved - last))
 
     def frame(self, key: str, schema: dict) -> pl.DataFrame:
         """One table over all pieces, in file order."""
@@ -203,6 +220,7 @@ def read_kineto(path: str):
     if py.height:
         part.tables["py_trace"] = py.with_columns((pl.col("start_ns") + pl.col("dur_ns")).alias("end_ns"),
                                                   pl.col("name").cast(pl.Categorical))
+    _memory_tables(part, c.mem, doc)
     rng = c.frame("rng", RNG)
     if rng.height:
         n = _ranges(rng)
@@ -216,6 +234,22 @@ def read_kineto(path: str):
     if part.meta["kineto"].get("rank") is not None:
         part.meta["processes"] = [{"pid": main_pid, "name": f"rank {part.meta['kineto']['rank']}"}]
     return part
+
+
+def _memory_tables(part, mem: list, doc: dict) -> None:
+    """``mem_usage`` and ``device_memory`` (load/sqlite/memory.py's tables) from a trace recorded with
+    ``profile_memory=True``: the level is the caching allocator's reserve (what it holds of the driver's memory),
+    each GPU's size ``deviceProperties[].totalGlobalMem``."""
+    props = doc.get("deviceProperties")
+    sizes = [(p.get("id", i), p.get("totalGlobalMem")) for i, p in enumerate(props if isinstance(props, list) else [])
+             if isinstance(p, dict)]
+    sizes = [(d, t) for d, t in sizes if isinstance(d, int) and isinstance(t, int) and t > 0]
+    if not mem or not sizes:
+        return
+    usage = pl.DataFrame(mem, schema={"start_ns": pl.Int64, "device_id": pl.Int64, "delta": pl.Int64}, orient="row")
+    part.tables["mem_usage"] = usage.sort("start_ns", maintain_order=True)
+    part.tables["device_memory"] = pl.DataFrame(sizes, schema={"device_id": pl.Int64, "total_bytes": pl.Int64},
+                                                orient="row").unique("device_id", keep="first", maintain_order=True)
 
 
 def _int(v) -> int | None:

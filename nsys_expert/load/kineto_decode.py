@@ -42,6 +42,9 @@ if msgspec is not None:
         bytes: Any = None
         device: Any = msgspec.UNSET
         stream: Any = msgspec.UNSET
+        reserved: Any = msgspec.field(default=None, name="Total Reserved")   # [memory] events (profile_memory)
+        device_id: Any = msgspec.field(default=None, name="Device Id")
+        device_type: Any = msgspec.field(default=None, name="Device Type")
 
     class Event(msgspec.Struct, gc=False):
         """One trace event: a missing ``dur`` is 0, a missing ``id`` unset (``null`` is kept as None)."""
@@ -60,10 +63,12 @@ if msgspec is not None:
     NO_ARGS = Args()
 else:                      # pragma: no cover - depends on the environment
     class Args:            # the same attributes, made from a dict by the standard parser's path
-        __slots__ = ("correlation", "bytes", "device", "stream")
+        __slots__ = ("correlation", "bytes", "device", "stream", "reserved", "device_id", "device_type")
 
-        def __init__(self, correlation=None, bytes=None, device=UNSET, stream=UNSET):  # noqa: A002
+        def __init__(self, correlation=None, bytes=None, device=UNSET, stream=UNSET,  # noqa: A002
+                     reserved=None, device_id=None, device_type=None):
             self.correlation, self.bytes, self.device, self.stream = correlation, bytes, device, stream
+            self.reserved, self.device_id, self.device_type = reserved, device_id, device_type
 
     NO_ARGS = Args()
 
@@ -78,7 +83,8 @@ class _Ev:
         self.pid, self.tid, self.id = g("pid"), g("tid"), g("id", UNSET)
         a = g("args")
         self.args = None if not isinstance(a, dict) else Args(
-            a.get("correlation"), a.get("bytes"), a.get("device", UNSET), a.get("stream", UNSET))
+            a.get("correlation"), a.get("bytes"), a.get("device", UNSET), a.get("stream", UNSET),
+            a.get("Total Reserved"), a.get("Device Id"), a.get("Device Type"))
 
 
 class _Unfit(Exception):
