@@ -42,7 +42,8 @@ def put(fs, ops: pl.DataFrame, cover: pl.DataFrame, steps: pl.DataFrame, n_gaps:
         fs.put("batched_ops_gain_pct", 0.0, src)
         return
     k_ns = float((k["end_ns"] - k["start_ns"]).sum()) / n_gaps
-    top = k.group_by("name").agg(pl.len().alias("n")).sort("n", descending=True).row(0, named=True)
+    top = k.group_by(pl.col("name").cast(pl.String)).agg(pl.len().alias("n")).sort(
+        ["n", "name"], descending=[True, False]).row(0, named=True)   # ties by name: the same answer every run
     fs.put("between_steps_top_kernel", short_kernel_name(str(top["name"])), src)
     fs.put("between_steps_top_kernel_share_pct", pct(top["n"], k.height), src)
     fs.put("between_steps_kernel_median_us", float((k["end_ns"] - k["start_ns"]).median()) / 1e3, src)
