@@ -11,7 +11,7 @@ from golden import facts_view, golden_view, produce
 # the fast set's golden cases (issue 56, item 14): those other fast tests diagnose anyway (conftest.produced
 # shares the diagnosis: test_diagnoses, the loaders' tests), one of each input the rest do not cover (a
 # Kineto trace, ROCm, a multi-rank job, a measured pair, the 2020 and 2026 SQLite schemas, every console era);
-# the other 114 (the measured pairs' SQLite exports, the trainapp traces, the GPU-metrics exports) are
+# the others (the measured pairs' SQLite exports, the trainapp traces, the GPU-metrics exports) are
 # `slow`: CI's full suite checks every fixture
 FAST = {"allocator_churn", "allocator_churn_api_sum", "allocator_churn_sqlite", "busy_no_nvtx", "busy_no_nvtx_sqlite",
         "checkpoint_spikes", "compute_bound", "compute_bound_ncu", "contiguous_copies", "contiguous_copies_sqlite",
