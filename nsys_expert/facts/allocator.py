@@ -24,9 +24,8 @@ def compute(ctx: Context) -> None:
     union = fs.work.host["alloc"]   # merged and clipped once for the gap causes too
     fs.put("alloc_api_share_pct", pct(intervals.total(union), win.length_ns) or 0.0, src)
     fs.put("alloc_calls_window", inside.height, src)
-    it = win.iterations
-    if it is not None and it.height - win.skipped > 0:
-        n_iter = it.height - win.skipped
+    n_iter = win.steady_iters
+    if n_iter > 0:
         fs.put("alloc_calls_per_iter", inside.height / n_iter, src)
         fs.put("free_calls_per_iter", int(inside["api"].is_in(sorted(FREE_APIS)).sum()) / n_iter, src)
     if inside.height:

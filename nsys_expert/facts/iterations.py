@@ -44,7 +44,7 @@ def compute(ctx: Context) -> None:
     if it is None or it.height < 2:
         return
     if graph_hidden:  # the GPU work of each iteration is not in the trace: its time would be host-only
-        fs.put("iter_count", max(0, it.height - win.skipped), prof.source_name("nvtx_trace"))
+        fs.put("iter_count", win.steady_iters, prof.source_name("nvtx_trace"))
         for k in ("iter_median_ms", "iter_max_over_median", "first_iter_over_median"):
             fs.absent[k] = Note("absent.graph_iterations")
         return

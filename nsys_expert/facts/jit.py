@@ -17,7 +17,7 @@ from .declare import fact, group, has
 def compute(ctx: Context) -> None:
     fs, prof, win = ctx.fs, ctx.prof, ctx.win
     it = win.iterations
-    if it is None or it.height - win.skipped < 2:   # no steady iterations to tell a one-time load from recurring ones
+    if win.steady_iters < 2:   # no steady iterations to tell a one-time load from recurring ones
         for k in ("module_loads_steady", "module_loads_per_iter", "module_load_iters_pct", "module_load_ms_per_iter"):
             fs.absent[k] = Note("absent.needs_nvtx_steps")
         return

@@ -47,9 +47,8 @@ def compute(ctx: Context) -> None:
     fs.put("device_mem_peak_pct", top["pct"], src)
     fs.put("device_mem_peak_gib", top["peak"] / GIB, src)
     fs.put("device_mem_total_gib", top["total_bytes"] / GIB, src)
-    it = win.iterations
-    if it is not None and it.height - win.skipped > 0:
-        fs.put("device_mem_events_per_iter", top["events"] / (it.height - win.skipped), src)
+    if win.steady_iters > 0:
+        fs.put("device_mem_events_per_iter", top["events"] / win.steady_iters, src)
 
 
 FACTS = [

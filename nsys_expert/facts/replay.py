@@ -30,7 +30,7 @@ from .declare import fact, group, on_timeline
 def _slice(win) -> tuple[int, int, int, list[int]] | None:
     """A contiguous run of steady iterations in the middle of the window: (t0, t1, t_end, starts)."""
     it = win.iterations
-    if it is None or it.height - win.skipped < 3:
+    if win.steady_iters < 3:
         return None
     rows = it.slice(win.skipped).sort("s")
     k = min(PARAMS["slice"]["max_iterations"], rows.height - 1)

@@ -88,7 +88,7 @@ def compute(ctx: Context) -> None:
     n_explicit = explicit.height
     _explicit_idle(ctx, explicit, src)
     iters = win.iterations
-    if iters is None or iters.height - win.skipped < 1:
+    if win.steady_iters < 1:
         return
     it = iters.slice(win.skipped).select(pl.col("host_s").alias("s"), pl.col("host_e").alias("e")).drop_nulls()
     it = it.filter((pl.col("s") >= win.start_ns) & (pl.col("s") < win.end_ns)).with_row_index("it")

@@ -49,12 +49,14 @@ class Window:
             return 0
         return max(0, self.end_ns - self.start_ns)
 
+    @property
+    def steady_iters(self) -> int:
+        """The iterations after the warm-up (0 when none were found)."""
+        return 0 if self.iterations is None else max(0, self.iterations.height - self.skipped)
+
     def to_json(self) -> dict:
-        n_iter = 0
-        if self.iterations is not None:
-            n_iter = max(0, self.iterations.height - self.skipped)
         return {"start_ns": self.start_ns, "end_ns": self.end_ns, "source": self.source,
-                "iterations": n_iter, "reason": self.reason,
+                "iterations": self.steady_iters, "reason": self.reason,
                 "span_start_ns": self.span_start_ns, "span_end_ns": self.span_end_ns}
 
 

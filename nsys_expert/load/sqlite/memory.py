@@ -18,27 +18,24 @@ import sqlite3
 import polars as pl
 
 from .reading import read_frame
+from .tables import MEM_KIND, enum_labels, first_column
 
 USAGE = "CUDA_GPU_MEMORY_USAGE_EVENTS"
 GPU_INFO = "TARGET_INFO_GPU"
 DEVICE, ALLOCATION, FREE = 2, 0, 1   # the ENUM values of every export that has the table (2023-2025)
 
 
-def _enum(con: sqlite3.Connection, cols: dict, table: str, label: str, default: int) -> int:
-    """The id of ``label`` in an ENUM table where the export has it (else the value every export uses)."""
-    if table in cols and {"id", "label"} <= cols[table]:
-        for i, v in con.execute(f'SELECT id, label FROM "{table}"'):
-            if str(v).lower() == label.lower():
-                return int(i)
-    return default
+def _id_of(labels: dict[int, str], label: str, default: int) -> int:
+    """The id of ``label`` in an ENUM table's labels (``tables.enum_labels``: the export's, over the values every export uses)."""
+    return next((i for i, v in labels.items() if v.lower() == label.lower()), default)
 
 
 def read_device_memory(con: sqlite3.Connection, cols: dict) -> pl.DataFrame | None:
     c = cols.get(GPU_INFO, set())
-    dev = "id" if "id" in c else ("deviceId" if "deviceId" in c else None)
-    if dev is None or "totalMemory" not in c:
+    dev = first_column(c, "id", "deviceId", default="")
+    if not dev or "totalMemory" not in c:
         return None
-    f = read_frame(con, f'SELECT "{dev}", totalMemory FROM {GPU_INFO} WHERE totalMemory > 0',
+    f = read_frame(con, f'SELECT {dev}, totalMemory FROM {GPU_INFO} WHERE totalMemory > 0',
                    {"device_id": pl.Int64, "total_bytes": pl.Int64})
     return f.unique("device_id", keep="first", maintain_order=True) if f.height else None
 
@@ -47,10 +44,10 @@ def read_memory_usage(con: sqlite3.Connection, cols: dict) -> pl.DataFrame | Non
     c = cols.get(USAGE, set())
     if not {"start", "bytes", "memKind", "memoryOperationType"} <= c:
         return None
-    device = _enum(con, cols, "ENUM_CUDA_MEM_KIND", "Device", DEVICE)
-    alloc = _enum(con, cols, "ENUM_CUDA_DEV_MEM_EVENT_OPER", "Allocation", ALLOCATION)
-    free = _enum(con, cols, "ENUM_CUDA_DEV_MEM_EVENT_OPER", "Deallocation", FREE)
-    dev = '"deviceId"' if "deviceId" in c else "0"
+    device = _id_of(enum_labels(con, cols, "ENUM_CUDA_MEM_KIND", MEM_KIND), "Device", DEVICE)
+    opers = enum_labels(con, cols, "ENUM_CUDA_DEV_MEM_EVENT_OPER", {ALLOCATION: "Allocation", FREE: "Deallocation"})
+    alloc, free = _id_of(opers, "Allocation", ALLOCATION), _id_of(opers, "Deallocation", FREE)
+    dev = first_column(c, "deviceId", default="0")
     f = read_frame(con, f'SELECT start, {dev}, CASE memoryOperationType WHEN {alloc} THEN bytes ELSE -bytes END '
                         f'FROM {USAGE} WHERE memKind = {device} AND memoryOperationType IN ({alloc}, {free}) '
                         f'AND start IS NOT NULL AND bytes IS NOT NULL ORDER BY start',

@@ -82,7 +82,7 @@ def table_pairs(con: sqlite3.Connection, cols: dict, table: str) -> dict[str, st
     return {str(k): str(v) for k, v in con.execute(f'SELECT name, value FROM "{table}"')}
 
 
-def _col(cols: set[str], *names: str, default: str = "NULL") -> str:
+def first_column(cols: set[str], *names: str, default: str = "NULL") -> str:
     """The first of ``names`` the table has (quoted), else ``default``."""
     for n in names:
         if n in cols:
@@ -90,7 +90,7 @@ def _col(cols: set[str], *names: str, default: str = "NULL") -> str:
     return default
 
 
-def _labels(con: sqlite3.Connection, cols: dict, enum: str, fallback: dict[int, str]) -> dict[int, str]:
+def enum_labels(con: sqlite3.Connection, cols: dict, enum: str, fallback: dict[int, str]) -> dict[int, str]:
     out = dict(fallback)
     if enum in cols and {"id", "label"} <= cols[enum]:
         out.update({int(i): str(v) for i, v in con.execute(f'SELECT id, label FROM "{enum}"') if v is not None})
@@ -101,7 +101,7 @@ def gpu_names(con: sqlite3.Connection, cols: dict) -> dict[int, str]:
     """CUDA device id -> GPU name (TARGET_INFO_GPU; 2020: deviceId column or TARGET_INFO_CUDA_GPU)."""
     for table in ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"):
         c = cols.get(table, set())
-        dev = _col(c, "id", "deviceId", default="")
+        dev = first_column(c, "id", "deviceId", default="")
         if dev and "name" in c:
             rows = con.execute(f'SELECT {dev}, name FROM "{table}" WHERE {dev} IS NOT NULL').fetchall()
             if rows:
@@ -113,7 +113,7 @@ def gpu_capabilities(con: sqlite3.Connection, cols: dict) -> dict[int, str]:
     """CUDA device id -> compute capability ``"9.0"`` (TARGET_INFO_GPU's computeMajor / computeMinor,
     2021 and later; empty when the export has none)."""
     c = cols.get("TARGET_INFO_GPU", set())
-    dev = _col(c, "id", "deviceId", default="")
+    dev = first_column(c, "id", "deviceId", default="")
     if not dev or "computeMajor" not in c or "computeMinor" not in c:
         return {}
     rows = con.execute(f'SELECT {dev}, computeMajor, computeMinor FROM TARGET_INFO_GPU WHERE {dev} IS NOT NULL').fetchall()
@@ -132,8 +132,8 @@ _KIND = pl.Enum(["kernel", "memcpy", "memset", "graph"])   # which table a GPU o
 
 
 def _common_sql(c: set[str]) -> str:
-    return (f'start, "end", {_col(c, "correlationId")}, {_col(c, "deviceId", default="0")}, '
-            f'{_col(c, "streamId")}, {_col(c, "globalPid")}')
+    return (f'start, "end", {first_column(c, "correlationId")}, {first_column(c, "deviceId", default="0")}, '
+            f'{first_column(c, "streamId")}, {first_column(c, "globalPid")}')
 
 
 def big_jobs(cols: dict) -> dict[str, tuple[str, dict]]:
@@ -141,23 +141,23 @@ def big_jobs(cols: dict) -> dict[str, tuple[str, dict]]:
     jobs = {}
     if KERNEL in cols:
         c = cols[KERNEL]
-        jobs[KERNEL] = (f'SELECT {_common_sql(c)}, {_col(c, "demangledName", "shortName")} FROM {KERNEL}',
+        jobs[KERNEL] = (f'SELECT {_common_sql(c)}, {first_column(c, "demangledName", "shortName")} FROM {KERNEL}',
                         {**_GPU_SCHEMA, "name_id": pl.Int64})
     if RUNTIME in cols:
         c = cols[RUNTIME]
         # returnValue is not read: no fact uses it, and this table is as long as the kernel table or longer
-        jobs[RUNTIME] = (f'SELECT start, "end", {_col(c, "nameId")}, {_col(c, "correlationId")}, '
-                         f'{_col(c, "globalTid")} FROM {RUNTIME}',
+        jobs[RUNTIME] = (f'SELECT start, "end", {first_column(c, "nameId")}, {first_column(c, "correlationId")}, '
+                         f'{first_column(c, "globalTid")} FROM {RUNTIME}',
                          {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "corr_id": pl.Int64,
                           "gtid": pl.Int64})
     if MEMCPY in cols:
         c = cols[MEMCPY]
-        jobs[MEMCPY] = (f'SELECT {_common_sql(c)}, {_col(c, "bytes")}, {_col(c, "copyKind")}, '
-                        f'{_col(c, "srcKind")}, {_col(c, "dstKind")} FROM {MEMCPY}',
+        jobs[MEMCPY] = (f'SELECT {_common_sql(c)}, {first_column(c, "bytes")}, {first_column(c, "copyKind")}, '
+                        f'{first_column(c, "srcKind")}, {first_column(c, "dstKind")} FROM {MEMCPY}',
                         {**_GPU_SCHEMA, "bytes": pl.Float64, "copy_oper": pl.Int64, "src": pl.Int64, "dst": pl.Int64})
     if MEMSET in cols:
         c = cols[MEMSET]
-        jobs[MEMSET] = (f'SELECT {_common_sql(c)}, {_col(c, "bytes")}, {_col(c, "memKind")} FROM {MEMSET}',
+        jobs[MEMSET] = (f'SELECT {_common_sql(c)}, {first_column(c, "bytes")}, {first_column(c, "memKind")} FROM {MEMSET}',
                         {**_GPU_SCHEMA, "bytes": pl.Float64, "mem": pl.Int64})
     if GRAPH in cols:
         jobs[GRAPH] = (f"SELECT {_common_sql(cols[GRAPH])} FROM {GRAPH}", _GPU_SCHEMA)
@@ -165,7 +165,7 @@ def big_jobs(cols: dict) -> dict[str, tuple[str, dict]]:
         c = cols[OSRT]
         # event classes 31 / 32 mark thread start and finish ("[Unknown]", zero length): not calls
         where = "WHERE eventClass NOT IN (31, 32)" if "eventClass" in c else ""
-        jobs[OSRT] = (f'SELECT start, "end", {_col(c, "nameId")}, {_col(c, "globalTid")} FROM {OSRT} {where}',
+        jobs[OSRT] = (f'SELECT start, "end", {first_column(c, "nameId")}, {first_column(c, "globalTid")} FROM {OSRT} {where}',
                       {"start_ns": pl.Int64, "end_ns": pl.Int64, "name_id": pl.Int64, "gtid": pl.Int64})
     return jobs
 
@@ -179,12 +179,12 @@ def read_gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], bi
         k = k.with_columns(_named(k, names).alias("name"), pl.lit("kernel", _KIND).alias("kind")).drop("name_id")
         parts.append(k)
     if MEMCPY in cols:
-        oper = _labels(con, cols, "ENUM_CUDA_MEMCPY_OPER", MEMCPY_OPER)
+        oper = enum_labels(con, cols, "ENUM_CUDA_MEMCPY_OPER", MEMCPY_OPER)
         names = {i: f"[CUDA memcpy {v}]" for i, v in oper.items()}
         if "ENUM_CUDA_MEMCPY_OPER" not in cols and "MemcpyOperationStrings" in cols:
             # 2020: the label table of that era ("[CUDA memcpy HtoD]"); normalize reads both spellings
             names.update({int(i): str(v) for i, v in con.execute("SELECT id, name FROM MemcpyOperationStrings")})
-        kinds = _labels(con, cols, "ENUM_CUDA_MEM_KIND", MEM_KIND)
+        kinds = enum_labels(con, cols, "ENUM_CUDA_MEM_KIND", MEM_KIND)
         m = big.get(MEMCPY)
         m = m.with_columns(
             pl.col("copy_oper").replace_strict(names, default="[CUDA memcpy Unknown]", return_dtype=pl.String)
@@ -194,7 +194,7 @@ def read_gpu_trace(con: sqlite3.Connection, cols: dict, gpus: dict[int, str], bi
             pl.lit("memcpy", _KIND).alias("kind")).drop("copy_oper", "src", "dst")
         parts.append(m)
     if MEMSET in cols:
-        kinds = _labels(con, cols, "ENUM_CUDA_MEM_KIND", MEM_KIND)
+        kinds = enum_labels(con, cols, "ENUM_CUDA_MEM_KIND", MEM_KIND)
         s = big.get(MEMSET)
         # nsys stats shows a memset's memory kind as its source kind
         s = s.with_columns(pl.lit("[CUDA memset]").cast(pl.Categorical).alias("name"),
